@@ -1,0 +1,600 @@
+//! The command line: a thin client of [`crate::engine`].
+
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use color_eyre::eyre::{Result, WrapErr};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use crate::engine::admit::{self, Class, Settings, Stop};
+use crate::engine::export;
+use crate::engine::load::{self, Batch, LoadError, LoadOptions};
+use crate::engine::score::{self, AdvantageMode, Outcome};
+use crate::engine::stats;
+use crate::engine::{self as eng, Results};
+
+const AFTER_HELP: &str = "\
+Examples:
+  gyre                                   # the bundled demo: stats and every draw
+  gyre stats runs/*.jsonl.zst            # what is in a recording
+  gyre admit runs.jsonl --out admitted.jsonl
+  gyre replay runs.jsonl --execution e7  # why these leaves were drawn
+  gyre validate runs.jsonl               # every problem, with file:line
+
+Format: gyre/1 records (docs/format.md). Exit codes: 0 ok, 2 invalid input or usage, 1 other.";
+
+/// gyre: which tokens your policy is trained on, and why.
+#[derive(Parser, Debug)]
+#[command(name = "gyre", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Admit trajectories and export them as gyre/admitted-1 JSONL.
+    #[command(after_help = "\
+Examples:
+  gyre admit runs.jsonl > admitted.jsonl
+  gyre admit a.jsonl b.jsonl.gz --seed 7 --jmax 0 --out admitted.jsonl
+  gyre admit runs.jsonl --priority main,sub --advantage grpo --out admitted.jsonl --force
+
+One line per admitted trajectory, in execution order then draw order (docs/format.md).
+The file is written atomically: on any error no file (or the old one) is left.")]
+    Admit {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        admission: AdmissionArgs,
+        /// Advantage within GRPO groups: drgrpo (reward − mean), grpo (÷ std + 1e-6), none.
+        #[arg(long, value_enum, default_value_t = AdvantageArg::Drgrpo)]
+        advantage: AdvantageArg,
+        /// Write here instead of stdout.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        /// Overwrite --out if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Counts: executions, requests, tokens (raw vs tree), candidates, targets.
+    #[command(after_help = "\
+Examples:
+  gyre stats runs.jsonl
+  gyre stats runs.jsonl --json | jq .dedup_ratio
+  gyre stats runs.jsonl --jmax 0 --json   # targets when every candidate may be drawn")]
+    Stats {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        admission: AdmissionArgs,
+        /// One JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check recordings; print every problem as file:line and exit 2 if there is any.
+    #[command(after_help = "\
+Examples:
+  gyre validate runs.jsonl
+  gyre validate part-*.jsonl.gz && gyre admit part-*.jsonl.gz --out admitted.jsonl")]
+    Validate {
+        /// gyre/1 files (.jsonl, .jsonl.gz, .jsonl.zst), read in order.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// The draw log of one execution: every draw's class, candidates, weights, choice, targets.
+    #[command(after_help = "\
+Examples:
+  gyre replay runs.jsonl --execution e7
+  gyre replay runs.jsonl --execution e7 --seed 3 --jmax 0
+  gyre replay runs.jsonl --execution e7 --json | jq '.draws[].chosen'")]
+    Replay {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        admission: AdmissionArgs,
+        /// Execution id.
+        #[arg(long, short)]
+        execution: String,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+struct InputArgs {
+    /// gyre/1 files (.jsonl, .jsonl.gz, .jsonl.zst), read in order.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Skip invalid lines (counted, reported as warnings) instead of failing.
+    #[arg(long)]
+    lenient: bool,
+}
+
+#[derive(Args, Debug)]
+struct AdmissionArgs {
+    /// Seed of the draws (each execution's draws depend only on it and the execution).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Maximum draws per execution; 0 = uncapped.
+    #[arg(long, default_value_t = 5)]
+    jmax: u32,
+    /// Class priority, highest first; classes left out are never drawn.
+    #[arg(long, default_value = "main,main-summary,sub,sub-summary", value_parser = admit::parse_priority)]
+    priority: Vec<Class>,
+}
+
+impl AdmissionArgs {
+    fn settings(&self) -> Settings {
+        Settings {
+            seed: self.seed,
+            jmax: self.jmax,
+            priority: self.priority.clone(),
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum AdvantageArg {
+    Drgrpo,
+    Grpo,
+    None,
+}
+
+impl From<AdvantageArg> for AdvantageMode {
+    fn from(a: AdvantageArg) -> Self {
+        match a {
+            AdvantageArg::Drgrpo => AdvantageMode::DrGrpo,
+            AdvantageArg::Grpo => AdvantageMode::Grpo,
+            AdvantageArg::None => AdvantageMode::None,
+        }
+    }
+}
+
+/// Exit code for invalid input or usage.
+const EXIT_INVALID: u8 = 2;
+
+/// Entry point of the `gyre` binary.
+pub fn main() -> ExitCode {
+    if let Err(e) = color_eyre::install() {
+        eprintln!("gyre: {e}");
+    }
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(le) = e.downcast_ref::<LoadError>() {
+                eprintln!("{le}");
+                return ExitCode::from(EXIT_INVALID);
+            }
+            if let Some(ee) = e.downcast_ref::<export::ExportError>() {
+                eprintln!("gyre: {ee}");
+                return ExitCode::from(match ee {
+                    export::ExportError::Exists(_) => EXIT_INVALID,
+                    export::ExportError::Io(..) => 1,
+                });
+            }
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("gyre: {e:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(e: &color_eyre::Report) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        None => demo(),
+        Some(Command::Validate { files }) => validate(&files),
+        Some(Command::Admit {
+            input,
+            admission,
+            advantage,
+            out,
+            force,
+        }) => {
+            if let Some(path) = &out {
+                // Fail before the work, not after it.
+                if !force && path.exists() {
+                    return Err(export::ExportError::Exists(path.clone()).into());
+                }
+            }
+            let batch = load_with_progress(&input)?;
+            let results = eng::process(&batch, &admission.settings(), advantage.into());
+            match out {
+                Some(path) => {
+                    let rows = export::write_file(&batch, &results, &path, force)?;
+                    eprintln!(
+                        "gyre: wrote {rows} rows ({} executions, B = {}) to {}",
+                        batch.executions.len(),
+                        results.batch_executions,
+                        path.display()
+                    );
+                }
+                None => {
+                    let stdout = io::stdout().lock();
+                    let mut w = io::BufWriter::with_capacity(1 << 20, stdout);
+                    export::write_rows(&batch, &results, &mut w).wrap_err("writing rows to stdout")?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Stats {
+            input,
+            admission,
+            json,
+        }) => {
+            let batch = load_with_progress(&input)?;
+            let results = eng::process(&batch, &admission.settings(), AdvantageMode::None);
+            let s = stats::stats(&batch, &results);
+            let mut out = io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &s)?;
+                writeln!(out)?;
+            } else {
+                write!(out, "{}", stats_table(&s, &results.settings))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Replay {
+            input,
+            admission,
+            execution,
+            json,
+        }) => {
+            let batch = load_with_progress(&input)?;
+            let Some(i) = batch.execution_index(&execution) else {
+                let known: Vec<_> = batch.executions.iter().take(8).map(|e| e.id.as_str()).collect();
+                eprintln!(
+                    "gyre: no execution {execution:?} in the input (first ids: {})",
+                    known.join(", ")
+                );
+                return Ok(ExitCode::from(EXIT_INVALID));
+            };
+            let results = eng::process(&batch, &admission.settings(), AdvantageMode::DrGrpo);
+            let mut out = io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &replay_json(&batch, &results, i))?;
+                writeln!(out)?;
+            } else {
+                write!(out, "{}", replay_text(&batch, &results, i))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_warnings(batch: &Batch) {
+    const SHOWN: usize = 10;
+    for w in batch.warnings.iter().take(SHOWN) {
+        eprintln!("warning: {w}");
+    }
+    if batch.warnings.len() > SHOWN {
+        eprintln!("warning: … and {} more", batch.warnings.len() - SHOWN);
+    }
+    if batch.skipped_lines > 0 {
+        eprintln!(
+            "gyre: --lenient skipped {} line{}",
+            batch.skipped_lines,
+            if batch.skipped_lines == 1 { "" } else { "s" }
+        );
+    }
+}
+
+/// Loads with a progress bar on stderr when it is a terminal and the input is large.
+fn load_with_progress(input: &InputArgs) -> Result<Batch> {
+    let options = LoadOptions {
+        lenient: input.lenient,
+    };
+    let total: u64 = input
+        .files
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum();
+    let bar = (io::stderr().is_terminal() && total > 16 << 20).then(|| {
+        let pb = ProgressBar::new(total);
+        pb.set_style(
+            ProgressStyle::with_template(
+                "{spinner} loading {bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .expect("static template"),
+        );
+        pb
+    });
+    let result = load::load(&input.files, &options, &|done, _| {
+        if let Some(pb) = &bar {
+            pb.set_position(done);
+        }
+    });
+    if let Some(pb) = bar {
+        pb.finish_and_clear();
+    }
+    let batch = result?;
+    print_warnings(&batch);
+    Ok(batch)
+}
+
+fn validate(files: &[PathBuf]) -> Result<ExitCode> {
+    let result = load::load(files, &LoadOptions::default(), &|_, _| {});
+    match result {
+        Ok(batch) => {
+            for w in &batch.warnings {
+                eprintln!("warning: {w}");
+            }
+            let requests: usize = batch.executions.iter().map(|e| e.requests.len()).sum();
+            println!(
+                "ok: {} file{}, {} executions, {} requests, {} warning{}",
+                files.len(),
+                if files.len() == 1 { "" } else { "s" },
+                batch.executions.len(),
+                requests,
+                batch.warnings.len(),
+                if batch.warnings.len() == 1 { "" } else { "s" }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            for d in &e.diagnostics {
+                println!("{d}");
+            }
+            eprintln!(
+                "{} problem{}",
+                e.diagnostics.len(),
+                if e.diagnostics.len() == 1 { "" } else { "s" }
+            );
+            Ok(ExitCode::from(EXIT_INVALID))
+        }
+    }
+}
+
+fn priority_text(p: &[Class]) -> String {
+    p.iter().map(|c| c.name()).collect::<Vec<_>>().join(">")
+}
+
+fn jmax_text(jmax: u32) -> String {
+    if jmax == 0 {
+        "uncapped".into()
+    } else {
+        jmax.to_string()
+    }
+}
+
+/// The readable `gyre stats` table.
+pub fn stats_table(s: &stats::Stats, settings: &Settings) -> String {
+    let mut t = String::new();
+    let mut line = |k: &str, v: String| t.push_str(&format!("{k:<24} {v}\n"));
+    line("executions", s.executions.to_string());
+    let reasons: Vec<String> = s
+        .excluded_by_reason
+        .iter()
+        .map(|(r, n)| format!("{r}: {n}"))
+        .collect();
+    line(
+        "  scored/dummy/excluded",
+        format!(
+            "{} / {} / {}{}",
+            s.scored,
+            s.dummy,
+            s.excluded,
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", reasons.join(", "))
+            }
+        ),
+    );
+    line(
+        "requests",
+        format!(
+            "{}  (after closure {}, reconstructed {})",
+            s.requests, s.requests_after_closure, s.requests_reconstructed
+        ),
+    );
+    line("raw tokens", s.raw_tokens.to_string());
+    line(
+        "tree tokens",
+        format!("{}  (dedup {:.2}×)", s.tree_tokens, s.dedup_ratio),
+    );
+    let sources: Vec<String> = s
+        .tokens_by_source
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    line("  by provenance", sources.join(", "));
+    line("policy tokens", s.policy_tokens.to_string());
+    let classes: Vec<String> = s
+        .candidates_by_class
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    line(
+        "candidates",
+        format!("{}  ({})", s.candidates, classes.join(", ")),
+    );
+    line(
+        "admission",
+        format!(
+            "seed {}, J_max {}, priority {}",
+            settings.seed,
+            jmax_text(settings.jmax),
+            priority_text(&settings.priority)
+        ),
+    );
+    line(
+        "  draws / rows",
+        format!(
+            "{} / {}  (J_max reached in {} executions)",
+            s.draws, s.rows, s.jmax_reached
+        ),
+    );
+    line(
+        "  targets",
+        format!("{}  (left out {})", s.targets, s.left_out_tokens),
+    );
+    line(
+        "divergences in outputs",
+        s.divergences_in_outputs.to_string(),
+    );
+    if s.warnings > 0 || s.skipped_lines > 0 {
+        line(
+            "warnings / skipped",
+            format!("{} / {}", s.warnings, s.skipped_lines),
+        );
+    }
+    t
+}
+
+fn outcome_text(o: &Outcome) -> String {
+    match o {
+        Outcome::Scored { reward, .. } => format!("scored, reward {reward}"),
+        Outcome::Dummy => "dummy (no assessable work), reward 0".into(),
+        Outcome::Excluded(e) => format!("excluded: {e}"),
+    }
+}
+
+/// Target runs of a draw as `r3[0..57]`, merged like the export's `targets`.
+fn draw_runs(batch: &Batch, results: &Results, i: usize, k: usize) -> Vec<export::TargetRun> {
+    export::execution_rows(batch, results, i)
+        .into_iter()
+        .nth(k)
+        .map(|r| r.targets)
+        .unwrap_or_default()
+}
+
+/// The readable draw log of execution `i`.
+pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
+    let exec = &batch.executions[i];
+    let adm = &results.admissions[i];
+    let outcome = &results.outcomes[i];
+    let s = &results.settings;
+    let mut t = format!(
+        "execution {} · {} · {} candidates · seed {} · J_max {} · priority {}\n",
+        exec.id,
+        outcome_text(outcome),
+        adm.candidates.len(),
+        s.seed,
+        jmax_text(s.jmax),
+        priority_text(&s.priority)
+    );
+    let n = adm.draws.len();
+    for (k, d) in adm.draws.iter().enumerate() {
+        t.push_str(&format!(
+            "draw {}/{n}  class {}  ({} candidates with weight, total {})\n",
+            k + 1,
+            d.class,
+            d.candidates.len(),
+            d.total
+        ));
+        for w in &d.candidates {
+            let r = &exec.requests[w.request as usize];
+            t.push_str(&format!(
+                "  {} {:<12} w={:>8}  p={:.4}{}\n",
+                if w.request == d.chosen { "●" } else { "○" },
+                r.id,
+                w.weight,
+                d.probability(w),
+                if w.request == d.chosen { "  ◀ chosen" } else { "" }
+            ));
+        }
+        let runs: Vec<String> = draw_runs(batch, results, i, k)
+            .iter()
+            .map(|r| format!("{}[{}..{}]@{}", r.request, r.offset, r.offset + r.len, r.pos))
+            .collect();
+        t.push_str(&format!(
+            "  fixed {} targets on a {}-token path: {}\n",
+            d.target_tokens,
+            d.path_tokens,
+            runs.join(" ")
+        ));
+    }
+    let stop = match adm.stop {
+        Stop::JmaxReached => "J_max reached".to_string(),
+        Stop::Exhausted => "no candidate has unclaimed tokens left".to_string(),
+        Stop::NotDrawn => match outcome {
+            Outcome::Dummy => "dummy: one zero-reward placeholder, no draws".to_string(),
+            _ => "excluded: nothing admitted".to_string(),
+        },
+    };
+    let l = adm.targets();
+    t.push_str(&format!(
+        "stopped: {stop} · L_i = {l} · weight {} · B = {}\n",
+        crate::engine::loss::target_weight(l),
+        results.batch_executions
+    ));
+    t
+}
+
+/// The draw log of execution `i` as JSON.
+pub fn replay_json(batch: &Batch, results: &Results, i: usize) -> serde_json::Value {
+    let exec = &batch.executions[i];
+    let adm = &results.admissions[i];
+    let outcome = &results.outcomes[i];
+    let id = |r: u32| exec.requests[r as usize].id.as_str();
+    let views = score::assessment_views(exec, outcome);
+    json!({
+        "execution": exec.id,
+        "status": outcome.label(),
+        "reason": match outcome { Outcome::Excluded(e) => Some(e.to_string()), _ => None },
+        "reward": outcome.reward(),
+        "seed": results.settings.seed,
+        "jmax": results.settings.jmax,
+        "priority": results.settings.priority.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        "candidates": adm.candidates.iter().map(|c| json!({"request": id(c.request), "class": c.class.name()})).collect::<Vec<_>>(),
+        "draws": adm.draws.iter().enumerate().map(|(k, d)| json!({
+            "draw": k + 1,
+            "class": d.class.name(),
+            "total": d.total,
+            "candidates": d.candidates.iter().map(|w| json!({
+                "request": id(w.request), "weight": w.weight, "p": d.probability(w),
+            })).collect::<Vec<_>>(),
+            "chosen": id(d.chosen),
+            "target_tokens": d.target_tokens,
+            "path_tokens": d.path_tokens,
+            "targets": draw_runs(batch, results, i, k),
+        })).collect::<Vec<_>>(),
+        "stop": match adm.stop { Stop::JmaxReached => "jmax", Stop::Exhausted => "exhausted", Stop::NotDrawn => "not-drawn" },
+        "exec_targets": adm.targets(),
+        "assessments": exec.assessments.iter().zip(&views).map(|(a, v)| json!({
+            "line": a.at.line, "artifact": a.record.artifact, "version": a.record.version,
+            "status": if a.record.valid { "valid" } else { "failed" }, "score": a.record.score,
+            "t": a.record.t, "in_budget": v.in_budget, "matches_closure": v.matches_closure,
+            "is_reward": v.is_reward,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `gyre` with no subcommand: the engine at work on the bundled example recording.
+fn demo() -> Result<ExitCode> {
+    let batch = load::load_bytes(crate::demo::NAME, crate::demo::RECORDING, &LoadOptions::default())
+        .wrap_err("loading the bundled demo recording")?;
+    let results = eng::process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "gyre · bundled demo ({}): {}\n",
+        crate::demo::NAME,
+        crate::demo::DESCRIPTION
+    )?;
+    write!(out, "{}", stats_table(&stats::stats(&batch, &results), &results.settings))?;
+    for i in 0..batch.executions.len() {
+        writeln!(out)?;
+        write!(out, "{}", replay_text(&batch, &results, i))?;
+    }
+    writeln!(
+        out,
+        "\nTry: gyre admit FILE --out admitted.jsonl · gyre stats FILE · gyre replay FILE --execution ID"
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

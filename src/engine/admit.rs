@@ -1,0 +1,350 @@
+//! Admission (SPEC §5): candidates, role classes, weighted seeded draws and the draw log.
+//!
+//! Randomness: each execution gets its own ChaCha20 stream keyed by
+//! `SHA-256("gyre/1 admission" ‖ seed as u64 little-endian ‖ execution id as UTF-8)`.
+//! A draw over a class with total weight `W` takes `x = next_u64()`, rejecting
+//! `x ≥ 2^64 − (2^64 mod W)` (no modulo bias), and picks the first candidate, in request order,
+//! whose cumulative weight exceeds `x mod W`. Nothing depends on other executions or threads.
+
+use std::fmt;
+
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use sha2::{Digest, Sha256};
+
+use super::execution::Execution;
+use super::record::Purpose;
+use super::score::Outcome;
+use super::tree::{NodeId, NodeKind, ROOT};
+
+/// Role class of a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Class {
+    /// Main agent, task-driving.
+    Main,
+    /// Main agent, compaction summary.
+    MainSummary,
+    /// Delegated sub-agent, task-driving.
+    Sub,
+    /// Delegated sub-agent, summary.
+    SubSummary,
+}
+
+impl Class {
+    /// The four classes in the SPEC's default priority.
+    pub const DEFAULT_PRIORITY: [Class; 4] =
+        [Class::Main, Class::MainSummary, Class::Sub, Class::SubSummary];
+
+    /// Class of a request from its agent and purpose.
+    pub fn of(agent: &str, purpose: Purpose) -> Class {
+        match (agent == "main", purpose) {
+            (true, Purpose::Task) => Class::Main,
+            (true, Purpose::Summary) => Class::MainSummary,
+            (false, Purpose::Task) => Class::Sub,
+            (false, Purpose::Summary) => Class::SubSummary,
+        }
+    }
+
+    /// Name used on the command line and in exports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Main => "main",
+            Class::MainSummary => "main-summary",
+            Class::Sub => "sub",
+            Class::SubSummary => "sub-summary",
+        }
+    }
+
+    /// Parses a class name.
+    pub fn parse(s: &str) -> Option<Class> {
+        Class::DEFAULT_PRIORITY.into_iter().find(|c| c.name() == s)
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Admission settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Base seed (`--seed`).
+    pub seed: u64,
+    /// Maximum draws per execution; 0 = uncapped (`--jmax`).
+    pub jmax: u32,
+    /// Classes in priority order, highest first; classes not listed are never drawn.
+    pub priority: Vec<Class>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            seed: 0,
+            jmax: 5,
+            priority: Class::DEFAULT_PRIORITY.to_vec(),
+        }
+    }
+}
+
+/// Parses `main,main-summary,sub,sub-summary` (any order, any subset, no repeats).
+pub fn parse_priority(s: &str) -> Result<Vec<Class>, String> {
+    let mut out = Vec::new();
+    for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let class = Class::parse(name).ok_or_else(|| {
+            format!("unknown class {name:?} (classes: main, main-summary, sub, sub-summary)")
+        })?;
+        if out.contains(&class) {
+            return Err(format!("class {name:?} is listed twice"));
+        }
+        out.push(class);
+    }
+    if out.is_empty() {
+        return Err("the priority lists no class".into());
+    }
+    Ok(out)
+}
+
+/// A candidate leaf (SPEC §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// Request index.
+    pub request: u32,
+    /// Its class.
+    pub class: Class,
+}
+
+/// One candidate's standing at a draw.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Weighted {
+    /// Request index.
+    pub request: u32,
+    /// Unclaimed trainable tokens on its path.
+    pub weight: u64,
+}
+
+/// One draw of the log: what was drawn from, what was chosen, what it fixed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Draw {
+    /// The class drawn from (the highest-priority class with weight left).
+    pub class: Class,
+    /// Every candidate of that class with weight > 0, in request order.
+    pub candidates: Vec<Weighted>,
+    /// Sum of their weights.
+    pub total: u64,
+    /// The chosen leaf (request index).
+    pub chosen: u32,
+    /// Trainable nodes fixed as this draw's targets, in path order.
+    pub targets: Vec<NodeId>,
+    /// Number of target tokens.
+    pub target_tokens: u64,
+    /// Length of the chosen path (`I + O`).
+    pub path_tokens: u64,
+}
+
+impl Draw {
+    /// Probability the chosen leaf had (or any candidate `i` of the log).
+    pub fn probability(&self, w: &Weighted) -> f64 {
+        w.weight as f64 / self.total as f64
+    }
+}
+
+/// Why admission stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// `J_max` draws were made.
+    JmaxReached,
+    /// No candidate of a listed class had weight left.
+    Exhausted,
+    /// The execution is not admitted by draws (excluded or dummy).
+    NotDrawn,
+}
+
+/// The admission of one execution: candidates, the draw log and who claimed what.
+#[derive(Clone, Debug)]
+pub struct Admission {
+    /// Every candidate leaf, in request order.
+    pub candidates: Vec<Candidate>,
+    /// The draws, in order (draw `k` is `draws[k-1]`).
+    pub draws: Vec<Draw>,
+    /// For each tree node: the 1-based draw that claimed it (trainable nodes only).
+    pub claimed_by: Vec<Option<u32>>,
+    /// Why drawing stopped.
+    pub stop: Stop,
+    /// The class priority the draws used.
+    pub priority: Vec<Class>,
+}
+
+impl Admission {
+    /// `L_i`: admitted targets (SPEC §6).
+    pub fn targets(&self) -> u64 {
+        self.draws.iter().map(|d| d.target_tokens).sum()
+    }
+}
+
+/// Whether node `n` holds trainable tokens (policy output of a request inside the execution).
+pub fn trainable_node(exec: &Execution, n: NodeId) -> bool {
+    let node = &exec.tree.nodes[n as usize];
+    node.kind == NodeKind::Output && exec.requests[node.owner as usize].trainable()
+}
+
+/// Candidate leaves: trainable requests with no other trainable output below their output.
+pub fn candidates(exec: &Execution) -> Vec<Candidate> {
+    let tree = &exec.tree;
+    // below[n]: some trainable output lies strictly below n. Children can be younger or older
+    // than their parent (splits insert heads), so walk an explicit post-order.
+    let mut below = vec![false; tree.nodes.len()];
+    let mut order = Vec::with_capacity(tree.nodes.len());
+    let mut stack = vec![ROOT];
+    while let Some(n) = stack.pop() {
+        order.push(n);
+        stack.extend_from_slice(&tree.nodes[n as usize].children);
+    }
+    for &n in order.iter().rev() {
+        let node = &tree.nodes[n as usize];
+        below[n as usize] = node
+            .children
+            .iter()
+            .any(|&c| below[c as usize] || trainable_node(exec, c));
+    }
+    exec.requests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.trainable() && !below[r.output_node as usize])
+        .map(|(i, r)| Candidate {
+            request: i as u32,
+            class: Class::of(&r.agent, r.purpose),
+        })
+        .collect()
+}
+
+/// The per-execution generator (see the module docs).
+pub fn execution_rng(seed: u64, execution: &str) -> ChaCha20Rng {
+    let mut h = Sha256::new();
+    h.update(b"gyre/1 admission");
+    h.update(seed.to_le_bytes());
+    h.update(execution.as_bytes());
+    ChaCha20Rng::from_seed(h.finalize().into())
+}
+
+/// Uniform integer in `0..n` without modulo bias.
+fn below_n(rng: &mut ChaCha20Rng, n: u64) -> u64 {
+    let zone = u64::MAX - (u64::MAX - n + 1) % n;
+    loop {
+        let x = rng.next_u64();
+        if x <= zone {
+            return x % n;
+        }
+    }
+}
+
+/// Runs admission for one execution (SPEC §5).
+pub fn admit(exec: &Execution, outcome: &Outcome, settings: &Settings) -> Admission {
+    let candidates = candidates(exec);
+    let mut claimed_by = vec![None; exec.tree.nodes.len()];
+    if !matches!(outcome, Outcome::Scored { .. }) {
+        return Admission {
+            candidates,
+            draws: Vec::new(),
+            claimed_by,
+            stop: Stop::NotDrawn,
+            priority: settings.priority.clone(),
+        };
+    }
+    let tree = &exec.tree;
+    // Trainable nodes on each candidate's path, and the candidates each node lies under.
+    let paths: Vec<Vec<NodeId>> = candidates
+        .iter()
+        .map(|c| {
+            tree.path_nodes(exec.requests[c.request as usize].output_node)
+                .into_iter()
+                .filter(|&n| trainable_node(exec, n))
+                .collect()
+        })
+        .collect();
+    let mut on_paths: Vec<Vec<u32>> = vec![Vec::new(); tree.nodes.len()];
+    for (ci, path) in paths.iter().enumerate() {
+        for &n in path {
+            on_paths[n as usize].push(ci as u32);
+        }
+    }
+    let mut weights: Vec<u64> = paths
+        .iter()
+        .map(|p| p.iter().map(|&n| tree.nodes[n as usize].len as u64).sum())
+        .collect();
+    let mut rng = execution_rng(settings.seed, &exec.id);
+    let mut draws = Vec::new();
+    let stop = loop {
+        if settings.jmax > 0 && draws.len() as u32 >= settings.jmax {
+            break Stop::JmaxReached;
+        }
+        let Some(class) = settings.priority.iter().copied().find(|&cl| {
+            candidates
+                .iter()
+                .zip(&weights)
+                .any(|(c, &w)| c.class == cl && w > 0)
+        }) else {
+            break Stop::Exhausted;
+        };
+        let pool: Vec<(usize, Weighted)> = candidates
+            .iter()
+            .zip(&weights)
+            .enumerate()
+            .filter(|(_, (c, w))| c.class == class && **w > 0)
+            .map(|(ci, (c, &w))| {
+                (
+                    ci,
+                    Weighted {
+                        request: c.request,
+                        weight: w,
+                    },
+                )
+            })
+            .collect();
+        let total: u64 = pool.iter().map(|(_, w)| w.weight).sum();
+        let mut x = below_n(&mut rng, total);
+        let (ci, chosen) = pool
+            .iter()
+            .find(|(_, w)| {
+                if x < w.weight {
+                    true
+                } else {
+                    x -= w.weight;
+                    false
+                }
+            })
+            .copied()
+            .expect("x < total lands in some candidate");
+        let k = draws.len() as u32 + 1;
+        let mut targets = Vec::new();
+        let mut target_tokens = 0;
+        for &n in &paths[ci] {
+            if claimed_by[n as usize].is_none() {
+                claimed_by[n as usize] = Some(k);
+                targets.push(n);
+                let len = tree.nodes[n as usize].len as u64;
+                target_tokens += len;
+                for &other in &on_paths[n as usize] {
+                    weights[other as usize] -= len;
+                }
+            }
+        }
+        draws.push(Draw {
+            class,
+            candidates: pool.into_iter().map(|(_, w)| w).collect(),
+            total,
+            chosen: chosen.request,
+            targets,
+            target_tokens,
+            path_tokens: tree.depth_tokens(exec.requests[chosen.request as usize].output_node),
+        });
+    };
+    Admission {
+        candidates,
+        draws,
+        claimed_by,
+        stop,
+        priority: settings.priority.clone(),
+    }
+}

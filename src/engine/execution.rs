@@ -1,0 +1,373 @@
+//! One execution: its requests (in file order), assessments, closure and shared-prefix tree,
+//! built record by record.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::record::{
+    Actor, AssessmentRecord, ClosureRecord, ExecutionRecord, LineError, Purpose, Record,
+    RequestRecord, Source, Span, ToolCall,
+};
+use super::tree::{NodeId, NodeKind, Tree};
+
+/// A place in the input: file index (in the order given) and 1-based line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct LineRef {
+    /// Index into the loaded file list.
+    pub file: u32,
+    /// 1-based line number.
+    pub line: u64,
+}
+
+/// A request as kept after insertion: metadata only, its tokens live in the tree.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// Request id.
+    pub id: String,
+    /// Agent id (`main` or a sub-agent).
+    pub agent: String,
+    /// Task or summary.
+    pub purpose: Purpose,
+    /// Policy or evaluator.
+    pub actor: Actor,
+    /// Length of the full input.
+    pub input_len: u32,
+    /// Length of the output.
+    pub output_len: u32,
+    /// Node holding the last piece of the output; the request's path ends there.
+    pub output_node: NodeId,
+    /// Input tokens that matched an existing path when the request was inserted.
+    pub matched: u32,
+    /// Behaviour log-probs (absent on reconstructed records).
+    pub logprobs: Option<Vec<f64>>,
+    /// Spans in full-input coordinates (only over the tokens this record encoded).
+    pub spans: Vec<Span>,
+    /// The request this one extends (delta encoding).
+    pub extends: Option<u32>,
+    /// Tool calls made by the output.
+    pub tool_calls: Vec<ToolCall>,
+    /// Finish reason.
+    pub finish: Option<String>,
+    /// Request time.
+    pub t: Option<f64>,
+    /// Model name.
+    pub model: Option<String>,
+    /// Metadata.
+    pub meta: Option<Value>,
+    /// Appeared after its execution's closure: shown, never scored or admitted.
+    pub after_closure: bool,
+    /// Where the record is.
+    pub at: LineRef,
+    /// Length of the `input` array as written (the new tokens, for delta records).
+    pub encoded_len: u32,
+}
+
+impl Request {
+    /// Whether this request's output is trainable (SPEC §3): policy, part of the execution.
+    pub fn trainable(&self) -> bool {
+        self.actor == Actor::Policy && !self.after_closure
+    }
+
+    /// Whether the record was rebuilt from logs rather than recorded (`meta.reconstructed`).
+    pub fn reconstructed(&self) -> bool {
+        self.meta
+            .as_ref()
+            .and_then(|m| m.get("reconstructed"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// Span covering full-input offset `offset` (`None` = unlabelled).
+    pub fn span_at(&self, offset: u32) -> Option<&Span> {
+        let i = self.spans.partition_point(|s| s.end <= offset);
+        let span = self.spans.get(i)?;
+        let start = if i == 0 {
+            self.spans_base()
+        } else {
+            self.spans[i - 1].end
+        };
+        (offset >= start).then_some(span)
+    }
+
+    /// Source of full-input token `offset` (`context` where no span labels it).
+    pub fn source_at(&self, offset: u32) -> Source {
+        self.span_at(offset).map_or(Source::Context, |s| s.source)
+    }
+
+    /// Full-input offset where this record's own `input` array starts (0 unless delta).
+    pub fn spans_base(&self) -> u32 {
+        self.input_len - self.encoded_len
+    }
+
+    /// Behaviour log-prob of output token `j`, when recorded.
+    pub fn logprob(&self, j: u32) -> Option<f64> {
+        self.logprobs.as_ref().map(|l| l[j as usize])
+    }
+}
+
+/// An assessment with its place in the input.
+#[derive(Clone, Debug)]
+pub struct Assessment {
+    /// The record.
+    pub record: AssessmentRecord,
+    /// Where it is.
+    pub at: LineRef,
+}
+
+/// A closure with its place in the input.
+#[derive(Clone, Debug)]
+pub struct Closure {
+    /// The record.
+    pub record: ClosureRecord,
+    /// Where it is.
+    pub at: LineRef,
+}
+
+/// Everything recorded for one execution.
+#[derive(Clone, Debug)]
+pub struct Execution {
+    /// Execution id.
+    pub id: String,
+    /// The `execution` record, when there is one.
+    pub info: Option<ExecutionRecord>,
+    /// Requests in file order.
+    pub requests: Vec<Request>,
+    /// Assessments in file order.
+    pub assessments: Vec<Assessment>,
+    /// The closure, when recorded.
+    pub closure: Option<Closure>,
+    /// The shared-prefix tree.
+    pub tree: Tree,
+    /// Where the execution first appears.
+    pub first_seen: LineRef,
+    ids: HashMap<String, u32>,
+    emitters: HashMap<Box<str>, Vec<u32>>,
+}
+
+impl Execution {
+    /// An empty execution first seen at `at`.
+    pub fn new(id: String, at: LineRef) -> Self {
+        Execution {
+            id,
+            info: None,
+            requests: Vec::new(),
+            assessments: Vec::new(),
+            closure: None,
+            tree: Tree::default(),
+            first_seen: at,
+            ids: HashMap::new(),
+            emitters: HashMap::new(),
+        }
+    }
+
+    /// Start time (0 without an `execution` record).
+    pub fn start(&self) -> f64 {
+        self.info.as_ref().map_or(0.0, |i| i.t)
+    }
+
+    /// Budget in seconds (`None` = unlimited).
+    pub fn budget(&self) -> Option<f64> {
+        self.info.as_ref().and_then(|i| i.budget_s)
+    }
+
+    /// GRPO group id.
+    pub fn group(&self) -> Option<&Value> {
+        self.info.as_ref().and_then(|i| i.group.as_ref())
+    }
+
+    /// Index of request `id`.
+    pub fn request_index(&self, id: &str) -> Option<u32> {
+        self.ids.get(id).copied()
+    }
+
+    /// Applies one record of this execution, in file order.
+    pub fn apply(&mut self, record: Record, at: LineRef) -> Result<(), LineError> {
+        match record {
+            Record::Request(r) => self.add_request(*r, at),
+            Record::Assessment(record) => {
+                self.assessments.push(Assessment { record, at });
+                Ok(())
+            }
+            Record::Closure(record) => {
+                if let Some(first) = &self.closure {
+                    return Err(LineError {
+                        message: format!(
+                            "execution {:?} already has a closure (line {})",
+                            self.id, first.at.line
+                        ),
+                        field: Some("kind".into()),
+                    });
+                }
+                self.closure = Some(Closure { record, at });
+                Ok(())
+            }
+            Record::Execution(info) => {
+                if self.info.is_some() {
+                    return Err(LineError {
+                        message: format!("execution {:?} is declared twice", self.id),
+                        field: Some("execution".into()),
+                    });
+                }
+                self.info = Some(info);
+                Ok(())
+            }
+            Record::Header(_) | Record::Unknown(_) => Ok(()),
+        }
+    }
+
+    /// Full input of request `idx`: its root-to-output path minus the output.
+    pub fn full_input(&self, idx: u32) -> Vec<u32> {
+        let r = &self.requests[idx as usize];
+        let mut path = self.path_tokens(idx);
+        path.truncate(r.input_len as usize);
+        path
+    }
+
+    /// Tokens of request `idx`'s path `I + O`, rebuilt from the tree.
+    pub fn path_tokens(&self, idx: u32) -> Vec<u32> {
+        let r = &self.requests[idx as usize];
+        let mut out = Vec::with_capacity((r.input_len + r.output_len) as usize);
+        for n in self.tree.path_nodes(r.output_node) {
+            out.extend_from_slice(self.tree.node_tokens(n));
+        }
+        out
+    }
+
+    fn add_request(&mut self, r: RequestRecord, at: LineRef) -> Result<(), LineError> {
+        if let Some(&prev) = self.ids.get(&r.id) {
+            return Err(LineError {
+                message: format!(
+                    "request id {:?} is already used in execution {:?} (line {})",
+                    r.id, self.id, self.requests[prev as usize].at.line
+                ),
+                field: Some("id".into()),
+            });
+        }
+        let idx = self.requests.len() as u32;
+        let extends = match &r.extends {
+            None => None,
+            Some(e) => Some(self.ids.get(e).copied().ok_or_else(|| LineError {
+                message: format!(
+                    "extends names {e:?}, which is not an earlier request of execution {:?}",
+                    self.id
+                ),
+                field: Some("extends".into()),
+            })?),
+        };
+        let encoded_len = r.input.len() as u32;
+        let full;
+        let input: &[u32] = match extends {
+            None => &r.input,
+            Some(e) => {
+                full = [self.path_tokens(e), r.input].concat();
+                &full
+            }
+        };
+        let base = input.len() as u32 - encoded_len;
+        let spans: Vec<Span> = r
+            .spans
+            .into_iter()
+            .map(|s| Span {
+                end: s.end + base,
+                ..s
+            })
+            .collect();
+        let preferred = self.call_emitter_nodes(extends, &spans);
+        let inserted = self.tree.insert(idx, input, &r.output, |tree, end| {
+            preferred
+                .iter()
+                .any(|&e| tree.is_ancestor_or_self(end, e) || tree.is_ancestor_or_self(e, end))
+        });
+        for call in &r.tool_calls {
+            self.emitters
+                .entry(call.id.as_str().into())
+                .or_default()
+                .push(idx);
+        }
+        self.ids.insert(r.id.clone(), idx);
+        self.requests.push(Request {
+            id: r.id,
+            agent: r.agent,
+            purpose: r.purpose,
+            actor: r.actor,
+            input_len: input.len() as u32,
+            output_len: r.output.len() as u32,
+            output_node: inserted.output,
+            matched: inserted.matched as u32,
+            logprobs: r.logprobs,
+            spans,
+            extends,
+            tool_calls: r.tool_calls,
+            finish: r.finish,
+            t: r.t,
+            model: r.model,
+            meta: r.meta,
+            after_closure: self.closure.is_some(),
+            at,
+            encoded_len,
+        });
+        Ok(())
+    }
+
+    /// Output nodes of earlier requests that emitted a call id named by a `tool` span of this
+    /// request's full input (inherited through `extends`, so delta and full encodings agree).
+    fn call_emitter_nodes(&self, extends: Option<u32>, spans: &[Span]) -> Vec<NodeId> {
+        let mut nodes = Vec::new();
+        let mut add = |spans: &[Span]| {
+            for s in spans {
+                if let (Source::Tool, Some(id)) = (s.source, &s.call_id) {
+                    if let Some(reqs) = self.emitters.get(id) {
+                        nodes.extend(reqs.iter().map(|&i| self.requests[i as usize].output_node));
+                    }
+                }
+            }
+        };
+        add(spans);
+        let mut cur = extends;
+        while let Some(e) = cur {
+            let r = &self.requests[e as usize];
+            add(&r.spans);
+            cur = r.extends;
+        }
+        nodes
+    }
+
+    /// Identity of token `i` of node `n` (SPEC §2): an output token or a context token.
+    pub fn identity(&self, n: NodeId, i: u32) -> TokenIdentity {
+        let node = &self.tree.nodes[n as usize];
+        let offset = node.offset + i;
+        match node.kind {
+            NodeKind::Output => TokenIdentity::Output {
+                request: node.owner,
+                offset,
+            },
+            NodeKind::Context | NodeKind::Root => TokenIdentity::Context {
+                request: node.owner,
+                offset,
+                source: self.requests[node.owner as usize].source_at(offset),
+            },
+        }
+    }
+}
+
+/// Who a token is (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenIdentity {
+    /// Output token `offset` of request `request` (index).
+    Output {
+        /// Request index.
+        request: u32,
+        /// Offset in the output.
+        offset: u32,
+    },
+    /// Context token first seen as full-input token `offset` of request `request`.
+    Context {
+        /// Request index.
+        request: u32,
+        /// Offset in that request's full input.
+        offset: u32,
+        /// Span source it was first seen with.
+        source: Source,
+    },
+}

@@ -1,0 +1,60 @@
+//! The gyre engine: records → shared-prefix trees → scores → masks → admission → export.
+//!
+//! No terminal or UI code lives here; the CLI and the TUI are clients of this module and never
+//! recompute what it decides.
+
+pub mod admit;
+pub mod execution;
+pub mod export;
+pub mod load;
+pub mod loss;
+pub mod provenance;
+pub mod record;
+pub mod score;
+pub mod stats;
+pub mod tree;
+
+use rayon::prelude::*;
+
+use admit::{Admission, Settings};
+use load::Batch;
+use score::{AdvantageMode, Outcome};
+
+/// Everything the engine decides for a batch under given settings.
+#[derive(Clone, Debug)]
+pub struct Results {
+    /// Settings the admission ran with.
+    pub settings: Settings,
+    /// How advantages were computed.
+    pub advantage_mode: AdvantageMode,
+    /// Scoring outcome per execution (same order as [`Batch::executions`]).
+    pub outcomes: Vec<Outcome>,
+    /// Admission (candidates, draw log, claims) per execution.
+    pub admissions: Vec<Admission>,
+    /// Group advantage per execution.
+    pub advantages: Vec<Option<f64>>,
+    /// `B`: scored + dummy executions.
+    pub batch_executions: u64,
+}
+
+/// Scores and admits every execution of `batch` (in parallel; each execution on its own).
+pub fn process(batch: &Batch, settings: &Settings, advantage_mode: AdvantageMode) -> Results {
+    let (outcomes, admissions): (Vec<Outcome>, Vec<Admission>) = batch
+        .executions
+        .par_iter()
+        .map(|e| {
+            let outcome = score::score(e);
+            let admission = admit::admit(e, &outcome, settings);
+            (outcome, admission)
+        })
+        .unzip();
+    let advantages = score::advantages(&batch.executions, &outcomes, advantage_mode);
+    Results {
+        settings: settings.clone(),
+        advantage_mode,
+        batch_executions: loss::batch_executions(&outcomes),
+        outcomes,
+        admissions,
+        advantages,
+    }
+}

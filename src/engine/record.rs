@@ -1,0 +1,679 @@
+//! gyre/1 input records (SPEC §1): one JSON object per line, parsed and checked line by line.
+//!
+//! Parsing is split from tree building: a line is checked on its own here (types, lengths,
+//! offsets); checks that need the execution's history (duplicate ids, `extends`) happen when
+//! the record is applied to its execution in [`crate::engine::load`].
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Where a context token came from, as labelled by a request's `spans` (SPEC §1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// System prompt.
+    System,
+    /// User turn.
+    User,
+    /// Tool result.
+    Tool,
+    /// Assistant-role content written by the harness (never trainable).
+    Assistant,
+    /// Evaluator feedback put back into context.
+    Critique,
+    /// A compaction summary put back into context.
+    Summary,
+    /// Chat-template scaffolding.
+    Template,
+    /// Anything unlabelled (the default).
+    Context,
+}
+
+impl Source {
+    /// Every source, in display order.
+    pub const ALL: [Source; 8] = [
+        Source::System,
+        Source::User,
+        Source::Tool,
+        Source::Assistant,
+        Source::Critique,
+        Source::Summary,
+        Source::Template,
+        Source::Context,
+    ];
+
+    /// The name used in records and in reasons (`context:<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::System => "system",
+            Source::User => "user",
+            Source::Tool => "tool",
+            Source::Assistant => "assistant",
+            Source::Critique => "critique",
+            Source::Summary => "summary",
+            Source::Template => "template",
+            Source::Context => "context",
+        }
+    }
+
+    /// Parses a record's source name; `None` for names the SPEC does not define.
+    pub fn parse(s: &str) -> Option<Source> {
+        Source::ALL.into_iter().find(|src| src.name() == s)
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Who sampled a request's output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Actor {
+    /// The policy being trained: its outputs are trainable.
+    Policy,
+    /// An evaluator: its outputs are never trainable.
+    Evaluator,
+}
+
+/// Why a request was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Purpose {
+    /// Task-driving turn (the default).
+    Task,
+    /// Context-managing summary (compaction).
+    Summary,
+}
+
+/// A labelled run of input tokens, in full-input coordinates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Span {
+    /// Exclusive end offset into the request's full input.
+    pub end: u32,
+    /// What the tokens are.
+    pub source: Source,
+    /// For `tool` spans: the call id the result answers.
+    pub call_id: Option<Box<str>>,
+}
+
+/// A tool call made by an output, as offsets into that output.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ToolCall {
+    /// Call id, used to associate later tool results.
+    pub id: String,
+    /// Tool name, when recorded.
+    pub name: Option<String>,
+    /// First output token of the call.
+    pub start: u32,
+    /// Exclusive end offset in the output.
+    pub end: u32,
+}
+
+/// A `request` line, checked on its own.
+#[derive(Clone, Debug)]
+pub struct RequestRecord {
+    /// Execution id.
+    pub execution: String,
+    /// Request id (unique within the execution).
+    pub id: String,
+    /// The `input` array as written (full, or only the new tokens when `extends` is set).
+    pub input: Vec<u32>,
+    /// Output token ids.
+    pub output: Vec<u32>,
+    /// Behaviour log-probs, one per output token; absent only on reconstructed records.
+    pub logprobs: Option<Vec<f64>>,
+    /// Delta encoding: the earlier request whose input + output precede `input`.
+    pub extends: Option<String>,
+    /// Spans over `input`, offsets relative to the `input` array as written.
+    pub spans: Vec<Span>,
+    /// Agent id (`main` or a sub-agent id).
+    pub agent: String,
+    /// Task or summary.
+    pub purpose: Purpose,
+    /// Policy or evaluator.
+    pub actor: Actor,
+    /// Tool calls made by the output.
+    pub tool_calls: Vec<ToolCall>,
+    /// Finish reason, when recorded.
+    pub finish: Option<String>,
+    /// Time of the request, when recorded.
+    pub t: Option<f64>,
+    /// Model name, when recorded.
+    pub model: Option<String>,
+    /// Free-form metadata (e.g. `reconstructed: true`).
+    pub meta: Option<Value>,
+}
+
+/// An `assessment` line.
+#[derive(Clone, Debug)]
+pub struct AssessmentRecord {
+    /// Execution id.
+    pub execution: String,
+    /// Artifact name.
+    pub artifact: Value,
+    /// Artifact version.
+    pub version: Value,
+    /// `true` for `valid`, `false` for `failed`.
+    pub valid: bool,
+    /// Time of the assessment.
+    pub t: f64,
+    /// The reward, for valid assessments.
+    pub score: Option<f64>,
+    /// Request id of the branch assessed, when given.
+    pub branch: Option<String>,
+    /// Attempt number or label, when given.
+    pub attempt: Option<Value>,
+    /// Evaluator name, when given.
+    pub evaluator: Option<Value>,
+    /// Error message of a failed attempt, when given.
+    pub error: Option<Value>,
+    /// Critique text, when given.
+    pub critique: Option<Value>,
+}
+
+/// Termination status written in a `closure`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClosureStatus {
+    /// The harness finished normally.
+    Completed,
+    /// The time budget ran out.
+    Timeout,
+    /// The harness failed.
+    Error,
+}
+
+impl ClosureStatus {
+    /// The record's name for this status.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClosureStatus::Completed => "completed",
+            ClosureStatus::Timeout => "timeout",
+            ClosureStatus::Error => "error",
+        }
+    }
+}
+
+/// A `closure` line.
+#[derive(Clone, Debug)]
+pub struct ClosureRecord {
+    /// Execution id.
+    pub execution: String,
+    /// Time of closure.
+    pub t: f64,
+    /// How the execution ended.
+    pub status: ClosureStatus,
+    /// The committed policy request, when given.
+    pub committed: Option<String>,
+    /// Artifact available at closure; `None` (absent or null) = no assessable work.
+    pub artifact: Option<Value>,
+    /// Its version.
+    pub version: Option<Value>,
+}
+
+/// An `execution` line.
+#[derive(Clone, Debug)]
+pub struct ExecutionRecord {
+    /// Execution id.
+    pub execution: String,
+    /// Start time, seconds.
+    pub t: f64,
+    /// Time budget, seconds (`None` = unlimited).
+    pub budget_s: Option<f64>,
+    /// GRPO group id.
+    pub group: Option<Value>,
+    /// Task description or id.
+    pub task: Option<Value>,
+    /// Free-form metadata.
+    pub meta: Option<Value>,
+}
+
+/// A parsed line.
+#[derive(Clone, Debug)]
+pub enum Record {
+    /// The optional `header` line.
+    Header(Value),
+    /// An `execution` line.
+    Execution(ExecutionRecord),
+    /// A `request` line.
+    Request(Box<RequestRecord>),
+    /// An `assessment` line.
+    Assessment(AssessmentRecord),
+    /// A `closure` line.
+    Closure(ClosureRecord),
+    /// A line whose `kind` the SPEC does not define (a warning, not an error).
+    Unknown(String),
+}
+
+impl Record {
+    /// The execution this record belongs to, if any.
+    pub fn execution(&self) -> Option<&str> {
+        match self {
+            Record::Execution(r) => Some(&r.execution),
+            Record::Request(r) => Some(&r.execution),
+            Record::Assessment(r) => Some(&r.execution),
+            Record::Closure(r) => Some(&r.execution),
+            Record::Header(_) | Record::Unknown(_) => None,
+        }
+    }
+}
+
+/// A problem with one line: what is wrong and, when known, which field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LineError {
+    /// What is wrong.
+    pub message: String,
+    /// The field at fault (a JSON path such as `input[3]`).
+    pub field: Option<String>,
+}
+
+impl LineError {
+    fn new(message: impl Into<String>, field: impl Into<String>) -> Self {
+        LineError {
+            message: message.into(),
+            field: Some(field.into()),
+        }
+    }
+}
+
+/// Outcome of parsing one line: the record plus warnings that do not reject it.
+pub struct Parsed {
+    /// The record.
+    pub record: Record,
+    /// Non-fatal remarks (unknown source names, unknown kinds, …).
+    pub warnings: Vec<String>,
+}
+
+/// An id may be written as a string or an integer; both become a string.
+#[derive(Debug)]
+struct Id(String);
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or integer id")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Id, E> {
+                Ok(Id(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Id, E> {
+                Ok(Id(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Id, E> {
+                Ok(Id(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Id, E> {
+                Ok(Id(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+struct RawSpan<'a> {
+    end: u64,
+    #[serde(borrow)]
+    source: Option<Cow<'a, str>>,
+    call_id: Option<Id>,
+}
+
+#[derive(Deserialize)]
+struct RawToolCall {
+    id: Id,
+    name: Option<String>,
+    start: u64,
+    end: u64,
+}
+
+/// Every field any kind may carry; which are required depends on `kind`.
+#[derive(Deserialize)]
+struct RawLine<'a> {
+    #[serde(borrow)]
+    kind: Option<Cow<'a, str>>,
+    format: Option<Value>,
+    execution: Option<Id>,
+    t: Option<f64>,
+    budget_s: Option<f64>,
+    group: Option<Value>,
+    task: Option<Value>,
+    meta: Option<Value>,
+    id: Option<Id>,
+    input: Option<Vec<u32>>,
+    output: Option<Vec<u32>>,
+    logprobs: Option<Vec<f64>>,
+    extends: Option<Id>,
+    #[serde(borrow)]
+    spans: Option<Vec<RawSpan<'a>>>,
+    agent: Option<Id>,
+    #[serde(borrow)]
+    purpose: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    actor: Option<Cow<'a, str>>,
+    tool_calls: Option<Vec<RawToolCall>>,
+    finish: Option<String>,
+    model: Option<String>,
+    artifact: Option<Value>,
+    version: Option<Value>,
+    #[serde(borrow)]
+    status: Option<Cow<'a, str>>,
+    score: Option<Value>,
+    branch: Option<Id>,
+    attempt: Option<Value>,
+    evaluator: Option<Value>,
+    error: Option<Value>,
+    critique: Option<Value>,
+    committed: Option<Id>,
+}
+
+/// Parses and checks one line (without its trailing newline).
+pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
+    let raw: RawLine = match serde_json::from_slice(line) {
+        Ok(raw) => raw,
+        Err(_) => return Err(describe_json_error(line)),
+    };
+    let mut warnings = Vec::new();
+    let kind = raw
+        .kind
+        .as_deref()
+        .ok_or_else(|| LineError::new("missing field `kind`", "kind"))?;
+    let record = match kind {
+        "header" => parse_header(raw.format.as_ref(), line)?,
+        "execution" => Record::Execution(ExecutionRecord {
+            execution: required_id(raw.execution, "execution")?,
+            t: raw.t.ok_or_else(|| missing("t"))?,
+            budget_s: match raw.budget_s {
+                Some(b) if b < 0.0 => {
+                    return Err(LineError::new("budget_s must not be negative", "budget_s"));
+                }
+                b => b,
+            },
+            group: raw.group.filter(|g| !g.is_null()),
+            task: raw.task,
+            meta: raw.meta,
+        }),
+        "request" => Record::Request(Box::new(parse_request(raw, &mut warnings)?)),
+        "assessment" => Record::Assessment(parse_assessment(raw)?),
+        "closure" => Record::Closure(parse_closure(raw)?),
+        other => {
+            warnings.push(format!("unknown kind {other:?}: line ignored"));
+            Record::Unknown(other.to_owned())
+        }
+    };
+    Ok(Parsed { record, warnings })
+}
+
+fn missing(field: &str) -> LineError {
+    LineError::new(format!("missing field `{field}`"), field)
+}
+
+fn required_id(id: Option<Id>, field: &str) -> Result<String, LineError> {
+    id.map(|i| i.0).ok_or_else(|| missing(field))
+}
+
+fn parse_header(format: Option<&Value>, line: &[u8]) -> Result<Record, LineError> {
+    match format.and_then(Value::as_str) {
+        Some("gyre/1") => {}
+        Some(other) => {
+            return Err(LineError::new(
+                format!("unsupported format {other:?} (this gyre reads \"gyre/1\")"),
+                "format",
+            ));
+        }
+        None => return Err(missing("format")),
+    }
+    // The header is small and free-form (tokenizer, meta, …): keep all of it.
+    let header: Value = serde_json::from_slice(line).map_err(|e| LineError {
+        message: format!("malformed JSON: {e}"),
+        field: None,
+    })?;
+    Ok(Record::Header(header))
+}
+
+fn is_reconstructed(meta: &Option<Value>) -> bool {
+    meta.as_ref()
+        .and_then(|m| m.get("reconstructed"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestRecord, LineError> {
+    let execution = required_id(raw.execution, "execution")?;
+    let id = required_id(raw.id, "id")?;
+    let input = raw.input.ok_or_else(|| missing("input"))?;
+    let output = raw.output.ok_or_else(|| missing("output"))?;
+    if let Some(lp) = &raw.logprobs {
+        if lp.len() != output.len() {
+            return Err(LineError::new(
+                format!(
+                    "logprobs has {} entries but output has {} tokens",
+                    lp.len(),
+                    output.len()
+                ),
+                "logprobs",
+            ));
+        }
+    } else if !is_reconstructed(&raw.meta) {
+        return Err(LineError::new(
+            "missing field `logprobs` (required unless meta.reconstructed is true)",
+            "logprobs",
+        ));
+    }
+    let mut spans = Vec::new();
+    let mut prev_end = 0u64;
+    for (i, s) in raw.spans.unwrap_or_default().into_iter().enumerate() {
+        if s.end > input.len() as u64 {
+            return Err(LineError::new(
+                format!(
+                    "span end {} is past the input ({} tokens)",
+                    s.end,
+                    input.len()
+                ),
+                format!("spans[{i}].end"),
+            ));
+        }
+        if i > 0 && s.end <= prev_end {
+            return Err(LineError::new(
+                format!("span ends must increase ({} after {prev_end})", s.end),
+                format!("spans[{i}].end"),
+            ));
+        }
+        prev_end = s.end;
+        let source = match s.source.as_deref() {
+            None => Source::Context,
+            Some(name) => Source::parse(name).unwrap_or_else(|| {
+                warnings.push(format!(
+                    "spans[{i}].source {name:?} is not a gyre/1 source; read as \"context\""
+                ));
+                Source::Context
+            }),
+        };
+        spans.push(Span {
+            end: s.end as u32,
+            source,
+            call_id: s.call_id.map(|c| c.0.into_boxed_str()),
+        });
+    }
+    let mut tool_calls = Vec::new();
+    for (i, c) in raw.tool_calls.unwrap_or_default().into_iter().enumerate() {
+        let n = output.len() as u64;
+        if c.start > c.end || c.end > n {
+            return Err(LineError::new(
+                format!(
+                    "tool call offsets {}..{} are outside the output ({n} tokens)",
+                    c.start, c.end
+                ),
+                format!("tool_calls[{i}]"),
+            ));
+        }
+        tool_calls.push(ToolCall {
+            id: c.id.0,
+            name: c.name,
+            start: c.start as u32,
+            end: c.end as u32,
+        });
+    }
+    let purpose = match raw.purpose.as_deref() {
+        None | Some("task") => Purpose::Task,
+        Some("summary") => Purpose::Summary,
+        Some(other) => {
+            warnings.push(format!("purpose {other:?} is not gyre/1; read as \"task\""));
+            Purpose::Task
+        }
+    };
+    let actor = match raw.actor.as_deref() {
+        None | Some("policy") => Actor::Policy,
+        Some("evaluator") => Actor::Evaluator,
+        Some(other) => {
+            // Never train on output whose sampler we cannot name.
+            warnings.push(format!(
+                "actor {other:?} is not gyre/1; read as \"evaluator\" (not trainable)"
+            ));
+            Actor::Evaluator
+        }
+    };
+    Ok(RequestRecord {
+        execution,
+        id,
+        input,
+        output,
+        logprobs: raw.logprobs,
+        extends: raw.extends.map(|e| e.0),
+        spans,
+        agent: raw.agent.map(|a| a.0).unwrap_or_else(|| "main".to_owned()),
+        purpose,
+        actor,
+        tool_calls,
+        finish: raw.finish,
+        t: raw.t,
+        model: raw.model,
+        meta: raw.meta,
+    })
+}
+
+fn parse_assessment(raw: RawLine) -> Result<AssessmentRecord, LineError> {
+    let execution = required_id(raw.execution, "execution")?;
+    let artifact = raw
+        .artifact
+        .filter(|a| !a.is_null())
+        .ok_or_else(|| missing("artifact"))?;
+    let version = raw
+        .version
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| missing("version"))?;
+    let valid = match raw.status.as_deref() {
+        Some("valid") => true,
+        Some("failed") => false,
+        Some(other) => {
+            return Err(LineError::new(
+                format!("status {other:?} is neither \"valid\" nor \"failed\""),
+                "status",
+            ));
+        }
+        None => return Err(missing("status")),
+    };
+    let t = raw.t.ok_or_else(|| missing("t"))?;
+    let score = match raw.score {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(f) if f.is_finite() => Some(f),
+            _ => return Err(LineError::new("score is not a finite number", "score")),
+        },
+        Some(other) => {
+            return Err(LineError::new(
+                format!("score must be a number, found {}", json_type(&other)),
+                "score",
+            ));
+        }
+    };
+    if valid && score.is_none() {
+        return Err(LineError::new(
+            "a valid assessment needs a numeric, finite score",
+            "score",
+        ));
+    }
+    Ok(AssessmentRecord {
+        execution,
+        artifact,
+        version,
+        valid,
+        t,
+        score,
+        branch: raw.branch.map(|b| b.0),
+        attempt: raw.attempt,
+        evaluator: raw.evaluator,
+        error: raw.error,
+        critique: raw.critique,
+    })
+}
+
+fn parse_closure(raw: RawLine) -> Result<ClosureRecord, LineError> {
+    let execution = required_id(raw.execution, "execution")?;
+    let t = raw.t.ok_or_else(|| missing("t"))?;
+    let status = match raw.status.as_deref() {
+        Some("completed") => ClosureStatus::Completed,
+        Some("timeout") => ClosureStatus::Timeout,
+        Some("error") => ClosureStatus::Error,
+        Some(other) => {
+            return Err(LineError::new(
+                format!("status {other:?} is not completed, timeout or error"),
+                "status",
+            ));
+        }
+        None => return Err(missing("status")),
+    };
+    Ok(ClosureRecord {
+        execution,
+        t,
+        status,
+        committed: raw.committed.map(|c| c.0),
+        artifact: raw.artifact.filter(|a| !a.is_null()),
+        version: raw.version.filter(|v| !v.is_null()),
+    })
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Slow path, taken only for lines that failed: re-parse tracking the JSON path to name the field.
+fn describe_json_error(line: &[u8]) -> LineError {
+    let de = &mut serde_json::Deserializer::from_slice(line);
+    match serde_path_to_error::deserialize::<_, RawLine>(de) {
+        Ok(_) => LineError {
+            message: "malformed JSON".into(),
+            field: None,
+        },
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let message = if inner.is_syntax() || inner.is_eof() {
+                format!("malformed JSON: {inner}")
+            } else {
+                strip_position(&inner.to_string())
+            };
+            let field = (path != "." && !path.is_empty()).then_some(path);
+            LineError { message, field }
+        }
+    }
+}
+
+/// serde_json appends " at line 1 column N"; the line is already named, keep the message short.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg.to_owned(),
+    }
+}

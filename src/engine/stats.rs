@@ -1,0 +1,165 @@
+//! Batch statistics (`gyre stats`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::Results;
+use super::admit::{Class, Stop, trainable_node};
+use super::execution::Request;
+use super::load::Batch;
+use super::record::{Actor, Source};
+use super::score::Outcome;
+use super::tree::NodeKind;
+
+/// Counts over a batch; serialised as `gyre stats --json`.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Stats {
+    /// Input files.
+    pub files: usize,
+    /// Executions.
+    pub executions: u64,
+    /// All request records.
+    pub requests: u64,
+    /// Requests recorded after their execution's closure.
+    pub requests_after_closure: u64,
+    /// Requests marked `meta.reconstructed`.
+    pub requests_reconstructed: u64,
+    /// Σ over requests of |full input| + |output|.
+    pub raw_tokens: u64,
+    /// Tokens stored in the trees (each shared token once).
+    pub tree_tokens: u64,
+    /// `raw_tokens / tree_tokens`.
+    pub dedup_ratio: f64,
+    /// Trainable tokens (policy outputs of requests inside their execution), all executions.
+    pub policy_tokens: u64,
+    /// Tree tokens by provenance: span sources for context, `policy`, `evaluator`,
+    /// `after-closure` for outputs.
+    pub tokens_by_source: BTreeMap<String, u64>,
+    /// Scored executions.
+    pub scored: u64,
+    /// Dummy executions.
+    pub dummy: u64,
+    /// Excluded executions.
+    pub excluded: u64,
+    /// Excluded executions by reason.
+    pub excluded_by_reason: BTreeMap<String, u64>,
+    /// Candidate leaves, all executions (structural: excluded executions' leaves included).
+    pub candidates: u64,
+    /// Candidates by class.
+    pub candidates_by_class: BTreeMap<String, u64>,
+    /// Draws made under the settings.
+    pub draws: u64,
+    /// Exported rows (draws plus one placeholder per dummy).
+    pub rows: u64,
+    /// Admitted targets under the settings (Σ L_i).
+    pub targets: u64,
+    /// Trainable tokens of scored executions left unclaimed (J_max or priority).
+    pub left_out_tokens: u64,
+    /// Executions whose draws stopped at J_max.
+    pub jmax_reached: u64,
+    /// Points inside an output where the tree branches (re-serialised or truncated content).
+    pub divergences_in_outputs: u64,
+    /// Warnings raised while loading.
+    pub warnings: u64,
+    /// Lines skipped under `--lenient`.
+    pub skipped_lines: u64,
+}
+
+/// Computes the statistics of a processed batch.
+pub fn stats(batch: &Batch, results: &Results) -> Stats {
+    let mut s = Stats {
+        files: batch.files.len(),
+        executions: batch.executions.len() as u64,
+        warnings: batch.warnings.len() as u64,
+        skipped_lines: batch.skipped_lines,
+        ..Stats::default()
+    };
+    for class in Class::DEFAULT_PRIORITY {
+        s.candidates_by_class.insert(class.name().into(), 0);
+    }
+    for (i, exec) in batch.executions.iter().enumerate() {
+        let outcome = &results.outcomes[i];
+        let admission = &results.admissions[i];
+        match outcome {
+            Outcome::Scored { .. } => s.scored += 1,
+            Outcome::Dummy => {
+                s.dummy += 1;
+                s.rows += 1;
+            }
+            Outcome::Excluded(e) => {
+                s.excluded += 1;
+                *s.excluded_by_reason.entry(e.to_string()).or_default() += 1;
+            }
+        }
+        for r in &exec.requests {
+            s.requests += 1;
+            s.requests_after_closure += r.after_closure as u64;
+            s.requests_reconstructed += r.reconstructed() as u64;
+            s.raw_tokens += (r.input_len + r.output_len) as u64;
+        }
+        s.tree_tokens += exec.tree.tokens.len() as u64;
+        for (n, node) in exec.tree.nodes.iter().enumerate() {
+            let n = n as u32;
+            match node.kind {
+                NodeKind::Root => {}
+                NodeKind::Output => {
+                    let req = &exec.requests[node.owner as usize];
+                    let key = if req.after_closure {
+                        "after-closure"
+                    } else if req.actor == Actor::Evaluator {
+                        "evaluator"
+                    } else {
+                        "policy"
+                    };
+                    *s.tokens_by_source.entry(key.into()).or_default() += node.len as u64;
+                    if trainable_node(exec, n) {
+                        s.policy_tokens += node.len as u64;
+                        if matches!(outcome, Outcome::Scored { .. })
+                            && admission.claimed_by[n as usize].is_none()
+                        {
+                            s.left_out_tokens += node.len as u64;
+                        }
+                    }
+                    let last_piece = n == req.output_node;
+                    if !last_piece && node.children.len() > 1 {
+                        s.divergences_in_outputs += 1;
+                    }
+                }
+                NodeKind::Context => {
+                    let req = &exec.requests[node.owner as usize];
+                    count_sources(&mut s.tokens_by_source, req, node.offset, node.len);
+                }
+            }
+        }
+        s.candidates += admission.candidates.len() as u64;
+        for c in &admission.candidates {
+            *s.candidates_by_class.entry(c.class.name().into()).or_default() += 1;
+        }
+        s.draws += admission.draws.len() as u64;
+        s.rows += admission.draws.len() as u64;
+        s.targets += admission.targets();
+        s.jmax_reached += (admission.stop == Stop::JmaxReached) as u64;
+    }
+    s.dedup_ratio = if s.tree_tokens == 0 {
+        0.0
+    } else {
+        s.raw_tokens as f64 / s.tree_tokens as f64
+    };
+    s
+}
+
+/// Adds the sources of full-input tokens `offset..offset+len` of `req`, run by run. Spans are
+/// contiguous from the record's own input, so the only unlabelled run is after the last span.
+fn count_sources(acc: &mut BTreeMap<String, u64>, req: &Request, offset: u32, len: u32) {
+    let end = offset + len;
+    let mut pos = offset;
+    while pos < end {
+        let (source, run_end) = match req.span_at(pos) {
+            Some(span) => (span.source, span.end.min(end)),
+            None => (Source::Context, end),
+        };
+        *acc.entry(source.name().into()).or_default() += (run_end - pos) as u64;
+        pos = run_end;
+    }
+}
