@@ -124,8 +124,16 @@ struct AdmissionArgs {
     #[arg(long, default_value_t = 5)]
     jmax: u32,
     /// Class priority, highest first; classes left out are never drawn.
-    #[arg(long, default_value = "main,main-summary,sub,sub-summary", value_parser = admit::parse_priority)]
-    priority: Vec<Class>,
+    #[arg(long, default_value = "main,main-summary,sub,sub-summary", value_parser = parse_priority)]
+    priority: Priority,
+}
+
+/// A whole `--priority` list (one argument, comma-separated).
+#[derive(Clone, Debug)]
+struct Priority(Vec<Class>);
+
+fn parse_priority(s: &str) -> Result<Priority, String> {
+    admit::parse_priority(s).map(Priority)
 }
 
 impl AdmissionArgs {
@@ -133,7 +141,7 @@ impl AdmissionArgs {
         Settings {
             seed: self.seed,
             jmax: self.jmax,
-            priority: self.priority.clone(),
+            priority: self.priority.0.clone(),
         }
     }
 }
@@ -226,7 +234,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => {
                     let stdout = io::stdout().lock();
                     let mut w = io::BufWriter::with_capacity(1 << 20, stdout);
-                    export::write_rows(&batch, &results, &mut w).wrap_err("writing rows to stdout")?;
+                    export::write_rows(&batch, &results, &mut w)
+                        .wrap_err("writing rows to stdout")?;
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -256,7 +265,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }) => {
             let batch = load_with_progress(&input)?;
             let Some(i) = batch.execution_index(&execution) else {
-                let known: Vec<_> = batch.executions.iter().take(8).map(|e| e.id.as_str()).collect();
+                let known: Vec<_> = batch
+                    .executions
+                    .iter()
+                    .take(8)
+                    .map(|e| e.id.as_str())
+                    .collect();
                 eprintln!(
                     "gyre: no execution {execution:?} in the input (first ids: {})",
                     known.join(", ")
@@ -505,12 +519,24 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
                 r.id,
                 w.weight,
                 d.probability(w),
-                if w.request == d.chosen { "  ◀ chosen" } else { "" }
+                if w.request == d.chosen {
+                    "  ◀ chosen"
+                } else {
+                    ""
+                }
             ));
         }
         let runs: Vec<String> = draw_runs(batch, results, i, k)
             .iter()
-            .map(|r| format!("{}[{}..{}]@{}", r.request, r.offset, r.offset + r.len, r.pos))
+            .map(|r| {
+                format!(
+                    "{}[{}..{}]@{}",
+                    r.request,
+                    r.offset,
+                    r.offset + r.len,
+                    r.pos
+                )
+            })
             .collect();
         t.push_str(&format!(
             "  fixed {} targets on a {}-token path: {}\n",
@@ -577,8 +603,12 @@ pub fn replay_json(batch: &Batch, results: &Results, i: usize) -> serde_json::Va
 
 /// `gyre` with no subcommand: the engine at work on the bundled example recording.
 fn demo() -> Result<ExitCode> {
-    let batch = load::load_bytes(crate::demo::NAME, crate::demo::RECORDING, &LoadOptions::default())
-        .wrap_err("loading the bundled demo recording")?;
+    let batch = load::load_bytes(
+        crate::demo::NAME,
+        crate::demo::RECORDING,
+        &LoadOptions::default(),
+    )
+    .wrap_err("loading the bundled demo recording")?;
     let results = eng::process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
     let mut out = io::stdout().lock();
     writeln!(
@@ -587,7 +617,11 @@ fn demo() -> Result<ExitCode> {
         crate::demo::NAME,
         crate::demo::DESCRIPTION
     )?;
-    write!(out, "{}", stats_table(&stats::stats(&batch, &results), &results.settings))?;
+    write!(
+        out,
+        "{}",
+        stats_table(&stats::stats(&batch, &results), &results.settings)
+    )?;
     for i in 0..batch.executions.len() {
         writeln!(out)?;
         write!(out, "{}", replay_text(&batch, &results, i))?;

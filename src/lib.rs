@@ -6,4 +6,4 @@
 pub mod cli;
 pub mod demo;
 pub mod engine;
-
+pub mod recgen;
