@@ -300,9 +300,8 @@ fn print_warnings(batch: &Batch) {
     }
     if batch.skipped_lines > 0 {
         eprintln!(
-            "gyre: --lenient skipped {} line{}",
-            batch.skipped_lines,
-            if batch.skipped_lines == 1 { "" } else { "s" }
+            "gyre: --lenient skipped {}",
+            plural(batch.skipped_lines as usize, "line")
         );
     }
 }
@@ -349,13 +348,11 @@ fn validate(files: &[PathBuf]) -> Result<ExitCode> {
             }
             let requests: usize = batch.executions.iter().map(|e| e.requests.len()).sum();
             println!(
-                "ok: {} file{}, {} executions, {} requests, {} warning{}",
-                files.len(),
-                if files.len() == 1 { "" } else { "s" },
-                batch.executions.len(),
-                requests,
-                batch.warnings.len(),
-                if batch.warnings.len() == 1 { "" } else { "s" }
+                "ok: {}, {}, {}, {}",
+                plural(files.len(), "file"),
+                plural(batch.executions.len(), "execution"),
+                plural(requests, "request"),
+                plural(batch.warnings.len(), "warning")
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -363,14 +360,14 @@ fn validate(files: &[PathBuf]) -> Result<ExitCode> {
             for d in &e.diagnostics {
                 println!("{d}");
             }
-            eprintln!(
-                "{} problem{}",
-                e.diagnostics.len(),
-                if e.diagnostics.len() == 1 { "" } else { "s" }
-            );
+            eprintln!("{}", plural(e.diagnostics.len(), "problem"));
             Ok(ExitCode::from(EXIT_INVALID))
         }
     }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 fn priority_text(p: &[Class]) -> String {
@@ -494,10 +491,10 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
     let outcome = &results.outcomes[i];
     let s = &results.settings;
     let mut t = format!(
-        "execution {} · {} · {} candidates · seed {} · J_max {} · priority {}\n",
+        "execution {} · {} · {} · seed {} · J_max {} · priority {}\n",
         exec.id,
         outcome_text(outcome),
-        adm.candidates.len(),
+        plural(adm.candidates.len(), "candidate"),
         s.seed,
         jmax_text(s.jmax),
         priority_text(&s.priority)
@@ -505,10 +502,10 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
     let n = adm.draws.len();
     for (k, d) in adm.draws.iter().enumerate() {
         t.push_str(&format!(
-            "draw {}/{n}  class {}  ({} candidates with weight, total {})\n",
+            "draw {}/{n}  class {}  ({} with weight left, total {})\n",
             k + 1,
             d.class,
-            d.candidates.len(),
+            plural(d.candidates.len(), "candidate"),
             d.total
         ));
         for w in &d.candidates {

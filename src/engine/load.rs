@@ -127,7 +127,7 @@ struct Chunk {
     lines: Vec<(usize, usize)>,
 }
 
-const CHUNK_BYTES: usize = 1 << 20;
+const CHUNK_BYTES: usize = 256 << 10;
 
 /// Loads `paths` in order. `progress(done, total)` is called with on-disk bytes read.
 pub fn load(

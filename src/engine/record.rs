@@ -659,10 +659,13 @@ fn describe_json_error(line: &[u8]) -> LineError {
         Err(e) => {
             let path = e.path().to_string();
             let inner = e.into_inner();
+            let detail = strip_position(&inner.to_string());
             let message = if inner.is_syntax() || inner.is_eof() {
-                format!("malformed JSON: {inner}")
+                format!("malformed JSON: {detail} at column {}", inner.column())
+            } else if path.starts_with("input[") || path.starts_with("output[") {
+                format!("token ids must be integers in 0..2^32: {detail}")
             } else {
-                strip_position(&inner.to_string())
+                detail
             };
             let field = (path != "." && !path.is_empty()).then_some(path);
             LineError { message, field }
