@@ -287,6 +287,31 @@ impl ChatTemplate {
         )
     }
 
+    /// The generation prompt alone (Qwen3: `<|im_start|>assistant\n`), as the template appends
+    /// it after the last message.
+    pub fn generation_prompt(&self, opts: RenderOptions) -> Result<String> {
+        let user = [Message::new("user", "x")];
+        let with = self.render(
+            &user,
+            &[],
+            RenderOptions {
+                add_generation_prompt: true,
+                ..opts
+            },
+        )?;
+        let without = self.render(
+            &user,
+            &[],
+            RenderOptions {
+                add_generation_prompt: false,
+                ..opts
+            },
+        )?;
+        with.strip_prefix(&without)
+            .map(str::to_owned)
+            .ok_or_else(|| eyre!("this chat template's generation prompt is not a plain suffix"))
+    }
+
     /// The text a harness appends after a generated assistant turn (which ended with the
     /// end-of-turn token) to add `messages` (tool results, user turns…): the template's
     /// separator after that token, then `messages` rendered on their own (no tools, no system
