@@ -8,6 +8,8 @@
 pub mod cli;
 pub mod demo;
 pub mod engine;
+pub mod paint;
 pub mod recgen;
+pub mod show;
 pub mod synth;
 pub mod text;
