@@ -308,17 +308,73 @@ pub(crate) const TASKS: &[Task] = &[
     },
 ];
 
-/// Short sentences an agent writes before a tool call.
-pub(crate) const PREFACES: &[&str] = &[
-    "Let me look at the code first.",
+/// What an agent says before a tool call, by kind of step ("" = nothing).
+pub(crate) const PREFACE_LIST: &[&str] = &[
     "I'll check the repository layout.",
-    "Running the tests to see the current failure.",
-    "Let me read the relevant file.",
-    "Searching for the call sites.",
-    "I'll make the change now.",
-    "Re-running the tests after the edit.",
+    "Let me see which files are here.",
     "",
 ];
+pub(crate) const PREFACE_LOG: &[&str] = &[
+    "Let me look at the recent history.",
+    "Checking what changed recently.",
+    "",
+];
+pub(crate) const PREFACE_TEST: &[&str] = &[
+    "Running the tests to see the current state.",
+    "Let me run the tests.",
+    "",
+];
+pub(crate) const PREFACE_READ: &[&str] = &[
+    "Let me read the relevant code.",
+    "Reading the file before changing it.",
+    "",
+];
+pub(crate) const PREFACE_GREP: &[&str] = &[
+    "Searching for the call sites.",
+    "Let me find where this is used.",
+    "",
+];
+pub(crate) const PREFACE_EDIT: &[&str] = &["I'll make the change now.", "Applying the fix.", ""];
+pub(crate) const PREFACE_TASK: &[&str] = &["I'll have a sub-agent check the related code.", ""];
+
+/// `git log --stat` output for a repository with `files`: long, fixed per task (so it is
+/// tokenised once), the bulk that makes contexts grow towards compaction.
+pub(crate) fn git_log(files: &[(&str, &str)], seed: usize) -> String {
+    const AUTHORS: &[&str] = &[
+        "Ana Lima <ana@example.com>",
+        "Jörg Weiß <jw@example.org>",
+        "Mei Chen <mei@example.net>",
+        "Sam Okafor <sam@example.com>",
+    ];
+    const VERBS: &[&str] = &[
+        "Fix",
+        "Refactor",
+        "Add tests for",
+        "Document",
+        "Speed up",
+        "Simplify",
+        "Handle errors in",
+        "Rename helpers in",
+    ];
+    let mut out = String::new();
+    let mut h: u64 = 0x9E37_79B9_7F4A_7C15 ^ seed as u64;
+    for i in 0..32 {
+        h = h
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let (path, _) = files[(h >> 33) as usize % files.len()];
+        out.push_str(&format!(
+            "commit {:016x}{:016x}{:08x}\nAuthor: {}\nDate:   Mon Mar {} 1{}:{:02}:00 2025 +0100\n\n    {} {}\n\n {} | {} {}\n 1 file changed, {} insertions(+), {} deletions(-)\n\n",
+            h, h.rotate_left(21), (h >> 13) as u32,
+            AUTHORS[(h >> 40) as usize % AUTHORS.len()],
+            1 + (31 - i) % 28, i % 10, (h >> 20) % 60,
+            VERBS[(h >> 48) as usize % VERBS.len()], path,
+            path, 3 + (h >> 12) % 40, "+".repeat(1 + (h >> 8) as usize % 12),
+            1 + (h >> 8) % 12, (h >> 4) % 5,
+        ));
+    }
+    out
+}
 
 /// Generic reasoning fragments mixed with a task's own thoughts.
 pub(crate) const GENERIC_THOUGHTS: &[&str] = &[

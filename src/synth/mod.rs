@@ -161,6 +161,7 @@ const BUDGET_S: u64 = 3600;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Action {
     List,
+    Log,
     Test,
     Read(usize),
     ReadTwo(usize, usize),
@@ -256,6 +257,9 @@ struct Kind {
 
 struct Exec {
     id: String,
+    group: usize,
+    /// The last main-agent request (what the closure commits).
+    last_main: u32,
     task: &'static Task,
     rng: Rng,
     /// Milliseconds since the recording's epoch.
@@ -364,6 +368,8 @@ impl<'w> Gen<'w> {
         let t0 = idx as u64 * 45_000;
         let mut ex = Exec {
             id: format!("e{idx:04}"),
+            group,
+            last_main: 0,
             task,
             rng,
             t: t0,
@@ -458,6 +464,7 @@ impl<'w> Gen<'w> {
             }
             let chosen = ex.rng.below(n);
             let (out, req) = (&outs[chosen], reqs[chosen]);
+            ex.last_main = req;
             if action == Action::Final {
                 if critiqued {
                     break;
@@ -568,6 +575,7 @@ impl<'w> Gen<'w> {
             } else {
                 ("Glob", json!({"pattern": "**/*"}))
             }),
+            Action::Log => calls.push(("Bash", json!({"command": "git log --stat -n 32"}))),
             Action::Test => calls.push(("Bash", json!({"command": task.test_cmd, "timeout": 300}))),
             Action::Read(i) => calls.push(("Read", json!({"file_path": path(i)}))),
             Action::ReadTwo(i, j) => {
@@ -594,7 +602,13 @@ impl<'w> Gen<'w> {
         }
         let text = match action {
             Action::Final => task.final_answer,
-            _ => ex.rng.pick(content::PREFACES),
+            Action::List => ex.rng.pick(content::PREFACE_LIST),
+            Action::Log => ex.rng.pick(content::PREFACE_LOG),
+            Action::Test => ex.rng.pick(content::PREFACE_TEST),
+            Action::Read(_) | Action::ReadTwo(..) => ex.rng.pick(content::PREFACE_READ),
+            Action::Grep => ex.rng.pick(content::PREFACE_GREP),
+            Action::Edit(_) => ex.rng.pick(content::PREFACE_EDIT),
+            Action::Delegate => ex.rng.pick(content::PREFACE_TASK),
         };
         let mut msg = Message::new("assistant", text);
         msg.reasoning_content = Some(thoughts.join(" "));
@@ -800,6 +814,9 @@ impl<'w> Gen<'w> {
                     } else {
                         task.test_fail.to_owned()
                     }
+                }
+                "Bash" if arg("command").starts_with("git log") => {
+                    content::git_log(task.files, ex.group % TASKS.len())
                 }
                 "Bash" | "Glob" => task.listing.to_owned(),
                 "Read" => {
@@ -1029,10 +1046,10 @@ impl<'w> Gen<'w> {
         w.fixed(t_close, 3, false);
         w.key("status");
         w.str(status);
-        if ex.next_req > 1 {
+        if ex.last_main > 0 {
             w.key("committed");
             w.raw("\"r");
-            w.uint((ex.next_req - 1).into());
+            w.uint(ex.last_main.into());
             w.raw("\"");
         }
         w.key("artifact");
@@ -1184,15 +1201,16 @@ impl<'w> Gen<'w> {
 /// Dummy executions never edit (the harness fails before any work); timeouts never answer.
 fn plan(task: &Task, turns: usize, delegate: bool, fate: Fate, rng: &mut Rng) -> Vec<Action> {
     let budget = turns - 1;
-    let mut seq = vec![Action::List, Action::Test, Action::Read(0)];
+    let mut seq = vec![Action::List, Action::Log, Action::Test, Action::Read(0)];
     if delegate {
         seq.push(Action::Delegate);
     }
     seq.push(Action::Grep);
     let nfiles = task.files.len();
     while seq.len() + 2 * task.edits.len() < budget {
-        seq.push(match rng.below(4) {
+        seq.push(match rng.below(5) {
             0 => Action::Read(rng.below(nfiles)),
+            4 => Action::Log,
             1 => Action::ReadTwo(rng.below(nfiles), rng.below(nfiles)),
             2 => Action::Grep,
             _ => Action::Test,

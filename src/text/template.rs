@@ -326,8 +326,7 @@ impl ChatTemplate {
 /// Python's `json.dumps(value, ensure_ascii=False, indent=indent)`.
 fn tojson(value: &Value, kwargs: Kwargs) -> Result<Value, Error> {
     let indent: Option<usize> = kwargs.get("indent")?;
-    if let Some(false) | None = kwargs.get::<Option<bool>>("ensure_ascii")? {
-    } else {
+    if kwargs.get::<Option<bool>>("ensure_ascii")? == Some(true) {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
             "tojson(ensure_ascii=True) is not supported",
