@@ -31,11 +31,20 @@ fn synth_fates_and_features_as_the_engine_sees_them() {
             .to_owned();
         match fate.as_str() {
             "scored" | "failed_then_retried" | "timeout" => {
-                assert!(matches!(outcome, Outcome::Scored { reward, .. } if *reward > 0.0), "{fate}: {outcome:?}")
+                assert!(
+                    matches!(outcome, Outcome::Scored { reward, .. } if *reward > 0.0),
+                    "{fate}: {outcome:?}"
+                )
             }
-            "valid_zero" => assert!(matches!(outcome, Outcome::Scored { reward, .. } if *reward == 0.0)),
+            "valid_zero" => {
+                assert!(matches!(outcome, Outcome::Scored { reward, .. } if *reward == 0.0))
+            }
             "valid_after_budget" | "all_failed" => {
-                assert_eq!(*outcome, Outcome::Excluded(Exclusion::NoValidReward), "{fate}")
+                assert_eq!(
+                    *outcome,
+                    Outcome::Excluded(Exclusion::NoValidReward),
+                    "{fate}"
+                )
             }
             "dummy" => assert_eq!(*outcome, Outcome::Dummy),
             "open" => assert_eq!(*outcome, Outcome::Excluded(Exclusion::Open)),
@@ -44,11 +53,18 @@ fn synth_fates_and_features_as_the_engine_sees_them() {
     }
     let s = stats::stats(&batch, &results);
     assert_eq!((s.scored, s.dummy, s.excluded), (4, 1, 3));
-    assert!(s.candidates_by_class["main-summary"] > 0, "compaction summaries");
+    assert!(
+        s.candidates_by_class["main-summary"] > 0,
+        "compaction summaries"
+    );
     assert!(s.candidates_by_class["sub"] > 0, "sub-agents");
     assert!(s.divergences_in_outputs > 0, "re-serialised tool calls");
     assert!(s.requests_after_closure > 0);
     assert!(s.tokens_by_source["evaluator"] > 0 && s.tokens_by_source["critique"] > 0);
     assert!(s.tokens_by_source["summary"] > 0 && s.tokens_by_source["assistant"] > 0);
-    assert!(s.dedup_ratio > 2.0, "shared prefixes are stored once: {}", s.dedup_ratio);
+    assert!(
+        s.dedup_ratio > 2.0,
+        "shared prefixes are stored once: {}",
+        s.dedup_ratio
+    );
 }
