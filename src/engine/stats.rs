@@ -132,8 +132,11 @@ pub fn stats(batch: &Batch, results: &Results) -> Stats {
                     count_sources(&mut s.tokens_by_source, req, node.offset, node.len);
                     // Harness-written assistant content where a recorded output stands: the
                     // output was re-rendered from its first token instead of restored.
-                    let siblings = &exec.tree.nodes[node.parent as usize].children;
-                    if req.source_at(node.offset) == Source::Assistant
+                    // (Beside a piece of a split output it is already counted above.)
+                    let parent = &exec.tree.nodes[node.parent as usize];
+                    let siblings = &parent.children;
+                    if parent.kind != NodeKind::Output
+                        && req.source_at(node.offset) == Source::Assistant
                         && siblings
                             .iter()
                             .any(|&c| exec.tree.nodes[c as usize].kind == NodeKind::Output)
