@@ -205,7 +205,9 @@ impl<'a> ExecView<'a> {
     pub fn tone(&self, n: NodeId, i: u32, mode: ColorMode, step: Option<u32>) -> Tone {
         let identity = self.exec.identity(n, i);
         match (mode, identity) {
-            (_, TokenIdentity::Context { source, .. }) => Tone::Context(source),
+            (ColorMode::Provenance, TokenIdentity::Context { source, .. }) => Tone::Context(source),
+            // Context is one dim tone when colour is about claims or log-probs.
+            (_, TokenIdentity::Context { .. }) => Tone::Context(Source::Context),
             (ColorMode::Provenance, TokenIdentity::Output { request, .. }) => {
                 let r = &self.exec.requests[request as usize];
                 if r.after_closure {
@@ -230,7 +232,7 @@ impl<'a> ExecView<'a> {
                 Reason::Excluded(_) | Reason::Dummy => Tone::Excluded,
                 Reason::EvaluatorOutput => Tone::Evaluator,
                 Reason::AfterClosure => Tone::AfterClosure,
-                Reason::Context(s) => Tone::Context(s),
+                Reason::Context(_) => Tone::Context(Source::Context),
             },
         }
     }
