@@ -1,0 +1,41 @@
+//! The bundled demo recordings are what their documented commands write, and load cleanly.
+
+use gyre::demo;
+use gyre::engine::load::{LoadOptions, load_bytes};
+use gyre::synth::{SynthOptions, write_synth};
+
+#[test]
+fn synth_demo_is_reproducible_from_its_command() {
+    assert!(
+        demo::SYNTH_COMMAND.contains("--executions 8 --turns 8 --context 2500 --seed 3 --delta")
+    );
+    let mut expected = Vec::new();
+    write_synth(
+        &SynthOptions {
+            executions: 8,
+            turns: 8,
+            context: 2500,
+            seed: 3,
+            delta: true,
+        },
+        &mut expected,
+    )
+    .unwrap();
+    let bundled = zstd::decode_all(demo::SYNTH_RECORDING).unwrap();
+    assert!(
+        bundled == expected,
+        "assets/demo/synth-demo.jsonl.zst is stale: rerun its command"
+    );
+}
+
+#[test]
+fn bundled_demos_load_without_warnings() {
+    for (name, bytes) in [
+        (demo::NAME, demo::RECORDING),
+        (demo::SYNTH_NAME, demo::SYNTH_RECORDING),
+    ] {
+        let batch = load_bytes(name, bytes, &LoadOptions::default()).unwrap();
+        assert!(batch.warnings.is_empty(), "{name}: {:?}", batch.warnings);
+        assert!(!batch.executions.is_empty());
+    }
+}
