@@ -129,21 +129,63 @@ struct Chunk {
 
 const CHUNK_BYTES: usize = 256 << 10;
 
+/// One input: a file, or a recording held in memory (the bundled demos).
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    /// A file on disk.
+    File(&'a Path),
+    /// Bytes in memory, reported under `name`.
+    Memory {
+        /// Name used in diagnostics.
+        name: &'a str,
+        /// The (possibly compressed) recording.
+        bytes: &'a [u8],
+    },
+}
+
+impl Input<'_> {
+    fn name(&self) -> PathBuf {
+        match self {
+            Input::File(p) => p.to_path_buf(),
+            Input::Memory { name, .. } => PathBuf::from(name),
+        }
+    }
+
+    fn size(&self) -> u64 {
+        match self {
+            Input::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
+            Input::Memory { bytes, .. } => bytes.len() as u64,
+        }
+    }
+}
+
 /// Loads `paths` in order. `progress(done, total)` is called with on-disk bytes read.
 pub fn load(
     paths: &[PathBuf],
     options: &LoadOptions,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<Batch, LoadError> {
-    let total: u64 = paths
-        .iter()
-        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-        .sum();
+    let inputs: Vec<Input> = paths.iter().map(|p| Input::File(p)).collect();
+    load_inputs(&inputs, options, progress)
+}
+
+/// Loads a recording held in memory (the bundled demos), as if it were a file named `name`.
+pub fn load_bytes(name: &str, bytes: &[u8], options: &LoadOptions) -> Result<Batch, LoadError> {
+    load_inputs(&[Input::Memory { name, bytes }], options, &|_, _| {})
+}
+
+/// Loads `inputs` in order. `progress(done, total)` is called with (compressed) bytes read.
+pub fn load_inputs(
+    inputs: &[Input],
+    options: &LoadOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Batch, LoadError> {
+    let total: u64 = inputs.iter().map(Input::size).sum();
     let done = Arc::new(AtomicU64::new(0));
     let mut state = Loader {
         batch: Batch {
-            files: paths.to_vec(),
-            headers: vec![None; paths.len()],
+            files: inputs.iter().map(Input::name).collect(),
+            headers: vec![None; inputs.len()],
             ..Batch::default()
         },
         slots: Vec::new(),
@@ -156,8 +198,8 @@ pub fn load(
     std::thread::scope(|s| {
         let done_reader = Arc::clone(&done);
         s.spawn(move || {
-            for (fi, path) in paths.iter().enumerate() {
-                if let Err(d) = read_file(fi as u32, path, &done_reader, &tx) {
+            for (fi, input) in inputs.iter().enumerate() {
+                if let Err(d) = read_input(fi as u32, input, &done_reader, &tx) {
                     // A closed channel means the consumer gave up; nothing left to tell.
                     let _ = tx.send(Err(d));
                 }
@@ -174,27 +216,6 @@ pub fn load(
     state.finish()
 }
 
-/// Loads a recording held in memory (the bundled demo), as if it were a file named `name`.
-pub fn load_bytes(name: &str, bytes: &[u8], options: &LoadOptions) -> Result<Batch, LoadError> {
-    let dir = tempfile::tempdir().map_err(|e| io_diag(Path::new(name), &e))?;
-    let path = dir.path().join(name);
-    std::fs::write(&path, bytes).map_err(|e| io_diag(&path, &e))?;
-    let mut batch = load(std::slice::from_ref(&path), options, &|_, _| {})?;
-    batch.files = vec![PathBuf::from(name)];
-    Ok(batch)
-}
-
-fn io_diag(path: &Path, e: &io::Error) -> LoadError {
-    LoadError {
-        diagnostics: vec![Diagnostic {
-            file: path.to_path_buf(),
-            line: 0,
-            message: format!("cannot read: {e}"),
-            field: None,
-        }],
-    }
-}
-
 /// Counts on-disk bytes as the (possibly compressed) file is read.
 struct Counting<R> {
     inner: R,
@@ -209,13 +230,16 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// Opens `path`, decompressing by content (gzip and zstd magic numbers), not by name.
-fn open(path: &Path, done: &Arc<AtomicU64>) -> io::Result<Box<dyn BufRead + Send>> {
-    let file = File::open(path)?;
+/// Opens an input, decompressing by content (gzip and zstd magic numbers), not by name.
+fn open<'a>(input: &Input<'a>, done: &Arc<AtomicU64>) -> io::Result<Box<dyn BufRead + Send + 'a>> {
+    let source: Box<dyn Read + Send + 'a> = match *input {
+        Input::File(path) => Box::new(File::open(path)?),
+        Input::Memory { bytes, .. } => Box::new(bytes),
+    };
     let mut raw = BufReader::with_capacity(
         1 << 16,
         Counting {
-            inner: file,
+            inner: source,
             done: Arc::clone(done),
         },
     );
@@ -235,19 +259,19 @@ fn open(path: &Path, done: &Arc<AtomicU64>) -> io::Result<Box<dyn BufRead + Send
     })
 }
 
-fn read_file(
+fn read_input(
     fi: u32,
-    path: &Path,
+    input: &Input,
     done: &Arc<AtomicU64>,
     tx: &std::sync::mpsc::SyncSender<Result<Chunk, Diagnostic>>,
 ) -> Result<(), Diagnostic> {
     let diag = |line: u64, e: io::Error| Diagnostic {
-        file: path.to_path_buf(),
+        file: input.name(),
         line,
         message: format!("cannot read: {e}"),
         field: None,
     };
-    let mut reader = open(path, done).map_err(|e| diag(0, e))?;
+    let mut reader = open(input, done).map_err(|e| diag(0, e))?;
     let mut line_no = 0u64;
     loop {
         let mut chunk = Chunk {
