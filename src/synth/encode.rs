@@ -11,33 +11,8 @@ use std::collections::HashMap;
 use aho_corasick::{AhoCorasick, MatchKind};
 use color_eyre::eyre::{Result, bail, eyre};
 
+pub(crate) use crate::engine::record::Source;
 use crate::text::TokenText;
-
-/// A span source (SPEC §1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Source {
-    System,
-    User,
-    Tool,
-    Assistant,
-    Critique,
-    Summary,
-    Template,
-}
-
-impl Source {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Source::System => "system",
-            Source::User => "user",
-            Source::Tool => "tool",
-            Source::Assistant => "assistant",
-            Source::Critique => "critique",
-            Source::Summary => "summary",
-            Source::Template => "template",
-        }
-    }
-}
 
 /// A labelled run of tokens ending (exclusive) at `end`.
 #[derive(Clone, Debug, PartialEq, Eq)]

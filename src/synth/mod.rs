@@ -740,7 +740,7 @@ impl<'w> Gen<'w> {
             w.key("end");
             w.uint((s.end - base) as u64);
             w.key("source");
-            w.str(s.source.as_str());
+            w.str(s.source.name());
             if let Some(c) = s.call {
                 w.key("call_id");
                 w.str(&call_name(c));
