@@ -103,6 +103,22 @@ Examples:
         #[arg(long)]
         json: bool,
     },
+    /// Open the interactive inspector on recordings (`gyre` alone opens it on the bundled demo).
+    #[command(after_help = "\
+Examples:
+  gyre inspect runs.jsonl
+  gyre inspect a.jsonl b.jsonl.zst --seed 3 --jmax 0 --tokenizer qwen3
+
+Keys: ? help, q quit (docs/keys.md lists them all).")]
+    Inspect {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        admission: AdmissionArgs,
+        /// Tokenizer for showing token text: a bundled name (qwen3) or a tokenizer.json path.
+        #[arg(long)]
+        tokenizer: Option<String>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -196,7 +212,30 @@ fn is_broken_pipe(e: &color_eyre::Report) -> bool {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        // The inspector when a person is watching; the text demo for scripts and CI.
+        None if io::stdout().is_terminal() && io::stdin().is_terminal() => {
+            crate::tui::run(crate::tui::Options {
+                input: crate::tui::Input::Demo,
+                settings: Settings::default(),
+                lenient: false,
+                tokenizer: None,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
         None => demo(),
+        Some(Command::Inspect {
+            input,
+            admission,
+            tokenizer,
+        }) => {
+            crate::tui::run(crate::tui::Options {
+                input: crate::tui::Input::Files(input.files),
+                settings: admission.settings(),
+                lenient: input.lenient,
+                tokenizer,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Validate { files }) => validate(&files),
         Some(Command::Admit {
             input,

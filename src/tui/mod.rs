@@ -1,0 +1,159 @@
+//! The interactive inspector: a client of [`crate::engine`].
+//!
+//! State lives in [`app::App`] and changes only through [`app::App::step`]; [`ui::render`]
+//! draws it. Keys come from the one table in [`keys`]. Loading runs on a background thread
+//! that reports progress, so the screen stays responsive on large recordings.
+
+pub mod app;
+pub mod detail;
+pub mod keys;
+pub mod layout;
+pub mod model;
+pub mod text;
+pub mod theme;
+pub mod tokens;
+pub mod ui;
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use color_eyre::eyre::Result;
+use crossterm::event::{
+    self, DisableMouseCapture, EnableMouseCapture, Event, KeyCode, KeyEvent, KeyEventKind,
+    KeyModifiers, MouseButton, MouseEventKind,
+};
+use crossterm::execute;
+
+use crate::engine::admit::Settings;
+use crate::engine::load::{self, LoadOptions};
+
+use app::{Action, App, Overlay};
+use keys::Command;
+use theme::Theme;
+
+/// What the inspector opens.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// The recording bundled in the binary.
+    Demo,
+    /// Files, read in order.
+    Files(Vec<PathBuf>),
+}
+
+/// How the inspector opens.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The input.
+    pub input: Input,
+    /// Admission settings to start with.
+    pub settings: Settings,
+    /// Skip invalid lines instead of failing.
+    pub lenient: bool,
+    /// `--tokenizer NAME|PATH`.
+    pub tokenizer: Option<String>,
+}
+
+/// Turns a terminal event into an action (or nothing).
+pub fn action_for(app: &App, ev: &Event) -> Option<Action> {
+    match ev {
+        Event::Key(k) => key_action(app, k),
+        Event::Mouse(m) => match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => Some(Action::Click(m.column, m.row)),
+            MouseEventKind::ScrollDown => Some(Action::Wheel(m.column, m.row, true)),
+            MouseEventKind::ScrollUp => Some(Action::Wheel(m.column, m.row, false)),
+            _ => None,
+        },
+        Event::Resize(w, h) => Some(Action::Resize(*w, *h)),
+        _ => None,
+    }
+}
+
+fn key_action(app: &App, k: &KeyEvent) -> Option<Action> {
+    if k.kind == KeyEventKind::Release {
+        return None;
+    }
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    if let Overlay::Search(_) | Overlay::Export(_) = app.overlay {
+        return match k.code {
+            KeyCode::Char('c') if ctrl => Some(Action::Cmd(Command::Quit)),
+            KeyCode::Char(c) if !ctrl => Some(Action::Input(c)),
+            KeyCode::Backspace => Some(Action::Backspace),
+            KeyCode::Enter => Some(Action::Cmd(Command::Enter)),
+            KeyCode::Esc => Some(Action::Cmd(Command::Escape)),
+            _ => None,
+        };
+    }
+    keys::command_for(k).map(Action::Cmd)
+}
+
+/// Runs the inspector until `q`; the terminal is restored on return, error and panic.
+pub fn run(opts: Options) -> Result<()> {
+    let label = match &opts.input {
+        Input::Demo => format!("demo: {}", crate::demo::NAME),
+        Input::Files(f) => f
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    let mut app = App::new(label, opts.settings.clone(), Theme::from_env());
+    if let Some(t) = &opts.tokenizer {
+        app.message = Some(format!("tokenizer {t:?} requested; ids are shown as ⟨id⟩ until it is supported"));
+    }
+    let (tx, rx) = mpsc::channel::<Action>();
+    match opts.input.clone() {
+        Input::Demo => {
+            let r = load::load_bytes(crate::demo::NAME, crate::demo::RECORDING, &LoadOptions::default());
+            app.step(Action::Loaded(r.map(Box::new).map_err(|e| e.to_string())));
+        }
+        Input::Files(files) => {
+            let lenient = opts.lenient;
+            std::thread::spawn(move || {
+                let progress_tx = tx.clone();
+                let progress = move |done: u64, total: u64| {
+                    let _ = progress_tx.send(Action::Progress(done, total));
+                };
+                let r = load::load(&files, &LoadOptions { lenient }, &progress);
+                let _ = tx.send(Action::Loaded(r.map(Box::new).map_err(|e| e.to_string())));
+            });
+        }
+    }
+    let mut terminal = ratatui::init();
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = execute!(io::stdout(), DisableMouseCapture);
+        prev(info);
+    }));
+    let result = (|| -> Result<()> {
+        execute!(io::stdout(), EnableMouseCapture)?;
+        let size = terminal.size()?;
+        app.step(Action::Resize(size.width, size.height));
+        loop {
+            terminal.draw(|f| ui::render(&app, f))?;
+            if app.quit {
+                return Ok(());
+            }
+            if event::poll(Duration::from_millis(50))? {
+                let ev = event::read()?;
+                if let Some(a) = action_for(&app, &ev) {
+                    app.step(a);
+                }
+                // Drain bursts (wheel, key repeat) before drawing again.
+                while !app.quit && event::poll(Duration::ZERO)? {
+                    let ev = event::read()?;
+                    if let Some(a) = action_for(&app, &ev) {
+                        app.step(a);
+                    }
+                }
+            }
+            while let Ok(a) = rx.try_recv() {
+                app.step(a);
+            }
+        }
+    })();
+    let _ = execute!(io::stdout(), DisableMouseCapture);
+    ratatui::restore();
+    result
+}

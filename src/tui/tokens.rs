@@ -1,0 +1,356 @@
+//! The token pane: a request's root-to-output path (`I + O`), laid out as wrapped text.
+//!
+//! Only the visible window is ever materialised. The path is indexed by node (segment start
+//! positions), a token is found by binary search, and rows are laid out forward from a row
+//! start. Going up uses "safe starts" — right after a newline, or at an anchor every
+//! [`ANCHOR`] tokens where a row always breaks — so no operation looks further back than one
+//! anchor, whatever the path length.
+
+use std::collections::HashMap;
+
+use crate::engine::execution::{Execution, TokenIdentity};
+use crate::engine::tree::NodeId;
+
+use super::text::{Glyph, TextFn, glyphs};
+
+/// Rows always break at multiples of this many tokens.
+pub const ANCHOR: u64 = 4096;
+
+/// The path of one request, indexed by position.
+#[derive(Clone, Debug, Default)]
+pub struct PathIndex {
+    /// The request whose path this is.
+    pub request: u32,
+    /// Nodes from the root's child down to the request's output.
+    pub nodes: Vec<NodeId>,
+    /// Path position of each node's first token.
+    pub starts: Vec<u64>,
+    /// Total tokens.
+    pub len: u64,
+}
+
+impl PathIndex {
+    /// Indexes request `request`'s path.
+    pub fn new(exec: &Execution, request: u32) -> Self {
+        let r = &exec.requests[request as usize];
+        let nodes = exec.tree.path_nodes(r.output_node);
+        let mut starts = Vec::with_capacity(nodes.len());
+        let mut len = 0u64;
+        for &n in &nodes {
+            starts.push(len);
+            len += exec.tree.nodes[n as usize].len as u64;
+        }
+        PathIndex {
+            request,
+            nodes,
+            starts,
+            len,
+        }
+    }
+
+    /// Segment holding `pos` and the offset inside its node.
+    pub fn locate(&self, pos: u64) -> (usize, u32) {
+        let seg = self.starts.partition_point(|&s| s <= pos).saturating_sub(1);
+        // Skip empty nodes that share a start.
+        (seg, (pos - self.starts[seg]) as u32)
+    }
+
+    /// Token id at `pos`.
+    pub fn token(&self, exec: &Execution, pos: u64) -> u32 {
+        let (seg, off) = self.locate(pos);
+        let node = &exec.tree.nodes[self.nodes[seg] as usize];
+        exec.tree.tokens[(node.start + off) as usize]
+    }
+
+    /// Node and in-node index of `pos`.
+    pub fn node_at(&self, pos: u64) -> (NodeId, u32) {
+        let (seg, off) = self.locate(pos);
+        (self.nodes[seg], off)
+    }
+
+    /// First position of segment `seg`.
+    pub fn seg_start(&self, seg: usize) -> u64 {
+        self.starts[seg]
+    }
+}
+
+/// Where a row starts: a token and the first of its glyphs on the row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct RowStart {
+    /// Path position.
+    pub pos: u64,
+    /// Glyph index inside the token.
+    pub chr: u32,
+}
+
+/// One laid-out cell.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cell {
+    /// Column inside the pane.
+    pub x: u16,
+    /// Path position of the token.
+    pub pos: u64,
+    /// What to draw.
+    pub glyph: Glyph,
+}
+
+/// One laid-out row.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Row {
+    /// Where it starts.
+    pub start: RowStart,
+    /// Its cells (empty when only starts were asked for).
+    pub cells: Vec<Cell>,
+}
+
+/// Lays out a path for a given width, with a small per-call cache of token glyphs.
+pub struct Layout<'a> {
+    exec: &'a Execution,
+    path: &'a PathIndex,
+    text: &'a TextFn,
+    width: u16,
+    cache: HashMap<u64, Vec<Glyph>>,
+}
+
+impl<'a> Layout<'a> {
+    /// A layout of `path` at `width` columns.
+    pub fn new(exec: &'a Execution, path: &'a PathIndex, text: &'a TextFn, width: u16) -> Self {
+        Layout {
+            exec,
+            path,
+            text,
+            width: width.max(4),
+            cache: HashMap::new(),
+        }
+    }
+
+    /// Glyphs of the token at `pos`.
+    pub fn glyphs(&mut self, pos: u64) -> &[Glyph] {
+        let (exec, path, text) = (self.exec, self.path, self.text);
+        self.cache.entry(pos).or_insert_with(|| {
+            let mut g = Vec::new();
+            glyphs(&text(path.token(exec, pos)), &mut g);
+            g
+        })
+    }
+
+    fn normalize(&mut self, s: RowStart) -> RowStart {
+        if s.pos < self.path.len && s.chr as usize >= self.glyphs(s.pos).len() {
+            RowStart {
+                pos: s.pos + 1,
+                chr: 0,
+            }
+        } else {
+            s
+        }
+    }
+
+    /// Lays out up to `max_rows` rows from `start`; with `cells`, keeps the cells.
+    pub fn rows(&mut self, start: RowStart, max_rows: usize, cells: bool) -> Vec<Row> {
+        let width = self.width;
+        let mut rows = Vec::new();
+        let mut cur = Row {
+            start,
+            cells: Vec::new(),
+        };
+        let mut x: u16 = 0;
+        let mut pos = start.pos;
+        let mut chr = start.chr as usize;
+        let len = self.path.len;
+        'outer: while pos < len {
+            if pos % ANCHOR == 0 && x > 0 && chr == 0 {
+                rows.push(std::mem::replace(
+                    &mut cur,
+                    Row {
+                        start: RowStart { pos, chr: 0 },
+                        cells: Vec::new(),
+                    },
+                ));
+                x = 0;
+                if rows.len() >= max_rows {
+                    break 'outer;
+                }
+            }
+            let g: Vec<Glyph> = self.glyphs(pos)[chr..].to_vec();
+            let n = chr + g.len();
+            for (k, gl) in g.iter().enumerate() {
+                let ci = (chr + k) as u32;
+                if x > 0 && x + gl.width as u16 > width {
+                    rows.push(std::mem::replace(
+                        &mut cur,
+                        Row {
+                            start: RowStart { pos, chr: ci },
+                            cells: Vec::new(),
+                        },
+                    ));
+                    x = 0;
+                    if rows.len() >= max_rows {
+                        break 'outer;
+                    }
+                }
+                if cells {
+                    cur.cells.push(Cell { x, pos, glyph: *gl });
+                }
+                x += gl.width as u16;
+                if gl.brk {
+                    let next = if ci as usize + 1 >= n {
+                        RowStart {
+                            pos: pos + 1,
+                            chr: 0,
+                        }
+                    } else {
+                        RowStart { pos, chr: ci + 1 }
+                    };
+                    rows.push(std::mem::replace(
+                        &mut cur,
+                        Row {
+                            start: next,
+                            cells: Vec::new(),
+                        },
+                    ));
+                    x = 0;
+                    if rows.len() >= max_rows {
+                        break 'outer;
+                    }
+                }
+            }
+            chr = 0;
+            pos += 1;
+        }
+        if rows.len() < max_rows && (!cur.cells.is_empty() || x > 0 || rows.is_empty()) {
+            rows.push(cur);
+        }
+        rows
+    }
+
+    /// The latest safe row start strictly before `t`.
+    fn safe_before(&mut self, t: RowStart) -> RowStart {
+        let mut q = t.pos.min(self.path.len.saturating_sub(1));
+        if self.path.len == 0 {
+            return RowStart::default();
+        }
+        loop {
+            let mut found: Option<RowStart> = None;
+            let n = self.glyphs(q).len();
+            let brks: Vec<usize> = self
+                .glyphs(q)
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| g.brk)
+                .map(|(i, _)| i)
+                .collect();
+            for ci in brks.into_iter().rev() {
+                let s = if ci + 1 >= n {
+                    RowStart { pos: q + 1, chr: 0 }
+                } else {
+                    RowStart {
+                        pos: q,
+                        chr: ci as u32 + 1,
+                    }
+                };
+                if s < t {
+                    found = Some(s);
+                    break;
+                }
+            }
+            if let Some(s) = found {
+                return s;
+            }
+            if q % ANCHOR == 0 {
+                let s = RowStart { pos: q, chr: 0 };
+                if s < t {
+                    return s;
+                }
+            }
+            if q == 0 {
+                return RowStart::default();
+            }
+            q -= 1;
+        }
+    }
+
+    /// Start of the row holding the first glyph of the token at `pos`.
+    pub fn row_of(&mut self, pos: u64) -> RowStart {
+        let target = RowStart { pos, chr: 0 };
+        let s = self.safe_before(RowStart { pos, chr: 1 });
+        let mut best = s;
+        let mut from = s;
+        loop {
+            let rows = self.rows(from, 64, false);
+            let mut advanced = false;
+            for r in &rows {
+                if r.start <= target {
+                    best = r.start;
+                    advanced = r.start > from;
+                } else {
+                    return best;
+                }
+            }
+            if !advanced || rows.len() < 64 {
+                return best;
+            }
+            from = best;
+        }
+    }
+
+    /// The start of the row before the row starting at `t` (or `t` at the top).
+    pub fn prev_row(&mut self, t: RowStart) -> RowStart {
+        if t == RowStart::default() {
+            return t;
+        }
+        let s = self.safe_before(t);
+        let mut best = s;
+        let mut from = s;
+        loop {
+            let rows = self.rows(from, 64, false);
+            let mut moved = false;
+            for r in &rows {
+                if r.start < t {
+                    if r.start > best {
+                        moved = true;
+                    }
+                    best = r.start;
+                } else {
+                    return best;
+                }
+            }
+            if !moved || rows.len() < 64 {
+                return best;
+            }
+            from = best;
+        }
+    }
+
+    /// The start of the row after the row starting at `t` (or `t` at the end).
+    pub fn next_row(&mut self, t: RowStart) -> RowStart {
+        let rows = self.rows(t, 2, false);
+        match rows.get(1) {
+            Some(r) => self.normalize(r.start),
+            None => t,
+        }
+    }
+
+    /// Moves `t` by `delta` rows.
+    pub fn move_rows(&mut self, mut t: RowStart, delta: i64) -> RowStart {
+        if delta > 0 {
+            for _ in 0..delta {
+                let n = self.next_row(t);
+                if n == t || n.pos >= self.path.len {
+                    break;
+                }
+                t = n;
+            }
+        } else {
+            for _ in 0..(-delta) {
+                t = self.prev_row(t);
+            }
+        }
+        t
+    }
+}
+
+/// Identity helper for the why line and tokens-of-interest searches.
+pub fn identity_at(exec: &Execution, path: &PathIndex, pos: u64) -> TokenIdentity {
+    let (n, i) = path.node_at(pos);
+    exec.identity(n, i)
+}
