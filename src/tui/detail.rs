@@ -242,6 +242,10 @@ pub fn sibling_diff(app: &App, exec: &Execution) -> Vec<Line<'static>> {
         return out;
     };
     // The first request whose path goes through the other child.
+    let mut ends: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    for (i, r) in exec.requests.iter().enumerate() {
+        ends.entry(r.output_node).or_insert(i as u32);
+    }
     let mut stack = vec![other];
     let mut sib: Option<u32> = None;
     let mut guard = 0;
@@ -250,13 +254,8 @@ pub fn sibling_diff(app: &App, exec: &Execution) -> Vec<Line<'static>> {
         if guard > 200_000 {
             break;
         }
-        for (i, r) in exec.requests.iter().enumerate() {
-            if r.output_node == m {
-                sib = Some(sib.map_or(i as u32, |s: u32| s.min(i as u32)));
-            }
-        }
-        if sib.is_some() {
-            break;
+        if let Some(&i) = ends.get(&m) {
+            sib = Some(sib.map_or(i, |s: u32| s.min(i)));
         }
         stack.extend_from_slice(&tree.nodes[m as usize].children);
     }

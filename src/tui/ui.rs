@@ -184,12 +184,26 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
         .collect();
     let header = TRow::new(["id", "group", "status", "reward", "adv", "L_i", "draws", "closure"])
         .style(t.dim().add_modifier(Modifier::BOLD));
+    let id_w = app
+        .rows
+        .iter()
+        .map(|&i| d.batch.executions[i].id.chars().count())
+        .max()
+        .unwrap_or(2)
+        .clamp(2, 14) as u16;
+    let group_w = app
+        .rows
+        .iter()
+        .map(|&i| d.batch.executions[i].group().map_or(0, |g| g.to_string().trim_matches('"').chars().count()))
+        .max()
+        .unwrap_or(0)
+        .clamp(5, 8) as u16;
     let table = Table::new(
         rows,
         [
-            Constraint::Max(10),
-            Constraint::Max(6),
-            Constraint::Min(8),
+            Constraint::Length(id_w),
+            Constraint::Length(group_w),
+            Constraint::Fill(1),
             Constraint::Length(6),
             Constraint::Length(6),
             Constraint::Length(6),
@@ -233,37 +247,11 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
     let label = |r: u32| -> Line<'static> {
         let req = &exec.requests[r as usize];
         let mut spans = vec![Span::styled(sanitize(&req.id), t.strong())];
-        let purpose = match req.purpose {
-            Purpose::Task => "task",
-            Purpose::Summary => "summary",
-        };
-        spans.push(Span::raw(format!(" {}/{}", sanitize(&req.agent), purpose)));
-        if req.actor == Actor::Evaluator {
-            spans.push(Span::styled(" evaluator", t.bad()));
-        }
-        spans.push(Span::styled(
-            format!(
-                " in {} out {}{}",
-                req.input_len,
-                req.output_len,
-                req.finish.as_deref().map(|f| format!(" {}", sanitize(f))).unwrap_or_default()
-            ),
-            t.dim(),
-        ));
         if let Some(ks) = chosen.get(&r) {
             let ks: Vec<String> = ks.iter().map(|k| k.to_string()).collect();
             spans.push(Span::styled(format!(" ● draw {}", ks.join(",")), t.good()));
         } else if candidates.contains(&r) {
             spans.push(Span::styled(" ○ candidate", t.dim()));
-        }
-        if req.purpose == Purpose::Summary {
-            spans.push(Span::styled(" ⇢ compaction summary", t.marker()));
-        }
-        if req.after_closure {
-            spans.push(Span::styled(" ✗ after closure", t.bad()));
-        }
-        if req.reconstructed() {
-            spans.push(Span::styled(" (reconstructed)", t.dim()));
         }
         let place = &app.rtree.places[r as usize];
         let id = |i: u32| sanitize(&exec.requests[i as usize].id);
@@ -278,6 +266,33 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
                 t.marker(),
             )),
             _ => {}
+        }
+        if req.purpose == Purpose::Summary {
+            spans.push(Span::styled(" ⇢ compaction summary", t.marker()));
+        }
+        if req.after_closure {
+            spans.push(Span::styled(" ✗ after closure", t.bad()));
+        }
+        if req.actor == Actor::Evaluator {
+            spans.push(Span::styled(" evaluator", t.bad()));
+        }
+        let purpose = match req.purpose {
+            Purpose::Task => "task",
+            Purpose::Summary => "summary",
+        };
+        spans.push(Span::styled(
+            format!(
+                " {}/{} in {} out {}{}",
+                sanitize(&req.agent),
+                purpose,
+                req.input_len,
+                req.output_len,
+                req.finish.as_deref().map(|f| format!(" {}", sanitize(f))).unwrap_or_default()
+            ),
+            t.dim(),
+        ));
+        if req.reconstructed() {
+            spans.push(Span::styled(" (reconstructed)", t.dim()));
         }
         Line::from(spans)
     };
