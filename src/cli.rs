@@ -140,8 +140,16 @@ struct AdmissionArgs {
     #[arg(long, default_value_t = 5)]
     jmax: u32,
     /// Class priority, highest first; classes left out are never drawn.
-    #[arg(long, default_value = "main,main-summary,sub,sub-summary", value_parser = admit::parse_priority)]
-    priority: Vec<Class>,
+    #[arg(long, default_value = "main,main-summary,sub,sub-summary", value_parser = parse_priority)]
+    priority: Priority,
+}
+
+/// A whole `--priority` list (one argument, comma-separated).
+#[derive(Clone, Debug)]
+struct Priority(Vec<Class>);
+
+fn parse_priority(s: &str) -> Result<Priority, String> {
+    admit::parse_priority(s).map(Priority)
 }
 
 impl AdmissionArgs {
@@ -149,7 +157,7 @@ impl AdmissionArgs {
         Settings {
             seed: self.seed,
             jmax: self.jmax,
-            priority: self.priority.clone(),
+            priority: self.priority.0.clone(),
         }
     }
 }
@@ -265,7 +273,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => {
                     let stdout = io::stdout().lock();
                     let mut w = io::BufWriter::with_capacity(1 << 20, stdout);
-                    export::write_rows(&batch, &results, &mut w).wrap_err("writing rows to stdout")?;
+                    export::write_rows(&batch, &results, &mut w)
+                        .wrap_err("writing rows to stdout")?;
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -295,7 +304,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }) => {
             let batch = load_with_progress(&input)?;
             let Some(i) = batch.execution_index(&execution) else {
-                let known: Vec<_> = batch.executions.iter().take(8).map(|e| e.id.as_str()).collect();
+                let known: Vec<_> = batch
+                    .executions
+                    .iter()
+                    .take(8)
+                    .map(|e| e.id.as_str())
+                    .collect();
                 eprintln!(
                     "gyre: no execution {execution:?} in the input (first ids: {})",
                     known.join(", ")
@@ -325,9 +339,8 @@ fn print_warnings(batch: &Batch) {
     }
     if batch.skipped_lines > 0 {
         eprintln!(
-            "gyre: --lenient skipped {} line{}",
-            batch.skipped_lines,
-            if batch.skipped_lines == 1 { "" } else { "s" }
+            "gyre: --lenient skipped {}",
+            plural(batch.skipped_lines as usize, "line")
         );
     }
 }
@@ -374,13 +387,11 @@ fn validate(files: &[PathBuf]) -> Result<ExitCode> {
             }
             let requests: usize = batch.executions.iter().map(|e| e.requests.len()).sum();
             println!(
-                "ok: {} file{}, {} executions, {} requests, {} warning{}",
-                files.len(),
-                if files.len() == 1 { "" } else { "s" },
-                batch.executions.len(),
-                requests,
-                batch.warnings.len(),
-                if batch.warnings.len() == 1 { "" } else { "s" }
+                "ok: {}, {}, {}, {}",
+                plural(files.len(), "file"),
+                plural(batch.executions.len(), "execution"),
+                plural(requests, "request"),
+                plural(batch.warnings.len(), "warning")
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -388,14 +399,14 @@ fn validate(files: &[PathBuf]) -> Result<ExitCode> {
             for d in &e.diagnostics {
                 println!("{d}");
             }
-            eprintln!(
-                "{} problem{}",
-                e.diagnostics.len(),
-                if e.diagnostics.len() == 1 { "" } else { "s" }
-            );
+            eprintln!("{}", plural(e.diagnostics.len(), "problem"));
             Ok(ExitCode::from(EXIT_INVALID))
         }
     }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 fn priority_text(p: &[Class]) -> String {
@@ -519,10 +530,10 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
     let outcome = &results.outcomes[i];
     let s = &results.settings;
     let mut t = format!(
-        "execution {} · {} · {} candidates · seed {} · J_max {} · priority {}\n",
+        "execution {} · {} · {} · seed {} · J_max {} · priority {}\n",
         exec.id,
         outcome_text(outcome),
-        adm.candidates.len(),
+        plural(adm.candidates.len(), "candidate"),
         s.seed,
         jmax_text(s.jmax),
         priority_text(&s.priority)
@@ -530,10 +541,10 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
     let n = adm.draws.len();
     for (k, d) in adm.draws.iter().enumerate() {
         t.push_str(&format!(
-            "draw {}/{n}  class {}  ({} candidates with weight, total {})\n",
+            "draw {}/{n}  class {}  ({} with weight left, total {})\n",
             k + 1,
             d.class,
-            d.candidates.len(),
+            plural(d.candidates.len(), "candidate"),
             d.total
         ));
         for w in &d.candidates {
@@ -544,12 +555,24 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
                 r.id,
                 w.weight,
                 d.probability(w),
-                if w.request == d.chosen { "  ◀ chosen" } else { "" }
+                if w.request == d.chosen {
+                    "  ◀ chosen"
+                } else {
+                    ""
+                }
             ));
         }
         let runs: Vec<String> = draw_runs(batch, results, i, k)
             .iter()
-            .map(|r| format!("{}[{}..{}]@{}", r.request, r.offset, r.offset + r.len, r.pos))
+            .map(|r| {
+                format!(
+                    "{}[{}..{}]@{}",
+                    r.request,
+                    r.offset,
+                    r.offset + r.len,
+                    r.pos
+                )
+            })
             .collect();
         t.push_str(&format!(
             "  fixed {} targets on a {}-token path: {}\n",
@@ -616,8 +639,12 @@ pub fn replay_json(batch: &Batch, results: &Results, i: usize) -> serde_json::Va
 
 /// `gyre` with no subcommand: the engine at work on the bundled example recording.
 fn demo() -> Result<ExitCode> {
-    let batch = load::load_bytes(crate::demo::NAME, crate::demo::RECORDING, &LoadOptions::default())
-        .wrap_err("loading the bundled demo recording")?;
+    let batch = load::load_bytes(
+        crate::demo::NAME,
+        crate::demo::RECORDING,
+        &LoadOptions::default(),
+    )
+    .wrap_err("loading the bundled demo recording")?;
     let results = eng::process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
     let mut out = io::stdout().lock();
     writeln!(
@@ -626,7 +653,11 @@ fn demo() -> Result<ExitCode> {
         crate::demo::NAME,
         crate::demo::DESCRIPTION
     )?;
-    write!(out, "{}", stats_table(&stats::stats(&batch, &results), &results.settings))?;
+    write!(
+        out,
+        "{}",
+        stats_table(&stats::stats(&batch, &results), &results.settings)
+    )?;
     for i in 0..batch.executions.len() {
         writeln!(out)?;
         write!(out, "{}", replay_text(&batch, &results, i))?;

@@ -6,5 +6,5 @@
 pub mod cli;
 pub mod demo;
 pub mod engine;
-
+pub mod recgen;
 pub mod tui;

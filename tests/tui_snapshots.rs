@@ -66,6 +66,10 @@ fn replay_selects_the_drawn_leaf_and_colours_its_targets() {
 #[test]
 fn why_line_reports_context_sources_and_reasons() {
     let mut app = demo_app(160, 45, true);
+    app.step(Action::Cmd(C::Search));
+    app.step(Action::Input('r'));
+    app.step(Action::Input('1'));
+    app.step(Action::Cmd(C::Enter));
     app.focus = Pane::Tokens;
     cmds(&mut app, &[C::Home]);
     let s = screen(&app);

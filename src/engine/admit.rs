@@ -32,8 +32,12 @@ pub enum Class {
 
 impl Class {
     /// The four classes in the SPEC's default priority.
-    pub const DEFAULT_PRIORITY: [Class; 4] =
-        [Class::Main, Class::MainSummary, Class::Sub, Class::SubSummary];
+    pub const DEFAULT_PRIORITY: [Class; 4] = [
+        Class::Main,
+        Class::MainSummary,
+        Class::Sub,
+        Class::SubSummary,
+    ];
 
     /// Class of a request from its agent and purpose.
     pub fn of(agent: &str, purpose: Purpose) -> Class {

@@ -40,9 +40,13 @@ pub struct Request {
     /// Input tokens that matched an existing path when the request was inserted.
     pub matched: u32,
     /// Behaviour log-probs (absent on reconstructed records).
-    pub logprobs: Option<Vec<f64>>,
-    /// Spans in full-input coordinates (only over the tokens this record encoded).
+    pub logprobs: Option<Logprobs>,
+    /// Spans in full-input coordinates, kept only over the context this request brought into
+    /// the tree (offsets from `matched` on): the rest labels tokens some earlier node holds.
     pub spans: Vec<Span>,
+    /// Requests that emitted a call id named by a `tool` span of the full input (including the
+    /// chain it extends), oldest first.
+    pub call_emitters: Vec<u32>,
     /// The request this one extends (delta encoding).
     pub extends: Option<u32>,
     /// Tool calls made by the output.
@@ -61,6 +65,8 @@ pub struct Request {
     pub at: LineRef,
     /// Length of the `input` array as written (the new tokens, for delta records).
     pub encoded_len: u32,
+    /// Full-input offset where the first kept span starts.
+    spans_start: u32,
 }
 
 impl Request {
@@ -78,12 +84,13 @@ impl Request {
             .unwrap_or(false)
     }
 
-    /// Span covering full-input offset `offset` (`None` = unlabelled).
+    /// Span covering full-input offset `offset` (`None` = unlabelled). Only offsets of
+    /// context this request brought into the tree are answered (see [`Request::spans`]).
     pub fn span_at(&self, offset: u32) -> Option<&Span> {
         let i = self.spans.partition_point(|s| s.end <= offset);
         let span = self.spans.get(i)?;
         let start = if i == 0 {
-            self.spans_base()
+            self.spans_start
         } else {
             self.spans[i - 1].end
         };
@@ -95,14 +102,52 @@ impl Request {
         self.span_at(offset).map_or(Source::Context, |s| s.source)
     }
 
-    /// Full-input offset where this record's own `input` array starts (0 unless delta).
-    pub fn spans_base(&self) -> u32 {
-        self.input_len - self.encoded_len
-    }
-
     /// Behaviour log-prob of output token `j`, when recorded.
     pub fn logprob(&self, j: u32) -> Option<f64> {
-        self.logprobs.as_ref().map(|l| l[j as usize])
+        self.logprobs.as_ref().map(|l| l.get(j as usize))
+    }
+}
+
+/// Recorded behaviour log-probs, stored exactly but compactly: samplers compute them in
+/// float32, so most recordings hold values that a `f32` represents exactly.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Logprobs {
+    /// Every value is exactly a float32.
+    F32(Vec<f32>),
+    /// At least one value needs float64.
+    F64(Vec<f64>),
+}
+
+impl Logprobs {
+    /// Stores `values` as float32 when that loses nothing.
+    pub fn new(mut values: Vec<f64>) -> Self {
+        if values.iter().all(|&v| (v as f32) as f64 == v) {
+            Logprobs::F32(values.iter().map(|&v| v as f32).collect())
+        } else {
+            values.shrink_to_fit();
+            Logprobs::F64(values)
+        }
+    }
+
+    /// Value `j`, exactly as recorded.
+    pub fn get(&self, j: usize) -> f64 {
+        match self {
+            Logprobs::F32(v) => v[j] as f64,
+            Logprobs::F64(v) => v[j],
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Logprobs::F32(v) => v.len(),
+            Logprobs::F64(v) => v.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -186,7 +231,10 @@ impl Execution {
         match record {
             Record::Request(r) => self.add_request(*r, at),
             Record::Assessment(record) => {
-                self.assessments.push(Assessment { record, at });
+                self.assessments.push(Assessment {
+                    record: *record,
+                    at,
+                });
                 Ok(())
             }
             Record::Closure(record) => {
@@ -199,7 +247,10 @@ impl Execution {
                         field: Some("kind".into()),
                     });
                 }
-                self.closure = Some(Closure { record, at });
+                self.closure = Some(Closure {
+                    record: *record,
+                    at,
+                });
                 Ok(())
             }
             Record::Execution(info) => {
@@ -209,7 +260,7 @@ impl Execution {
                         field: Some("execution".into()),
                     });
                 }
-                self.info = Some(info);
+                self.info = Some(*info);
                 Ok(())
             }
             Record::Header(_) | Record::Unknown(_) => Ok(()),
@@ -265,20 +316,40 @@ impl Execution {
             }
         };
         let base = input.len() as u32 - encoded_len;
-        let spans: Vec<Span> = r
-            .spans
-            .into_iter()
-            .map(|s| Span {
-                end: s.end + base,
-                ..s
-            })
+        let mut call_emitters = extends.map_or_else(Vec::new, |e| {
+            self.requests[e as usize].call_emitters.clone()
+        });
+        for s in &r.spans {
+            if let (Source::Tool, Some(id)) = (s.source, &s.call_id) {
+                for &e in self.emitters.get(id).into_iter().flatten() {
+                    if !call_emitters.contains(&e) {
+                        call_emitters.push(e);
+                    }
+                }
+            }
+        }
+        let preferred: Vec<NodeId> = call_emitters
+            .iter()
+            .map(|&e| self.requests[e as usize].output_node)
             .collect();
-        let preferred = self.call_emitter_nodes(extends, &spans);
         let inserted = self.tree.insert(idx, input, &r.output, |tree, end| {
             preferred
                 .iter()
                 .any(|&e| tree.is_ancestor_or_self(end, e) || tree.is_ancestor_or_self(e, end))
         });
+        // Keep only the spans over context this request brought in: full-form records repeat
+        // the spans of the whole conversation, which would otherwise grow memory quadratically.
+        let matched = inserted.matched as u32;
+        let mut spans_start = base;
+        let mut spans: Vec<Span> = Vec::new();
+        for s in r.spans {
+            let end = s.end + base;
+            if end <= matched {
+                spans_start = end;
+                continue;
+            }
+            spans.push(Span { end, ..s });
+        }
         for call in &r.tool_calls {
             self.emitters
                 .entry(call.id.as_str().into())
@@ -295,8 +366,9 @@ impl Execution {
             output_len: r.output.len() as u32,
             output_node: inserted.output,
             matched: inserted.matched as u32,
-            logprobs: r.logprobs,
+            logprobs: r.logprobs.map(Logprobs::new),
             spans,
+            call_emitters,
             extends,
             tool_calls: r.tool_calls,
             finish: r.finish,
@@ -306,31 +378,9 @@ impl Execution {
             after_closure: self.closure.is_some(),
             at,
             encoded_len,
+            spans_start,
         });
         Ok(())
-    }
-
-    /// Output nodes of earlier requests that emitted a call id named by a `tool` span of this
-    /// request's full input (inherited through `extends`, so delta and full encodings agree).
-    fn call_emitter_nodes(&self, extends: Option<u32>, spans: &[Span]) -> Vec<NodeId> {
-        let mut nodes = Vec::new();
-        let mut add = |spans: &[Span]| {
-            for s in spans {
-                if let (Source::Tool, Some(id)) = (s.source, &s.call_id) {
-                    if let Some(reqs) = self.emitters.get(id) {
-                        nodes.extend(reqs.iter().map(|&i| self.requests[i as usize].output_node));
-                    }
-                }
-            }
-        };
-        add(spans);
-        let mut cur = extends;
-        while let Some(e) = cur {
-            let r = &self.requests[e as usize];
-            add(&r.spans);
-            cur = r.extends;
-        }
-        nodes
     }
 
     /// Identity of token `i` of node `n` (SPEC §2): an output token or a context token.

@@ -121,7 +121,9 @@ pub fn execution_rows(batch: &Batch, results: &Results, i: usize) -> Vec<Row> {
             .map(|(k, d)| {
                 let mut row = base(k as u32 + 1, Some(d.chosen), *reward, false);
                 let k = Some(k as u32 + 1);
-                fill_path(exec, &mut row, d.chosen, |n| admission.claimed_by[n as usize] == k);
+                fill_path(exec, &mut row, d.chosen, |n| {
+                    admission.claimed_by[n as usize] == k
+                });
                 row
             })
             .collect(),

@@ -127,7 +127,7 @@ struct Chunk {
     lines: Vec<(usize, usize)>,
 }
 
-const CHUNK_BYTES: usize = 2 << 20;
+const CHUNK_BYTES: usize = 256 << 10;
 
 /// Loads `paths` in order. `progress(done, total)` is called with on-disk bytes read.
 pub fn load(
@@ -152,7 +152,7 @@ pub fn load(
         errors: Vec::new(),
         lenient: options.lenient,
     };
-    let (tx, rx) = sync_channel::<Result<Chunk, Diagnostic>>(2);
+    let (tx, rx) = sync_channel::<Result<Chunk, Diagnostic>>(1);
     std::thread::scope(|s| {
         let done_reader = Arc::clone(&done);
         s.spawn(move || {
@@ -282,6 +282,9 @@ fn read_file(
     }
 }
 
+/// One execution taken out of its slot with the records a chunk has for it.
+type Work = (usize, Execution, Vec<(Record, LineRef)>);
+
 /// Loading state: executions being built, in order of first appearance.
 struct Loader {
     batch: Batch,
@@ -350,19 +353,25 @@ impl Loader {
                 }
             };
             for w in parsed.warnings {
-                let d = self.diag(at, LineError {
-                    message: w,
-                    field: None,
-                });
+                let d = self.diag(
+                    at,
+                    LineError {
+                        message: w,
+                        field: None,
+                    },
+                );
                 self.batch.warnings.push(d);
             }
             let exec_id = match &parsed.record {
                 Record::Header(h) => {
                     if at.line != 1 {
-                        let d = self.diag(at, LineError {
-                            message: "header is not on the first line; read anyway".into(),
-                            field: None,
-                        });
+                        let d = self.diag(
+                            at,
+                            LineError {
+                                message: "header is not on the first line; read anyway".into(),
+                                field: None,
+                            },
+                        );
                         self.batch.warnings.push(d);
                     }
                     let slot = &mut self.batch.headers[at.file as usize];
@@ -372,7 +381,9 @@ impl Loader {
                     continue;
                 }
                 Record::Unknown(_) => continue,
-                r => r.execution().expect("records other than header carry an execution"),
+                r => r
+                    .execution()
+                    .expect("records other than header carry an execution"),
             };
             let idx = match self.index.get(exec_id) {
                 Some(&i) => i,
@@ -394,7 +405,7 @@ impl Loader {
             });
             groups[g].1.push((parsed.record, at));
         }
-        let mut work: Vec<(usize, Execution, Vec<(Record, LineRef)>)> = groups
+        let mut work: Vec<Work> = groups
             .into_iter()
             .map(|(idx, recs)| {
                 let exec = self.slots[idx].take().expect("execution slot is filled");

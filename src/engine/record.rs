@@ -236,13 +236,13 @@ pub enum Record {
     /// The optional `header` line.
     Header(Value),
     /// An `execution` line.
-    Execution(ExecutionRecord),
+    Execution(Box<ExecutionRecord>),
     /// A `request` line.
     Request(Box<RequestRecord>),
     /// An `assessment` line.
-    Assessment(AssessmentRecord),
+    Assessment(Box<AssessmentRecord>),
     /// A `closure` line.
-    Closure(ClosureRecord),
+    Closure(Box<ClosureRecord>),
     /// A line whose `kind` the SPEC does not define (a warning, not an error).
     Unknown(String),
 }
@@ -384,7 +384,7 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
         .ok_or_else(|| LineError::new("missing field `kind`", "kind"))?;
     let record = match kind {
         "header" => parse_header(raw.format.as_ref(), line)?,
-        "execution" => Record::Execution(ExecutionRecord {
+        "execution" => Record::Execution(Box::new(ExecutionRecord {
             execution: required_id(raw.execution, "execution")?,
             t: raw.t.ok_or_else(|| missing("t"))?,
             budget_s: match raw.budget_s {
@@ -396,10 +396,10 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
             group: raw.group.filter(|g| !g.is_null()),
             task: raw.task,
             meta: raw.meta,
-        }),
+        })),
         "request" => Record::Request(Box::new(parse_request(raw, &mut warnings)?)),
-        "assessment" => Record::Assessment(parse_assessment(raw)?),
-        "closure" => Record::Closure(parse_closure(raw)?),
+        "assessment" => Record::Assessment(Box::new(parse_assessment(raw)?)),
+        "closure" => Record::Closure(Box::new(parse_closure(raw)?)),
         other => {
             warnings.push(format!("unknown kind {other:?}: line ignored"));
             Record::Unknown(other.to_owned())
@@ -659,10 +659,13 @@ fn describe_json_error(line: &[u8]) -> LineError {
         Err(e) => {
             let path = e.path().to_string();
             let inner = e.into_inner();
+            let detail = strip_position(&inner.to_string());
             let message = if inner.is_syntax() || inner.is_eof() {
-                format!("malformed JSON: {inner}")
+                format!("malformed JSON: {detail} at column {}", inner.column())
+            } else if path.starts_with("input[") || path.starts_with("output[") {
+                format!("token ids must be integers in 0..2^32: {detail}")
             } else {
-                strip_position(&inner.to_string())
+                detail
             };
             let field = (path != "." && !path.is_empty()).then_some(path);
             LineError { message, field }

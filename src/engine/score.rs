@@ -137,7 +137,11 @@ pub enum AdvantageMode {
 /// Advantage of every execution (`None` when excluded, without a group, or mode `none`).
 ///
 /// `outcomes[i]` belongs to `execs[i]`.
-pub fn advantages(execs: &[Execution], outcomes: &[Outcome], mode: AdvantageMode) -> Vec<Option<f64>> {
+pub fn advantages(
+    execs: &[Execution],
+    outcomes: &[Outcome],
+    mode: AdvantageMode,
+) -> Vec<Option<f64>> {
     if mode == AdvantageMode::None {
         return vec![None; execs.len()];
     }

@@ -134,7 +134,9 @@ pub fn stats(batch: &Batch, results: &Results) -> Stats {
         }
         s.candidates += admission.candidates.len() as u64;
         for c in &admission.candidates {
-            *s.candidates_by_class.entry(c.class.name().into()).or_default() += 1;
+            *s.candidates_by_class
+                .entry(c.class.name().into())
+                .or_default() += 1;
         }
         s.draws += admission.draws.len() as u64;
         s.rows += admission.draws.len() as u64;

@@ -134,6 +134,7 @@ impl Tree {
     ) -> NodeId {
         let id = self.nodes.len() as NodeId;
         let start = self.tokens.len() as u32;
+        reserve_gently(&mut self.tokens, tokens.len());
         self.tokens.extend_from_slice(tokens);
         self.nodes.push(Node {
             parent,
@@ -179,11 +180,7 @@ impl Tree {
 
     /// Longest path matching a prefix of `input`; ties go to a preferred end, then to the
     /// earliest branch (depth-first in creation order).
-    fn longest_match(
-        &self,
-        input: &[u32],
-        preferred: impl Fn(&Tree, NodeId) -> bool,
-    ) -> MatchEnd {
+    fn longest_match(&self, input: &[u32], preferred: impl Fn(&Tree, NodeId) -> bool) -> MatchEnd {
         enum Step {
             Visit(NodeId, usize),
             End(MatchEnd),
@@ -275,6 +272,16 @@ impl Tree {
             cur = self.nodes[cur as usize].parent;
         }
         total
+    }
+}
+
+/// Grows the arena by a quarter rather than doubling: the arenas are most of gyre's memory, and
+/// large reallocations are remapped in place rather than copied.
+fn reserve_gently(v: &mut Vec<u32>, extra: usize) {
+    let needed = v.len() + extra;
+    if needed > v.capacity() {
+        let target = needed.max(v.capacity() + v.capacity() / 4).max(1024);
+        v.reserve_exact(target - v.len());
     }
 }
 

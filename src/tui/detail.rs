@@ -178,14 +178,19 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             out.extend(payload(&text, t).into_iter().map(indent));
         }
     }
-    // Tool results in this request's own input.
-    let mut start = r.spans_base();
+    // Tool results in the context this request brought into the tree.
     let mut results = Vec::new();
-    for s in &r.spans {
-        if s.source == Source::Tool {
-            results.push((start, s.end, s.call_id.clone()));
+    let mut pos = r.matched;
+    while pos < r.input_len {
+        let Some(span) = r.span_at(pos) else { break };
+        let end = span.end.min(r.input_len);
+        if span.source == Source::Tool {
+            results.push((pos, end, span.call_id.clone()));
         }
-        start = s.end;
+        if end <= pos {
+            break;
+        }
+        pos = end;
     }
     if !results.is_empty() {
         out.push(Line::default());

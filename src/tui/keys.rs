@@ -158,7 +158,7 @@ pub const BINDINGS: &[Binding] = &[
     Binding { keys: &[Code(KeyCode::PageDown), Key::Ctrl('d')], command: Command::PageDown, group: "Move", help: "page down", hint: None },
     Binding { keys: &[C('g'), Code(KeyCode::Home)], command: Command::Home, group: "Move", help: "first item / token", hint: None },
     Binding { keys: &[C('G'), Code(KeyCode::End)], command: Command::End, group: "Move", help: "last item / token", hint: None },
-    Binding { keys: &[Code(KeyCode::Enter)], command: Command::Enter, group: "Move", help: "open execution / toggle node / jump to an assessment's branch", hint: None },
+    Binding { keys: &[Code(KeyCode::Enter)], command: Command::Enter, group: "Move", help: "open execution / toggle node / go to branch", hint: None },
     Binding { keys: &[C('w')], command: Command::NextSegment, group: "Move", help: "tokens: next segment (node) of the path", hint: None },
     Binding { keys: &[C('b')], command: Command::PrevSegment, group: "Move", help: "tokens: previous segment of the path", hint: None },
     Binding { keys: &[C(']')], command: Command::DrawNext, group: "Replay", help: "one draw forward", hint: Some("draw") },
@@ -178,7 +178,7 @@ pub const BINDINGS: &[Binding] = &[
     Binding { keys: &[C('/')], command: Command::Search, group: "Search", help: "search token text and request ids", hint: Some("search") },
     Binding { keys: &[C('n')], command: Command::SearchNext, group: "Search", help: "next match", hint: None },
     Binding { keys: &[C('N')], command: Command::SearchPrev, group: "Search", help: "previous match", hint: None },
-    Binding { keys: &[C('e')], command: Command::Export, group: "Export", help: "export the admitted set (gyre/admitted-1, as `gyre admit`)", hint: Some("export") },
+    Binding { keys: &[C('e')], command: Command::Export, group: "Export", help: "export the admitted set (as `gyre admit`)", hint: Some("export") },
 ];
 
 /// The command bound to a key event, if any.

@@ -165,24 +165,23 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
                 Outcome::Dummy => t.warn(),
                 Outcome::Excluded(_) => t.bad(),
             };
-            let closure = e
-                .closure
-                .as_ref()
-                .map(|c| c.record.status.name())
-                .unwrap_or("open");
+            let closure = e.closure.as_ref().map(|c| c.record.status.name());
+            let status = match (o, closure) {
+                (Outcome::Excluded(_), _) | (_, None | Some("completed")) => status_text(o),
+                (_, Some(c)) => format!("{} ({c})", status_text(o)),
+            };
             TRow::new(vec![
                 TCell::from(sanitize(&e.id)),
-                TCell::from(e.group().map(|g| sanitize(&g.to_string().trim_matches('"').to_string())).unwrap_or_default()),
-                TCell::from(Span::styled(status_text(o), st)),
+                TCell::from(e.group().map(|g| sanitize(g.to_string().trim_matches('"'))).unwrap_or_default()),
+                TCell::from(Span::styled(status, st)),
                 TCell::from(o.reward().map_or("—".into(), |r| format!("{r:.2}"))),
                 TCell::from(d.results.advantages[i].map_or("—".into(), |a| format!("{a:+.2}"))),
                 TCell::from(format!("{}", adm.targets())),
                 TCell::from(format!("{}/{}", adm.draws.len(), adm.candidates.len())),
-                TCell::from(Span::styled(closure, t.dim())),
             ])
         })
         .collect();
-    let header = TRow::new(["id", "group", "status", "reward", "adv", "L_i", "draws", "closure"])
+    let header = TRow::new(["id", "group", "status", "reward", "adv", "L_i", "d/c"])
         .style(t.dim().add_modifier(Modifier::BOLD));
     let id_w = app
         .rows
@@ -197,18 +196,17 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
         .map(|&i| d.batch.executions[i].group().map_or(0, |g| g.to_string().trim_matches('"').chars().count()))
         .max()
         .unwrap_or(0)
-        .clamp(5, 8) as u16;
+        .clamp(2, 8) as u16;
     let table = Table::new(
         rows,
         [
             Constraint::Length(id_w),
             Constraint::Length(group_w),
-            Constraint::Fill(1),
-            Constraint::Length(6),
-            Constraint::Length(6),
+            Constraint::Min(8),
             Constraint::Length(6),
             Constraint::Length(5),
-            Constraint::Length(9),
+            Constraint::Length(6),
+            Constraint::Length(5),
         ],
     )
     .header(header)
@@ -865,31 +863,55 @@ fn centered(area: Rect, pct_x: u16, pct_y: u16) -> Rect {
 
 fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    let area = centered(full, 80, 85);
-    let mut lines = vec![
-        Line::styled("gyre inspector: which tokens your policy is trained on, and why", t.strong()),
-        Line::styled("Every key below comes from the one binding table (docs/keys.md is generated from it).", t.dim()),
-    ];
+    let area = centered(full, 90, 90);
+    // One block of lines per group, then the groups split over two columns.
+    let mut groups: Vec<Vec<Line>> = Vec::new();
     let mut group = "";
     for b in BINDINGS {
         if b.group != group {
             group = b.group;
-            lines.push(Line::default());
-            lines.push(Line::styled(group, t.strong().add_modifier(Modifier::UNDERLINED)));
+            groups.push(vec![Line::styled(group, t.strong().add_modifier(Modifier::UNDERLINED))]);
         }
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {:<18}", keys::keys_label(b)), t.key()),
+        let last = groups.last_mut().expect("a group");
+        last.push(Line::from(vec![
+            Span::styled(format!("  {:<14}", keys::keys_label(b)), t.key()),
             Span::raw(b.help),
         ]));
     }
-    lines.push(Line::default());
-    lines.push(Line::styled("Mouse: click a pane, a row or a token; the wheel scrolls the pane under the pointer.", t.dim()));
-    lines.push(Line::styled("Esc or ? closes this overlay.", t.dim()));
+    let total: usize = groups.iter().map(|g| g.len() + 1).sum();
+    let mut left: Vec<Line> = vec![
+        Line::styled("gyre inspector: which tokens your policy is trained on, and why", t.strong()),
+        Line::default(),
+    ];
+    let mut right: Vec<Line> = vec![
+        Line::styled("Keys come from one table (docs/keys.md is generated from it)", t.dim()),
+        Line::default(),
+    ];
+    let two = area.width >= 100;
+    let mut n = 0;
+    for g in groups {
+        let col = if two && n >= total / 2 { &mut right } else { &mut left };
+        n += g.len() + 1;
+        col.extend(g);
+        col.push(Line::default());
+    }
+    let tail = if two { &mut right } else { &mut left };
+    tail.push(Line::styled("Mouse: click a pane, a row or a token;", t.dim()));
+    tail.push(Line::styled("the wheel scrolls the pane under the pointer.", t.dim()));
+    tail.push(Line::styled("Esc or ? closes this overlay.", t.dim()));
     Clear.render_ref(area, buf);
-    Paragraph::new(lines)
-        .scroll((scroll, 0))
-        .block(Block::bordered().border_type(BorderType::Double).title(" help · Esc closes "))
-        .render_ref(area, buf);
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .title(" help · Esc closes · j/k scroll ");
+    let inner = block.inner(area);
+    block.render_ref(area, buf);
+    if two {
+        let [l, r] = RLayout::horizontal([Constraint::Percentage(50), Constraint::Fill(1)]).areas(inner);
+        Paragraph::new(left).scroll((scroll, 0)).render_ref(l, buf);
+        Paragraph::new(right).scroll((scroll, 0)).render_ref(r, buf);
+    } else {
+        Paragraph::new(left).scroll((scroll, 0)).render_ref(inner, buf);
+    }
 }
 
 fn export_prompt(app: &App, path: &str, full: Rect, buf: &mut Buffer) {

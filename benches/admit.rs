@@ -1,0 +1,136 @@
+//! Throughput and memory of `gyre admit` against a serde_json parse-only pass over the same file.
+//!
+//! Run: `cargo bench --bench admit` (GYRE_BENCH_MB sets the target size, default 120). The
+//! recording is generated once into `target/bench-data/` (full form: many executions, long
+//! growing contexts, compaction, sub-agents, retries), then:
+//! - parse-only: every line through `serde_json::from_slice::<serde_json::Value>` (one thread),
+//!   and through `serde::de::IgnoredAny` (validation only, the cheapest serde_json pass);
+//! - `gyre admit FILE --out …` as a child process: wall time and peak RSS (getrusage).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use gyre::recgen::{self, GenOptions};
+
+fn data_file(target_mb: u64) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("recording-{target_mb}mb.jsonl"));
+    if !path.exists() {
+        let t = Instant::now();
+        // ~1 MB per execution with these settings; scale executions to the target.
+        let opts = GenOptions {
+            executions: target_mb as usize,
+            turns: 60,
+            vocab: 151_000,
+            context: 6_000,
+            max_output: 300,
+            max_tool: 600,
+            group_size: 8,
+            seed: 1,
+        };
+        let tmp = path.with_extension("tmp");
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp).unwrap());
+        recgen::write_streaming(&opts, &mut w).unwrap();
+        drop(w);
+        std::fs::rename(&tmp, &path).unwrap();
+        eprintln!(
+            "generated {} in {:.1}s",
+            path.display(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    path
+}
+
+fn parse_only<T: serde::de::DeserializeOwned>(path: &Path) -> f64 {
+    let t = Instant::now();
+    let mut r = BufReader::with_capacity(1 << 20, File::open(path).unwrap());
+    let mut line = Vec::new();
+    let mut n = 0u64;
+    while r.read_until(b'\n', &mut line).unwrap() > 0 {
+        let v: T = serde_json::from_slice(&line).unwrap();
+        std::hint::black_box(&v);
+        n += 1;
+        line.clear();
+    }
+    std::hint::black_box(n);
+    t.elapsed().as_secs_f64()
+}
+
+/// Runs `cmd` to completion; returns (wall seconds, peak RSS in KiB) of that child alone.
+fn run_measured(cmd: &mut Command) -> (f64, i64) {
+    let t = Instant::now();
+    // Reaped by wait4 below, which also gives the rusage of this child alone.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd.spawn().unwrap();
+    let mut status = 0;
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 reaps our own child and writes only into `status` and `ru`.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
+    assert_eq!(pid, child.id() as i32);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "gyre admit failed"
+    );
+    (t.elapsed().as_secs_f64(), ru.ru_maxrss)
+}
+
+fn main() {
+    let target_mb: u64 = std::env::var("GYRE_BENCH_MB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(120);
+    let path = data_file(target_mb);
+    let size = std::fs::metadata(&path).unwrap().len() as f64;
+    let mb = size / 1e6;
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/gyre");
+    let status = Command::new("cargo")
+        .args(["build", "--release", "--quiet", "--bin", "gyre"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "cargo build --release failed");
+    let out = std::env::temp_dir().join("gyre-bench-admitted.jsonl");
+
+    let value = parse_only::<serde_json::Value>(&path);
+    let ignored = parse_only::<serde::de::IgnoredAny>(&path);
+    let mut admit = f64::INFINITY;
+    let mut rss_kb = 0;
+    for _ in 0..3 {
+        let (secs, rss) = run_measured(
+            Command::new(&bin)
+                .arg("admit")
+                .arg(&path)
+                .arg("--out")
+                .arg(&out)
+                .arg("--force"),
+        );
+        admit = admit.min(secs);
+        rss_kb = rss_kb.max(rss);
+    }
+    let rss_mb = rss_kb as f64 / 1024.0;
+    let out_mb = std::fs::metadata(&out).map_or(0.0, |m| m.len() as f64 / 1e6);
+    std::fs::remove_file(&out).ok();
+    println!("recording           {mb:.1} MB  ({})", path.display());
+    println!("parse-only Value    {value:.2} s  {:.0} MB/s", mb / value);
+    println!(
+        "parse-only Ignored  {ignored:.2} s  {:.0} MB/s",
+        mb / ignored
+    );
+    println!(
+        "gyre admit          {admit:.2} s  {:.0} MB/s  (best of 3; wrote {out_mb:.1} MB)",
+        mb / admit
+    );
+    println!(
+        "ratio admit/parse   {:.2}× (Value)  {:.2}× (IgnoredAny)   goal ≤ 1.5×",
+        admit / value,
+        admit / ignored
+    );
+    println!(
+        "peak RSS            {rss_mb:.1} MiB = {:.3}× file size   goal ≤ 0.25×",
+        rss_mb * 1048576.0 / size
+    );
+}
