@@ -269,56 +269,59 @@ impl<'a> Layout<'a> {
         }
     }
 
+    /// Row starts from `from` (included) up to, not including, `until`.
+    fn starts_between(&mut self, from: RowStart, until: RowStart) -> Vec<RowStart> {
+        let mut out = Vec::new();
+        let mut cur = from;
+        loop {
+            let rows = self.rows(cur, 256, false);
+            let full = rows.len() == 256;
+            let mut last = cur;
+            for r in rows {
+                let st = self.normalize(r.start);
+                if st >= until || (st.pos >= self.path.len && st != from) {
+                    return out;
+                }
+                if out.last() != Some(&st) {
+                    out.push(st);
+                }
+                last = st;
+            }
+            if !full || last == cur {
+                return out;
+            }
+            cur = last;
+            out.pop();
+        }
+    }
+
     /// Start of the row holding the first glyph of the token at `pos`.
     pub fn row_of(&mut self, pos: u64) -> RowStart {
-        let target = RowStart { pos, chr: 0 };
-        let s = self.safe_before(RowStart { pos, chr: 1 });
-        let mut best = s;
-        let mut from = s;
-        loop {
-            let rows = self.rows(from, 64, false);
-            let mut advanced = false;
-            for r in &rows {
-                if r.start <= target {
-                    best = r.start;
-                    advanced = r.start > from;
-                } else {
-                    return best;
-                }
+        let target = RowStart { pos, chr: 1 };
+        let s = self.safe_before(target);
+        self.starts_between(s, target).last().copied().unwrap_or(s)
+    }
+
+    /// The start of the row `n` rows above the row starting at `t` (the top row at most).
+    pub fn rows_up(&mut self, mut t: RowStart, mut n: u64) -> RowStart {
+        while n > 0 && t != RowStart::default() {
+            let s = self.safe_before(t);
+            let starts = self.starts_between(s, t);
+            if starts.is_empty() {
+                return t;
             }
-            if !advanced || rows.len() < 64 {
-                return best;
+            if starts.len() as u64 >= n {
+                return starts[starts.len() - n as usize];
             }
-            from = best;
+            n -= starts.len() as u64;
+            t = starts[0];
         }
+        t
     }
 
     /// The start of the row before the row starting at `t` (or `t` at the top).
     pub fn prev_row(&mut self, t: RowStart) -> RowStart {
-        if t == RowStart::default() {
-            return t;
-        }
-        let s = self.safe_before(t);
-        let mut best = s;
-        let mut from = s;
-        loop {
-            let rows = self.rows(from, 64, false);
-            let mut moved = false;
-            for r in &rows {
-                if r.start < t {
-                    if r.start > best {
-                        moved = true;
-                    }
-                    best = r.start;
-                } else {
-                    return best;
-                }
-            }
-            if !moved || rows.len() < 64 {
-                return best;
-            }
-            from = best;
-        }
+        self.rows_up(t, 1)
     }
 
     /// The start of the row after the row starting at `t` (or `t` at the end).
@@ -331,21 +334,21 @@ impl<'a> Layout<'a> {
     }
 
     /// Moves `t` by `delta` rows.
-    pub fn move_rows(&mut self, mut t: RowStart, delta: i64) -> RowStart {
-        if delta > 0 {
-            for _ in 0..delta {
-                let n = self.next_row(t);
-                if n == t || n.pos >= self.path.len {
+    pub fn move_rows(&mut self, t: RowStart, delta: i64) -> RowStart {
+        if delta >= 0 {
+            let rows = self.rows(t, delta as usize + 1, false);
+            let mut last = t;
+            for r in rows.iter().skip(1) {
+                let st = self.normalize(r.start);
+                if st.pos >= self.path.len {
                     break;
                 }
-                t = n;
+                last = st;
             }
+            last
         } else {
-            for _ in 0..(-delta) {
-                t = self.prev_row(t);
-            }
+            self.rows_up(t, delta.unsigned_abs())
         }
-        t
     }
 }
 
