@@ -1,7 +1,7 @@
 //! The command line: a thin client of [`crate::engine`].
 
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -15,6 +15,10 @@ use crate::engine::load::{self, Batch, LoadError, LoadOptions};
 use crate::engine::score::{self, AdvantageMode, Outcome};
 use crate::engine::stats;
 use crate::engine::{self as eng, Results};
+use crate::paint::{ColorMode, ExecView, PathView};
+use crate::show::{self, ShowOptions};
+use crate::synth::{self, SynthOptions};
+use crate::text::TokenText;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -23,6 +27,8 @@ Examples:
   gyre admit runs.jsonl --out admitted.jsonl
   gyre replay runs.jsonl --execution e7  # why these leaves were drawn
   gyre validate runs.jsonl               # every problem, with file:line
+  gyre show runs.jsonl --execution e7 --color claims
+  gyre synth --out demo.jsonl            # a simulated harness recording
 
 Format: gyre/1 records (docs/format.md). Exit codes: 0 ok, 2 invalid input or usage, 1 other.";
 
@@ -103,6 +109,74 @@ Examples:
         #[arg(long)]
         json: bool,
     },
+    /// Print a path as text, every token coloured by provenance, claim state or log-prob.
+    #[command(after_help = "\
+Examples:
+  gyre show runs.jsonl --execution e7                      # the first drawn leaf, by provenance
+  gyre show runs.jsonl --execution e7 --color claims --draw 2
+  gyre show runs.jsonl --execution e7 --request r19 --color logprob --boundaries
+  gyre show runs.jsonl --execution e7 --runs | grep context:tool   # is tool output trained on?
+
+Colour is on when stdout is a terminal and NO_COLOR is unset; otherwise plain text.")]
+    Show {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        admission: AdmissionArgs,
+        /// Execution id.
+        #[arg(long, short)]
+        execution: String,
+        /// Request whose path to print (default: the leaf of the first draw, else the dummy's
+        /// placeholder, else the last request).
+        #[arg(long, short)]
+        request: Option<String>,
+        /// What colours the tokens.
+        #[arg(long, value_enum, default_value_t = ColorArg::Provenance)]
+        color: ColorArg,
+        /// Show claim state as of draw K (its targets highlighted) instead of after all draws.
+        #[arg(long, value_name = "K")]
+        draw: Option<u32>,
+        /// Mark token boundaries with │.
+        #[arg(long)]
+        boundaries: bool,
+        /// One line per run of tokens sharing a reason: position, length, reason, text.
+        #[arg(long)]
+        runs: bool,
+        /// Tokenizer: a bundled name (qwen3) or a tokenizer.json path (default: the header's).
+        #[arg(long, value_name = "NAME|PATH")]
+        tokenizer: Option<String>,
+    },
+    /// Write a simulated Claude-Code-style recording (gyre/1, Qwen3 tokens).
+    #[command(after_help = "\
+Examples:
+  gyre synth --out demo.jsonl                              # 24 executions, ~12 turns each
+  gyre synth --out big.jsonl.zst --executions 2000 --turns 40 --context 16000
+  gyre synth --out delta.jsonl --delta --seed 7            # `extends` delta encoding
+
+Same options and seed give the same bytes. .gz and .zst outputs are compressed.")]
+    Synth {
+        /// Output file (.jsonl, .jsonl.gz or .jsonl.zst).
+        #[arg(long, short)]
+        out: PathBuf,
+        /// Executions (GRPO groups of 4 share a task).
+        #[arg(long, default_value_t = 24)]
+        executions: usize,
+        /// Main-agent steps per execution.
+        #[arg(long, default_value_t = 12)]
+        turns: usize,
+        /// Compaction threshold in tokens.
+        #[arg(long, default_value_t = 6000)]
+        context: usize,
+        /// Seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write delta (`extends`) encodings.
+        #[arg(long)]
+        delta: bool,
+        /// Overwrite --out if it exists.
+        #[arg(long)]
+        force: bool,
+    },
     /// Open the interactive inspector on recordings (`gyre` alone opens it on the bundled demo).
     #[command(after_help = "\
 Examples:
@@ -115,10 +189,27 @@ Keys: ? help, q quit (docs/keys.md lists them all).")]
         input: InputArgs,
         #[command(flatten)]
         admission: AdmissionArgs,
-        /// Tokenizer for showing token text: a bundled name (qwen3) or a tokenizer.json path.
-        #[arg(long)]
+        /// Tokenizer: a bundled name (qwen3) or a tokenizer.json path (default: the header's).
+        #[arg(long, value_name = "NAME|PATH")]
         tokenizer: Option<String>,
     },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum ColorArg {
+    Provenance,
+    Claims,
+    Logprob,
+}
+
+impl From<ColorArg> for ColorMode {
+    fn from(c: ColorArg) -> Self {
+        match c {
+            ColorArg::Provenance => ColorMode::Provenance,
+            ColorArg::Claims => ColorMode::Claims,
+            ColorArg::Logprob => ColorMode::Logprob,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -227,23 +318,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 settings: Settings::default(),
                 lenient: false,
                 tokenizer: None,
-            })?;
-            Ok(ExitCode::SUCCESS)
+            })
         }
         None => demo(),
         Some(Command::Inspect {
             input,
             admission,
             tokenizer,
-        }) => {
-            crate::tui::run(crate::tui::Options {
-                input: crate::tui::Input::Files(input.files),
-                settings: admission.settings(),
-                lenient: input.lenient,
-                tokenizer,
-            })?;
-            Ok(ExitCode::SUCCESS)
-        }
+        }) => crate::tui::run(crate::tui::Options {
+            input: crate::tui::Input::Files(input.files),
+            settings: admission.settings(),
+            lenient: input.lenient,
+            tokenizer,
+        }),
         Some(Command::Validate { files }) => validate(&files),
         Some(Command::Admit {
             input,
@@ -296,6 +383,46 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Show {
+            input,
+            admission,
+            execution,
+            request,
+            color,
+            draw,
+            boundaries,
+            runs,
+            tokenizer,
+        }) => show(
+            &input,
+            &admission,
+            &execution,
+            request.as_deref(),
+            color.into(),
+            draw,
+            boundaries,
+            runs,
+            tokenizer.as_deref(),
+        ),
+        Some(Command::Synth {
+            out,
+            executions,
+            turns,
+            context,
+            seed,
+            delta,
+            force,
+        }) => synth(
+            &SynthOptions {
+                executions,
+                turns,
+                context,
+                seed,
+                delta,
+            },
+            &out,
+            force,
+        ),
         Some(Command::Replay {
             input,
             admission,
@@ -327,6 +454,195 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The tokenizer for display: `--tokenizer`, else the recording header's, else ids as `⟨id⟩`.
+pub fn token_text(arg: Option<&str>, batch: &Batch) -> Result<TokenText> {
+    if let Some(arg) = arg {
+        return TokenText::from_arg(arg, Path::new("."))
+            .wrap_err_with(|| format!("loading tokenizer {arg:?}"));
+    }
+    match batch.tokenizer_spec() {
+        Some((spec, file)) => {
+            let dir = file.parent().unwrap_or(Path::new("."));
+            TokenText::from_header(spec, dir)
+                .wrap_err_with(|| format!("loading the tokenizer named in {}", file.display()))
+        }
+        None => Ok(TokenText::none()),
+    }
+}
+
+/// Whether to write colour: stdout is a terminal and `NO_COLOR` is unset or empty.
+pub fn color_wanted() -> bool {
+    io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The path `gyre show` prints by default for execution `i`.
+fn default_path_request(batch: &Batch, results: &Results, i: usize) -> Option<u32> {
+    let exec = &batch.executions[i];
+    results.admissions[i]
+        .draws
+        .first()
+        .map(|d| d.chosen)
+        .or_else(|| export::dummy_leaf(exec))
+        .or_else(|| exec.requests.len().checked_sub(1).map(|r| r as u32))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn show(
+    input: &InputArgs,
+    admission: &AdmissionArgs,
+    execution: &str,
+    request: Option<&str>,
+    mode: ColorMode,
+    draw: Option<u32>,
+    boundaries: bool,
+    runs: bool,
+    tokenizer: Option<&str>,
+) -> Result<ExitCode> {
+    let batch = load_with_progress(input)?;
+    let Some(i) = batch.execution_index(execution) else {
+        eprintln!("gyre: no execution {execution:?} in the input");
+        return Ok(ExitCode::from(EXIT_INVALID));
+    };
+    let results = eng::process(&batch, &admission.settings(), AdvantageMode::DrGrpo);
+    let exec = &batch.executions[i];
+    let req = match request {
+        Some(id) => match exec.request_index(id) {
+            Some(r) => r,
+            None => {
+                eprintln!("gyre: execution {execution:?} has no request {id:?}");
+                return Ok(ExitCode::from(EXIT_INVALID));
+            }
+        },
+        None => match default_path_request(&batch, &results, i) {
+            Some(r) => r,
+            None => {
+                eprintln!("gyre: execution {execution:?} has no requests");
+                return Ok(ExitCode::from(EXIT_INVALID));
+            }
+        },
+    };
+    let draws = results.admissions[i].draws.len() as u32;
+    if let Some(k) = draw {
+        if k == 0 || k > draws {
+            eprintln!("gyre: --draw {k} is outside 1..={draws} for execution {execution:?}");
+            return Ok(ExitCode::from(EXIT_INVALID));
+        }
+    }
+    let text = token_text(tokenizer, &batch)?;
+    let view = ExecView::new(exec, &results, i);
+    let path = PathView::new(exec, req);
+    let r = &exec.requests[req as usize];
+    let color = color_wanted();
+    let mut out = io::stdout().lock();
+    let role = results.admissions[i]
+        .draws
+        .iter()
+        .position(|d| d.chosen == req)
+        .map_or(String::new(), |k| {
+            format!(" (leaf of draw {}/{draws})", k + 1)
+        });
+    writeln!(
+        out,
+        "{} · path of {}{role} · {} tokens (input {}, output {}) · {} · tokenizer {}",
+        exec.id,
+        r.id,
+        path.len,
+        r.input_len,
+        r.output_len,
+        outcome_text(&results.outcomes[i]),
+        text.label()
+    )?;
+    if runs {
+        write!(out, "{}", show::render_runs(&view, &path, &text, draw))?;
+    } else {
+        writeln!(out, "{}", show::legend(mode, color))?;
+        let opts = ShowOptions {
+            mode,
+            step: draw,
+            boundaries,
+            color,
+        };
+        write!(out, "{}", show::render_text(&view, &path, &text, opts))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn synth(options: &SynthOptions, out: &Path, force: bool) -> Result<ExitCode> {
+    if !force && out.exists() {
+        return Err(export::ExportError::Exists(out.to_path_buf()).into());
+    }
+    let bar = io::stderr().is_terminal().then(|| {
+        let pb = ProgressBar::new(options.executions as u64);
+        pb.set_style(
+            ProgressStyle::with_template("{spinner} synth {bar:40} {pos}/{len} executions {msg}")
+                .expect("static template"),
+        );
+        pb
+    });
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".gyre-synth-")
+        .tempfile_in(dir)
+        .wrap_err_with(|| format!("creating a temporary file in {}", dir.display()))?;
+    let file = io::BufWriter::with_capacity(1 << 20, tmp.reopen()?);
+    let name = out.to_string_lossy();
+    let mut progress = |p: synth::SynthProgress| {
+        if let Some(pb) = &bar {
+            pb.set_position(p.executions_done as u64);
+            pb.set_message(format!("{:.1} MB", p.bytes as f64 / 1e6));
+        }
+    };
+    let summary = if name.ends_with(".gz") {
+        let mut w = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        let s = synth::write_synth_with_progress(options, &mut w, &mut progress)?;
+        w.finish()?
+            .into_inner()
+            .map_err(|e| e.into_error())?
+            .sync_all()?;
+        s
+    } else if name.ends_with(".zst") {
+        let mut w = zstd::stream::write::Encoder::new(file, 3)?;
+        let s = synth::write_synth_with_progress(options, &mut w, &mut progress)?;
+        w.finish()?
+            .into_inner()
+            .map_err(|e| e.into_error())?
+            .sync_all()?;
+        s
+    } else {
+        let mut w = file;
+        let s = synth::write_synth_with_progress(options, &mut w, &mut progress)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        s
+    };
+    if let Some(pb) = bar {
+        pb.finish_and_clear();
+    }
+    if force {
+        tmp.persist(out).map_err(|e| e.error)
+    } else {
+        tmp.persist_noclobber(out).map_err(|e| e.error)
+    }
+    .wrap_err_with(|| format!("writing {}", out.display()))?;
+    let fates: Vec<String> = summary
+        .fates
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    eprintln!(
+        "gyre: wrote {} ({} executions, {} requests, {} lines, {:.1} MB uncompressed; fates: {})",
+        out.display(),
+        summary.executions,
+        summary.requests,
+        summary.lines,
+        summary.bytes as f64 / 1e6,
+        fates.join(", ")
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_warnings(batch: &Batch) {

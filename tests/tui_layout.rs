@@ -1,9 +1,7 @@
 //! The token pane's windowed layout agrees with laying out the whole path from the start.
 
-use std::sync::Arc;
-
 use gyre::engine::load::{LoadOptions, load_bytes};
-use gyre::tui::text::TextFn;
+use gyre::text::TokenText;
 use gyre::tui::tokens::{ANCHOR, Layout, PathIndex, RowStart};
 use proptest::prelude::*;
 
@@ -21,15 +19,19 @@ fn recording(ids: &[u32]) -> Vec<u8> {
 }
 
 /// Token text with newlines in various places, wide characters and empty tokens.
-fn text() -> TextFn {
-    Arc::new(|id| match id % 9 {
-        0 => "\n".into(),
-        1 => "ab\ncd".into(),
-        2 => "漢字".into(),
-        3 => String::new(),
-        4 => "\n\n".into(),
-        _ => format!("w{id}"),
-    })
+fn text() -> TokenText {
+    TokenText::from_vocab(
+        (0..40)
+            .map(|id| match id % 9 {
+                0 => "\n".into(),
+                1 => "ab\ncd".into(),
+                2 => "漢字".into(),
+                3 => String::new(),
+                4 => "\n\n".into(),
+                _ => format!("w{id}"),
+            })
+            .collect(),
+    )
 }
 
 fn check(ids: Vec<u32>, width: u16, stride: usize) {

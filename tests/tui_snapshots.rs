@@ -84,11 +84,11 @@ fn colour_modes_cycle() {
     let s = screen(&app);
     assert!(s.contains("colour: claims"));
     cmds(&mut app, &[C::Colour]);
+    assert!(screen(&app).contains("colour: logprob"));
+    cmds(&mut app, &[C::Colour]);
     let s = screen(&app);
     assert!(s.contains("colour: provenance"));
     assert!(s.contains("system") && s.contains("tool") && s.contains("policy"));
-    cmds(&mut app, &[C::Colour]);
-    assert!(screen(&app).contains("colour: log-prob heat"));
     cmds(&mut app, &[C::Colour]);
     assert!(screen(&app).contains("colour: claims"));
 }
@@ -271,8 +271,8 @@ fn resize_relayouts() {
 #[test]
 fn token_text_never_writes_escape_sequences() {
     let mut app = demo_app(160, 45, true);
-    app.text = std::sync::Arc::new(|id| format!("\x1b[31m{id}\x07\u{202e}\r\n\t"));
-    app.step(Action::Resize(160, 45));
+    let vocab = (0..100).map(|id| format!("\x1b[31m{id}\x07\u{202e}\r\n\t")).collect();
+    app.step(Action::Text(gyre::text::TokenText::from_vocab(vocab)));
     let buf = render(&app);
     for c in buf.content() {
         assert!(

@@ -16,8 +16,9 @@ use crate::engine::{self, Results};
 use super::keys::Command;
 use super::layout::{Areas, areas};
 use super::model::{HEADER_BASE, RequestTree};
-use super::text::{TextFn, fallback};
-use super::theme::{ColourMode, Theme};
+use super::theme::Theme;
+use crate::paint::ColorMode;
+use crate::text::TokenText;
 use super::tokens::{Layout, PathIndex, RowStart};
 
 /// Advantages as `gyre admit` computes them by default, so exports match byte for byte.
@@ -223,7 +224,7 @@ pub struct App {
     /// Palette.
     pub theme: Theme,
     /// Token colouring.
-    pub colour: ColourMode,
+    pub colour: ColorMode,
     /// Shade alternate tokens.
     pub boundaries: bool,
     /// Show the detail pane.
@@ -267,7 +268,7 @@ pub struct App {
     /// Quit requested.
     pub quit: bool,
     /// Token text.
-    pub text: TextFn,
+    pub text: TokenText,
     /// Name of the tokenizer in use.
     pub tokenizer: String,
     /// Where exports go.
@@ -293,6 +294,10 @@ pub enum Action {
     Progress(u64, u64),
     /// Loading finished.
     Loaded(Result<Box<Batch>, String>),
+    /// The tokenizer to show token text with.
+    Text(TokenText),
+    /// A message for the status line.
+    Message(String),
 }
 
 impl App {
@@ -319,7 +324,7 @@ impl App {
             overlay: Overlay::None,
             message: None,
             theme,
-            colour: ColourMode::Claims,
+            colour: ColorMode::Claims,
             boundaries: true,
             detail: true,
             sort: SortKey::File,
@@ -341,7 +346,7 @@ impl App {
             detail_scroll: 0,
             search: None,
             quit: false,
-            text: fallback(),
+            text: TokenText::none(),
             tokenizer: "none (ids shown as ⟨id⟩)".into(),
             cwd: PathBuf::from("."),
         }
@@ -403,6 +408,12 @@ impl App {
             }
             Action::Loaded(Err(e)) => self.load = Load::Failed(e),
             Action::Loaded(Ok(batch)) => self.loaded(*batch),
+            Action::Text(t) => {
+                self.tokenizer = t.label().to_string();
+                self.text = t;
+                self.keep_cursor_visible();
+            }
+            Action::Message(m) => self.message = Some(m),
             Action::Input(c) => match &mut self.overlay {
                 Overlay::Search(s) | Overlay::Export(s) => s.push(c),
                 _ => {}
@@ -1018,9 +1029,10 @@ impl App {
         // Token text of the path, searched across token boundaries.
         let mut text = String::new();
         let mut owner: Vec<u64> = Vec::new();
-        for pos in 0..self.path.len {
-            let t = (self.text)(self.path.token(exec, pos)).to_lowercase();
-            owner.extend(std::iter::repeat_n(pos, t.len()));
+        let ids = self.path.tokens(exec, 0..self.path.len);
+        for (pos, piece) in self.text.display_pieces(&ids).iter().enumerate() {
+            let t = piece.to_lowercase();
+            owner.extend(std::iter::repeat_n(pos as u64, t.len()));
             text.push_str(&t);
         }
         let mut from = 0;

@@ -76,7 +76,7 @@ pub fn highlight(code: &str, ext: &str, theme: &Theme) -> Vec<Line<'static>> {
 /// Decoded text of path positions `a..b` (capped).
 fn text_of(app: &App, exec: &Execution, path: &PathIndex, a: u64, b: u64) -> String {
     let b = b.min(path.len).min(a + MAX_PAYLOAD_TOKENS);
-    (a..b).map(|p| (app.text)(path.token(exec, p))).collect()
+    app.text.decode(&path.tokens(exec, a..b))
 }
 
 /// Pretty JSON when the text parses as JSON (or a JSON object follows a `<tool_call>` tag),

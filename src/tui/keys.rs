@@ -170,7 +170,7 @@ pub const BINDINGS: &[Binding] = &[
     Binding { keys: &[C('+'), C('=')], command: Command::JmaxUp, group: "Engine (re-runs at once)", help: "J_max + 1", hint: Some("J_max") },
     Binding { keys: &[C('-')], command: Command::JmaxDown, group: "Engine (re-runs at once)", help: "J_max − 1 (below 1: uncapped)", hint: None },
     Binding { keys: &[C('p')], command: Command::Priority, group: "Engine (re-runs at once)", help: "next class priority", hint: Some("priority") },
-    Binding { keys: &[C('c')], command: Command::Colour, group: "View", help: "colour tokens by: claims / provenance / log-prob heat", hint: Some("colour") },
+    Binding { keys: &[C('c')], command: Command::Colour, group: "View", help: "colour tokens by: claims / logprob heat / provenance", hint: Some("colour") },
     Binding { keys: &[C('B')], command: Command::Boundaries, group: "View", help: "token boundaries (alternating shade) on/off", hint: None },
     Binding { keys: &[C('d')], command: Command::Detail, group: "View", help: "detail pane (tool calls, results, sibling diff) on/off", hint: Some("detail") },
     Binding { keys: &[C('o')], command: Command::Sort, group: "View", help: "executions: next sort order", hint: Some("sort") },

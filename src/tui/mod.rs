@@ -16,6 +16,7 @@ pub mod ui;
 
 use std::io;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -88,10 +89,42 @@ fn key_action(app: &App, k: &KeyEvent) -> Option<Action> {
     keys::command_for(k).map(Action::Cmd)
 }
 
+/// The recording `gyre` opens when run with no arguments on a terminal (one constant to swap).
+pub const DEMO: (&str, &[u8]) = (crate::demo::NAME, crate::demo::RECORDING);
+
+/// Loads the input (on the calling thread) and sends the tokenizer, then the batch.
+fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
+    let progress_tx = tx.clone();
+    let progress = move |done: u64, total: u64| {
+        let _ = progress_tx.send(Action::Progress(done, total));
+    };
+    let loaded = match &opts.input {
+        Input::Demo => load::load_bytes(DEMO.0, DEMO.1, &LoadOptions::default()),
+        Input::Files(files) => load::load(files, &LoadOptions { lenient: opts.lenient }, &progress),
+    };
+    match loaded {
+        Ok(batch) => {
+            match crate::cli::token_text(opts.tokenizer.as_deref(), &batch) {
+                Ok(t) => {
+                    let _ = tx.send(Action::Text(t));
+                }
+                Err(e) => {
+                    let _ = tx.send(Action::Message(format!("tokenizer: {e:#}; ids shown as ⟨id⟩")));
+                }
+            }
+            let _ = tx.send(Action::Loaded(Ok(Box::new(batch))));
+        }
+        Err(e) => {
+            let _ = tx.send(Action::Loaded(Err(e.to_string())));
+        }
+    }
+}
+
 /// Runs the inspector until `q`; the terminal is restored on return, error and panic.
-pub fn run(opts: Options) -> Result<()> {
+/// Exit status 0 on `q`; 2 when the input could not be loaded (the problems are printed).
+pub fn run(opts: Options) -> Result<ExitCode> {
     let label = match &opts.input {
-        Input::Demo => format!("demo: {}", crate::demo::NAME),
+        Input::Demo => format!("demo: {}", DEMO.0),
         Input::Files(f) => f
             .iter()
             .map(|p| p.display().to_string())
@@ -99,26 +132,10 @@ pub fn run(opts: Options) -> Result<()> {
             .join(" "),
     };
     let mut app = App::new(label, opts.settings.clone(), Theme::from_env());
-    if let Some(t) = &opts.tokenizer {
-        app.message = Some(format!("tokenizer {t:?} requested; ids are shown as ⟨id⟩ until it is supported"));
-    }
     let (tx, rx) = mpsc::channel::<Action>();
-    match opts.input.clone() {
-        Input::Demo => {
-            let r = load::load_bytes(crate::demo::NAME, crate::demo::RECORDING, &LoadOptions::default());
-            app.step(Action::Loaded(r.map(Box::new).map_err(|e| e.to_string())));
-        }
-        Input::Files(files) => {
-            let lenient = opts.lenient;
-            std::thread::spawn(move || {
-                let progress_tx = tx.clone();
-                let progress = move |done: u64, total: u64| {
-                    let _ = progress_tx.send(Action::Progress(done, total));
-                };
-                let r = load::load(&files, &LoadOptions { lenient }, &progress);
-                let _ = tx.send(Action::Loaded(r.map(Box::new).map_err(|e| e.to_string())));
-            });
-        }
+    {
+        let opts = opts.clone();
+        std::thread::spawn(move || load_input(&opts, &tx));
     }
     let mut terminal = ratatui::init();
     let prev = std::panic::take_hook();
@@ -131,6 +148,9 @@ pub fn run(opts: Options) -> Result<()> {
         let size = terminal.size()?;
         app.step(Action::Resize(size.width, size.height));
         loop {
+            while let Ok(a) = rx.try_recv() {
+                app.step(a);
+            }
             terminal.draw(|f| ui::render(&app, f))?;
             if app.quit {
                 return Ok(());
@@ -148,12 +168,14 @@ pub fn run(opts: Options) -> Result<()> {
                     }
                 }
             }
-            while let Ok(a) = rx.try_recv() {
-                app.step(a);
-            }
         }
     })();
     let _ = execute!(io::stdout(), DisableMouseCapture);
     ratatui::restore();
-    result
+    result?;
+    if let app::Load::Failed(e) = &app.load {
+        eprintln!("{e}");
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
 }

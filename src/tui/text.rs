@@ -1,18 +1,8 @@
-//! Token ids as display text, and the one place terminal-bound text is made safe.
-//!
-//! The token pane only needs `id → raw text`; [`TextFn`] is that, so the tokenizer behind it is
-//! swapped in one line. Without a tokenizer, ids are shown as `⟨id⟩` (SPEC §7): that is the real
-//! behaviour for recordings that name none.
+//! Token text for the screen: display pieces from [`crate::text::TokenText`] (which handles
+//! byte-level BPE characters split over tokens, unknown ids and the `⟨id⟩` fallback), made
+//! safe by the one [`crate::text::sanitize`], and cut into terminal cells.
 
-use std::sync::Arc;
-
-/// Turns a token id into its raw (unsanitised) text.
-pub type TextFn = Arc<dyn Fn(u32) -> String + Send + Sync>;
-
-/// `⟨id⟩` for every token: the display when no tokenizer is known.
-pub fn fallback() -> TextFn {
-    Arc::new(|id| format!("⟨{id}⟩"))
-}
+use unicode_width::UnicodeWidthChar;
 
 /// One terminal cell of a token's display.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,74 +15,39 @@ pub struct Glyph {
     pub brk: bool,
 }
 
-/// A safe stand-in for one character, or `None` for characters that draw nothing.
-pub fn safe_char(c: char) -> Option<(char, u8)> {
-    use unicode_width::UnicodeWidthChar;
-    let u = c as u32;
-    let ch = match c {
-        '\t' => '→',
-        '\r' => '␍',
-        '\x1b' => '␛',
-        '\x7f' => '␡',
-        _ if u < 0x20 => char::from_u32(0x2400 + u).unwrap_or('�'),
-        // C1 controls, bidi overrides and isolates, and other format characters that can
-        // reorder or hide what is drawn.
-        '\u{80}'..='\u{9f}'
-        | '\u{202a}'..='\u{202e}'
-        | '\u{2066}'..='\u{2069}'
-        | '\u{200e}'
-        | '\u{200f}'
-        | '\u{061c}' => '�',
-        _ => c,
-    };
-    match ch.width() {
-        Some(0) | None => None,
-        Some(w) => Some((ch, w.min(2) as u8)),
-    }
+/// Any text bound for the terminal, made safe (newlines shown as `⏎`).
+pub fn sanitize(s: &str) -> String {
+    crate::text::sanitize(s).into_owned()
 }
 
-/// The glyphs of a token's raw text: newlines become `⏎` followed by a break; control and
-/// escape characters become visible symbols; an empty token shows as `∅`.
+/// The glyphs of a token's display text: each newline becomes `⏎` followed by a break, the rest
+/// goes through [`crate::text::sanitize`]; an empty piece (a token whose bytes are shown by the
+/// token before it) shows as a dim `·` so the cursor can still land on it.
 pub fn glyphs(raw: &str, out: &mut Vec<Glyph>) {
     out.clear();
-    for c in raw.chars() {
-        if c == '\n' {
+    for (k, part) in raw.split('\n').enumerate() {
+        if k > 0 {
             out.push(Glyph {
                 ch: '⏎',
                 width: 1,
                 brk: true,
             });
-        } else if let Some((ch, width)) = safe_char(c) {
-            out.push(Glyph {
-                ch,
-                width,
-                brk: false,
-            });
+        }
+        for ch in crate::text::sanitize(part).chars() {
+            if let Some(w) = ch.width().filter(|&w| w > 0) {
+                out.push(Glyph {
+                    ch,
+                    width: w.min(2) as u8,
+                    brk: false,
+                });
+            }
         }
     }
     if out.is_empty() {
         out.push(Glyph {
-            ch: '∅',
+            ch: '·',
             width: 1,
             brk: false,
         });
     }
-}
-
-/// Any text bound for the terminal, made safe: newlines shown as `⏎`, controls as symbols.
-pub fn sanitize(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c == '\n' {
-            out.push('⏎');
-        } else if let Some((ch, _)) = safe_char(c) {
-            out.push(ch);
-        }
-    }
-    out
-}
-
-/// Like [`sanitize`] but keeps newlines (for multi-line panes).
-pub fn sanitize_multiline(s: &str) -> String {
-    s.split('\n').map(sanitize).collect::<Vec<_>>().join("\n")
 }

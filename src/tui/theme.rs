@@ -3,53 +3,8 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::engine::provenance::Reason;
 use crate::engine::record::Source;
-
-/// How tokens are coloured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum ColourMode {
-    /// Claim state at the replay step (the default).
-    #[default]
-    Claims,
-    /// Where each token came from.
-    Provenance,
-    /// Behaviour log-prob of policy tokens.
-    Heat,
-}
-
-impl ColourMode {
-    /// The next mode in the cycle.
-    pub fn next(self) -> Self {
-        match self {
-            ColourMode::Claims => ColourMode::Provenance,
-            ColourMode::Provenance => ColourMode::Heat,
-            ColourMode::Heat => ColourMode::Claims,
-        }
-    }
-
-    /// Short name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ColourMode::Claims => "claims",
-            ColourMode::Provenance => "provenance",
-            ColourMode::Heat => "log-prob heat",
-        }
-    }
-}
-
-/// What a token is, for colouring: everything a style needs.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TokenLook<'a> {
-    /// The engine's reason at the replay step.
-    pub reason: &'a Reason,
-    /// The draw being shown (0 = none yet).
-    pub step: u32,
-    /// Behaviour log-prob, for policy output tokens that have one.
-    pub logprob: Option<f64>,
-    /// Output token of some request (policy or not).
-    pub output: bool,
-}
+use crate::paint::Tone;
 
 /// The palette.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,109 +114,51 @@ impl Theme {
         }
     }
 
-    /// Colour of a context source (provenance mode and legends).
-    pub fn source(&self, s: Source) -> Style {
+    /// The style of a token tone; the same hues `gyre show` writes (see [`crate::show::ansi`]).
+    pub fn tone(&self, tone: Tone) -> Style {
+        use Source::*;
+        let s = Style::new();
         if !self.color {
-            return Style::new().add_modifier(Modifier::DIM);
-        }
-        Style::new().fg(match s {
-            Source::System => Color::Blue,
-            Source::User => Color::Cyan,
-            Source::Tool => Color::Yellow,
-            Source::Assistant => Color::Magenta,
-            Source::Critique => Color::LightRed,
-            Source::Summary => Color::LightMagenta,
-            Source::Template => Color::Indexed(242),
-            Source::Context => Color::Gray,
-        })
-    }
-
-    /// Policy output in provenance mode.
-    pub fn policy(&self) -> Style {
-        self.pick(
-            Style::new().fg(Color::LightGreen).add_modifier(Modifier::BOLD),
-            Style::new().add_modifier(Modifier::BOLD),
-        )
-    }
-
-    /// The style of one token.
-    pub fn token(&self, mode: ColourMode, look: &TokenLook<'_>) -> Style {
-        match (mode, look.reason) {
-            (_, Reason::Context(s)) => {
-                if mode == ColourMode::Provenance {
-                    self.source(*s)
-                } else {
-                    self.dim()
-                }
-            }
-            (_, Reason::AfterClosure) => self.pick(
-                Style::new().fg(Color::DarkGray).add_modifier(Modifier::CROSSED_OUT),
-                Style::new().add_modifier(Modifier::CROSSED_OUT | Modifier::DIM),
-            ),
-            (_, Reason::EvaluatorOutput) => self.pick(
-                Style::new().fg(Color::Red).add_modifier(Modifier::DIM),
-                Style::new().add_modifier(Modifier::DIM | Modifier::ITALIC),
-            ),
-            (ColourMode::Provenance, _) => self.policy(),
-            (ColourMode::Heat, _) => self.heat(look.logprob),
-            (ColourMode::Claims, r) => self.claim(r, look.step),
-        }
-    }
-
-    /// Claim-state style of a trainable token.
-    pub fn claim(&self, r: &Reason, step: u32) -> Style {
-        let c = self.color;
-        match r {
-            Reason::Claimed { draw, .. } if *draw == step => {
-                if c {
-                    Style::new().bg(Color::LightGreen).fg(Color::Black).add_modifier(Modifier::BOLD)
-                } else {
-                    Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
-                }
-            }
-            Reason::Claimed { .. } => self.pick(Style::new().fg(Color::Green), Style::new().add_modifier(Modifier::BOLD)),
-            Reason::NotYetClaimed => self.pick(Style::new().fg(Color::White), Style::new()),
-            Reason::LeftOutJmax | Reason::LeftOutClass => self.pick(
-                Style::new().fg(ORANGE),
-                Style::new().add_modifier(Modifier::ITALIC | Modifier::UNDERLINED),
-            ),
-            Reason::Excluded(_) => self.pick(
-                Style::new().fg(Color::Red).add_modifier(Modifier::CROSSED_OUT),
-                Style::new().add_modifier(Modifier::CROSSED_OUT),
-            ),
-            Reason::Dummy => self.pick(Style::new().fg(Color::Indexed(245)).add_modifier(Modifier::ITALIC), Style::new().add_modifier(Modifier::ITALIC)),
-            _ => self.dim(),
-        }
-    }
-
-    /// Heat-map style for a behaviour log-prob (probability buckets).
-    pub fn heat(&self, lp: Option<f64>) -> Style {
-        let Some(lp) = lp else {
-            return self.pick(Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC), Style::new().add_modifier(Modifier::ITALIC));
-        };
-        let p = lp.exp();
-        if !self.color {
-            return if p < 0.1 {
-                Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
-            } else if p < 0.5 {
-                Style::new().add_modifier(Modifier::UNDERLINED)
-            } else {
-                Style::new()
+            return match tone {
+                Tone::ThisDraw => s.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+                Tone::Claimed | Tone::Policy => s.add_modifier(Modifier::BOLD),
+                Tone::Unclaimed => s,
+                Tone::LeftOut => s.add_modifier(Modifier::ITALIC | Modifier::UNDERLINED),
+                Tone::Excluded | Tone::AfterClosure => s.add_modifier(Modifier::CROSSED_OUT),
+                Tone::Evaluator => s.add_modifier(Modifier::ITALIC | Modifier::DIM),
+                Tone::Context(_) => s.add_modifier(Modifier::DIM),
+                Tone::Heat(0 | 1) => s,
+                Tone::Heat(2) => s.add_modifier(Modifier::UNDERLINED),
+                Tone::Heat(_) => s.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+                Tone::NoLogprob => s.add_modifier(Modifier::ITALIC),
             };
         }
-        let colour = HEAT
-            .iter()
-            .find(|(min, _)| p >= *min)
-            .map_or(Color::Red, |(_, c)| *c);
-        Style::new().fg(colour)
+        match tone {
+            Tone::Context(System) => s.fg(Color::Blue),
+            Tone::Context(User) => s.fg(Color::Cyan),
+            Tone::Context(Tool) => s.fg(Color::Yellow),
+            Tone::Context(Assistant) => s.fg(Color::Magenta),
+            Tone::Context(Critique) => s.fg(Color::Indexed(174)),
+            Tone::Context(Summary) => s.fg(Color::Indexed(141)),
+            Tone::Context(Template) => s.fg(Color::DarkGray),
+            Tone::Context(Context) => s.fg(Color::Gray).add_modifier(Modifier::DIM),
+            Tone::Policy => s.fg(Color::LightGreen).add_modifier(Modifier::BOLD),
+            Tone::Evaluator => s.fg(Color::LightRed),
+            Tone::AfterClosure => s.fg(Color::DarkGray).add_modifier(Modifier::CROSSED_OUT),
+            Tone::ThisDraw => s
+                .fg(Color::Black)
+                .bg(Color::LightGreen)
+                .add_modifier(Modifier::BOLD),
+            Tone::Claimed => s.fg(Color::Green),
+            Tone::Unclaimed => s.fg(Color::White),
+            Tone::LeftOut => s.fg(ORANGE),
+            Tone::Excluded => s.fg(Color::Red).add_modifier(Modifier::CROSSED_OUT),
+            Tone::Heat(0) => s.fg(Color::Indexed(46)),
+            Tone::Heat(1) => s.fg(Color::Indexed(154)),
+            Tone::Heat(2) => s.fg(Color::Indexed(220)),
+            Tone::Heat(3) => s.fg(ORANGE),
+            Tone::Heat(_) => s.fg(Color::Indexed(196)),
+            Tone::NoLogprob => s.fg(Color::Gray).add_modifier(Modifier::UNDERLINED),
+        }
     }
 }
-
-/// Heat buckets: probability at least `min` → colour.
-pub const HEAT: [(f64, Color); 5] = [
-    (0.9, Color::Indexed(46)),
-    (0.6, Color::Indexed(154)),
-    (0.3, Color::Indexed(226)),
-    (0.1, Color::Indexed(208)),
-    (0.0, Color::Indexed(196)),
-];

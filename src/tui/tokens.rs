@@ -11,7 +11,12 @@ use std::collections::HashMap;
 use crate::engine::execution::{Execution, TokenIdentity};
 use crate::engine::tree::NodeId;
 
-use super::text::{Glyph, TextFn, glyphs};
+use crate::text::TokenText;
+
+use super::text::{Glyph, glyphs};
+
+/// Tokens decoded together (plus three on each side, so characters split over tokens show).
+const BLOCK: u64 = 128;
 
 /// Rows always break at multiples of this many tokens.
 pub const ANCHOR: u64 = 4096;
@@ -62,6 +67,36 @@ impl PathIndex {
         exec.tree.tokens[(node.start + off) as usize]
     }
 
+    /// Token ids of positions `range` (clamped to the path).
+    pub fn tokens(&self, exec: &Execution, range: std::ops::Range<u64>) -> Vec<u32> {
+        let end = range.end.min(self.len);
+        let mut out = Vec::with_capacity(end.saturating_sub(range.start) as usize);
+        let mut pos = range.start;
+        while pos < end {
+            let (seg, off) = self.locate(pos);
+            let toks = exec.tree.node_tokens(self.nodes[seg]);
+            let take = ((toks.len() as u64 - off as u64).min(end - pos)) as usize;
+            if take == 0 {
+                break;
+            }
+            out.extend_from_slice(&toks[off as usize..off as usize + take]);
+            pos += take as u64;
+        }
+        out
+    }
+
+    /// Display text (unsanitised) of the token at `pos`, decoded with its neighbours.
+    pub fn piece(&self, exec: &Execution, text: &TokenText, pos: u64) -> String {
+        let lo = pos.saturating_sub(3);
+        let ids = self.tokens(exec, lo..pos + 4);
+        let k = (pos - lo) as usize;
+        text.display_window(&ids, k..k + 1)
+            .into_iter()
+            .next()
+            .map(|c| c.into_owned())
+            .unwrap_or_default()
+    }
+
     /// Node and in-node index of `pos`.
     pub fn node_at(&self, pos: u64) -> (NodeId, u32) {
         let (seg, off) = self.locate(pos);
@@ -107,14 +142,14 @@ pub struct Row {
 pub struct Layout<'a> {
     exec: &'a Execution,
     path: &'a PathIndex,
-    text: &'a TextFn,
+    text: &'a TokenText,
     width: u16,
-    cache: HashMap<u64, Vec<Glyph>>,
+    cache: HashMap<u64, Vec<Vec<Glyph>>>,
 }
 
 impl<'a> Layout<'a> {
     /// A layout of `path` at `width` columns.
-    pub fn new(exec: &'a Execution, path: &'a PathIndex, text: &'a TextFn, width: u16) -> Self {
+    pub fn new(exec: &'a Execution, path: &'a PathIndex, text: &'a TokenText, width: u16) -> Self {
         Layout {
             exec,
             path,
@@ -124,14 +159,26 @@ impl<'a> Layout<'a> {
         }
     }
 
-    /// Glyphs of the token at `pos`.
+    /// Glyphs of the token at `pos` (decoded a block at a time).
     pub fn glyphs(&mut self, pos: u64) -> &[Glyph] {
         let (exec, path, text) = (self.exec, self.path, self.text);
-        self.cache.entry(pos).or_insert_with(|| {
-            let mut g = Vec::new();
-            glyphs(&text(path.token(exec, pos)), &mut g);
-            g
-        })
+        let b = pos / BLOCK;
+        let lo = b * BLOCK;
+        let block = self.cache.entry(b).or_insert_with(|| {
+            let hi = (lo + BLOCK).min(path.len);
+            let from = lo.saturating_sub(3);
+            let ids = path.tokens(exec, from..hi + 3);
+            let pieces = text.display_window(&ids, (lo - from) as usize..(hi - from) as usize);
+            pieces
+                .iter()
+                .map(|p| {
+                    let mut g = Vec::new();
+                    glyphs(p, &mut g);
+                    g
+                })
+                .collect()
+        });
+        &block[(pos - lo) as usize]
     }
 
     fn normalize(&mut self, s: RowStart) -> RowStart {

@@ -15,8 +15,8 @@ use tui_tree_widget::{Tree, TreeItem};
 
 use crate::engine::admit::{Class, Stop};
 use crate::engine::execution::{Execution, TokenIdentity};
-use crate::engine::provenance::{Reason, node_reason};
-use crate::engine::record::{Actor, Purpose, Source};
+use crate::engine::provenance::Reason;
+use crate::engine::record::{Actor, Purpose};
 use crate::engine::score::{self, Outcome};
 use crate::engine::tree::NodeKind;
 
@@ -24,7 +24,7 @@ use super::app::{App, Hit, Load, Overlay, Pane, jmax_text, priority_text};
 use super::keys::{self, BINDINGS};
 use super::model::{HEADER_BASE, Link};
 use super::text::sanitize;
-use super::theme::{ColourMode, HEAT, TokenLook};
+use crate::paint::{ColorMode, ExecView, Tone};
 use super::tokens::Layout;
 
 /// Draws the whole screen.
@@ -595,36 +595,24 @@ fn assessments(app: &App, area: Rect, buf: &mut Buffer) {
         .render_ref(area, buf);
 }
 
-/// Reason, log-prob and output flag of every token of a node, cached per node while drawing.
+/// Tones of the visible tokens: claim tones are per node (claims are per node), so they are
+/// asked of the engine once per visible node; other tones are cheap per token.
 struct Looks<'a> {
-    app: &'a App,
-    exec: &'a Execution,
-    nodes: HashMap<u32, Option<Reason>>,
+    view: ExecView<'a>,
+    mode: ColorMode,
+    step: Option<u32>,
+    nodes: HashMap<u32, Tone>,
 }
 
-impl<'a> Looks<'a> {
-    fn reason(&mut self, pos: u64) -> (Reason, Option<f64>, bool) {
-        let d = self.app.data.as_ref().expect("data");
-        let (n, i) = self.app.path.node_at(pos);
-        let exec = self.exec;
-        let node = &exec.tree.nodes[n as usize];
-        let step = Some(self.app.step);
-        let nr = self
-            .nodes
-            .entry(n)
-            .or_insert_with(|| {
-                node_reason(exec, &d.results.outcomes[self.app.cur], &d.results.admissions[self.app.cur], n, step)
-            })
-            .clone();
-        match nr {
-            Some(r) => {
-                let lp = exec.requests[node.owner as usize].logprob(node.offset + i);
-                (r, lp, true)
-            }
-            None => match exec.identity(n, i) {
-                TokenIdentity::Context { source, .. } => (Reason::Context(source), None, false),
-                TokenIdentity::Output { .. } => (Reason::Context(Source::Context), None, true),
-            },
+impl Looks<'_> {
+    fn tone(&mut self, n: u32, i: u32) -> Tone {
+        let exec = self.view.exec;
+        let output = exec.tree.nodes[n as usize].kind == NodeKind::Output;
+        if self.mode == ColorMode::Claims && output {
+            let (view, mode, step) = (self.view, self.mode, self.step);
+            *self.nodes.entry(n).or_insert_with(|| view.tone(n, i, mode, step))
+        } else {
+            self.view.tone(n, i, self.mode, self.step)
         }
     }
 }
@@ -658,8 +646,9 @@ fn tokens(app: &App, area: Rect, buf: &mut Buffer) {
     let mut layout = Layout::new(exec, &app.path, &app.text, inner.width);
     let rows = layout.rows(app.top, inner.height as usize, true);
     let mut looks = Looks {
-        app,
-        exec,
+        view: ExecView::new(exec, &d.results, app.cur),
+        mode: app.colour,
+        step: Some(app.step),
         nodes: HashMap::new(),
     };
     let hits: Vec<(u64, u64)> = app
@@ -687,14 +676,8 @@ fn tokens(app: &App, area: Rect, buf: &mut Buffer) {
             let style = match last {
                 Some((p, s)) if p == c.pos => s,
                 _ => {
-                    let (reason, logprob, output) = looks.reason(c.pos);
-                    let look = TokenLook {
-                        reason: &reason,
-                        step: app.step,
-                        logprob,
-                        output,
-                    };
-                    let mut s = t.token(app.colour, &look);
+                    let (n, i) = app.path.node_at(c.pos);
+                    let mut s = t.tone(looks.tone(n, i));
                     if app.boundaries {
                         s = t.boundary(s, c.pos % 2 == 1);
                     }
@@ -734,7 +717,7 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
     let outcome = &d.results.outcomes[app.cur];
     let adm = &d.results.admissions[app.cur];
     let reason = crate::engine::provenance::token_reason(exec, outcome, adm, n, i, Some(app.step));
-    let text = sanitize(&(app.text)(id));
+    let text = sanitize(&app.path.piece(exec, &app.text, pos));
     let mut spans = vec![
         Span::styled(format!("\"{text}\""), t.strong()),
         Span::styled(format!(" id {id}"), t.dim()),
@@ -761,11 +744,8 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
         }
     }
     spans.push(Span::raw(" · "));
-    let look = TokenLook { reason: &reason, step: app.step, logprob: None, output: false };
-    let rs = match app.colour {
-        ColourMode::Claims => t.token(ColourMode::Claims, &look),
-        _ => t.strong(),
-    };
+    let view = ExecView::new(exec, &d.results, app.cur);
+    let rs = t.tone(view.tone(n, i, ColorMode::Claims, Some(app.step)));
     let mut rtext = reason.to_string();
     if let Reason::Claimed { draw, .. } = &reason {
         if let Some(dr) = adm.draws.get(*draw as usize - 1) {
@@ -793,31 +773,12 @@ fn why(app: &App, area: Rect, buf: &mut Buffer) {
 
 fn legend(app: &App) -> Line<'static> {
     let t = &app.theme;
-    let sw = |s: Style, label: &str| vec![Span::styled(format!(" {label} "), s), Span::raw(" ")];
     let mut spans = vec![Span::styled(format!("{}: ", app.colour.name()), t.dim())];
-    match app.colour {
-        ColourMode::Claims => {
-            let c = |r: Reason| t.claim(&r, 2);
-            spans.extend(sw(c(Reason::Claimed { draw: 2, leaf: String::new() }), "target of this draw"));
-            spans.extend(sw(c(Reason::Claimed { draw: 1, leaf: String::new() }), "claimed earlier"));
-            spans.extend(sw(c(Reason::NotYetClaimed), "unclaimed trainable"));
-            spans.extend(sw(c(Reason::LeftOutJmax), "left out (J_max/priority)"));
-            spans.extend(sw(c(Reason::Excluded(score::Exclusion::Open)), "excluded"));
-            spans.extend(sw(t.dim(), "context"));
-        }
-        ColourMode::Provenance => {
-            for s in Source::ALL {
-                spans.extend(sw(t.source(s), s.name()));
-            }
-            spans.extend(sw(t.policy(), "policy"));
-        }
-        ColourMode::Heat => {
-            for (min, _) in HEAT {
-                spans.extend(sw(t.heat(Some((min + 1e-9).ln())), &format!("p≥{min}")));
-            }
-            spans.extend(sw(t.heat(None), "no logprob"));
-        }
+    for tone in Tone::legend(app.colour) {
+        spans.push(Span::styled(format!(" {} ", tone.label()), t.tone(tone)));
+        spans.push(Span::raw(" "));
     }
+    spans.push(Span::styled("  (c: next colouring)", t.dim()));
     Line::from(spans)
 }
 

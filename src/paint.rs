@@ -1,0 +1,249 @@
+//! How a token looks, shared by `gyre show` and the inspector: a path laid out by position, and
+//! each token's tone under a colour mode. Tones come from the engine's decisions (reasons,
+//! claims, recorded log-probs); nothing is recomputed here, and nothing here knows a terminal.
+
+use crate::engine::Results;
+use crate::engine::admit::Admission;
+use crate::engine::execution::{Execution, TokenIdentity};
+use crate::engine::provenance::{Reason, token_reason};
+use crate::engine::record::{Actor, Source};
+use crate::engine::score::Outcome;
+use crate::engine::tree::NodeId;
+
+/// What colours the tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ColorMode {
+    /// Where each token came from.
+    #[default]
+    Provenance,
+    /// Claim state after admission (or at a replay step).
+    Claims,
+    /// Behaviour log-prob heat.
+    Logprob,
+}
+
+impl ColorMode {
+    /// Every mode, in toggle order.
+    pub const ALL: [ColorMode; 3] = [ColorMode::Provenance, ColorMode::Claims, ColorMode::Logprob];
+
+    /// Name on the command line and in the UI.
+    pub fn name(self) -> &'static str {
+        match self {
+            ColorMode::Provenance => "provenance",
+            ColorMode::Claims => "claims",
+            ColorMode::Logprob => "logprob",
+        }
+    }
+
+    /// The next mode (for a toggle key).
+    pub fn next(self) -> ColorMode {
+        let i = ColorMode::ALL.iter().position(|&m| m == self).unwrap_or(0);
+        ColorMode::ALL[(i + 1) % ColorMode::ALL.len()]
+    }
+}
+
+/// The look of one token under a mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tone {
+    /// Context from a span source.
+    Context(Source),
+    /// Policy output (trainable).
+    Policy,
+    /// Evaluator output.
+    Evaluator,
+    /// Output of a request after closure.
+    AfterClosure,
+    /// A target of the draw being shown.
+    ThisDraw,
+    /// Claimed by an earlier draw.
+    Claimed,
+    /// Trainable, not claimed (yet).
+    Unclaimed,
+    /// Trainable, left out (J_max or priority).
+    LeftOut,
+    /// Trainable, but the execution is excluded (or a dummy).
+    Excluded,
+    /// Log-prob heat, 0 (likely, p ≥ 0.9) to 4 (unlikely, p < 0.05).
+    Heat(u8),
+    /// Output token without a recorded log-prob.
+    NoLogprob,
+}
+
+impl Tone {
+    /// Legend label.
+    pub fn label(self) -> String {
+        match self {
+            Tone::Context(s) => s.name().to_string(),
+            Tone::Policy => "policy".into(),
+            Tone::Evaluator => "evaluator".into(),
+            Tone::AfterClosure => "after closure".into(),
+            Tone::ThisDraw => "target of this draw".into(),
+            Tone::Claimed => "claimed".into(),
+            Tone::Unclaimed => "unclaimed trainable".into(),
+            Tone::LeftOut => "left out".into(),
+            Tone::Excluded => "excluded execution".into(),
+            Tone::Heat(b) => {
+                ["p≥0.9", "p≥0.5", "p≥0.2", "p≥0.05", "p<0.05"][b.min(4) as usize].into()
+            }
+            Tone::NoLogprob => "no log-prob".into(),
+        }
+    }
+
+    /// The tones a legend shows for a mode.
+    pub fn legend(mode: ColorMode) -> Vec<Tone> {
+        match mode {
+            ColorMode::Provenance => {
+                let mut v: Vec<Tone> = Source::ALL.iter().map(|&s| Tone::Context(s)).collect();
+                v.extend([Tone::Policy, Tone::Evaluator, Tone::AfterClosure]);
+                v
+            }
+            ColorMode::Claims => vec![
+                Tone::ThisDraw,
+                Tone::Claimed,
+                Tone::Unclaimed,
+                Tone::LeftOut,
+                Tone::Excluded,
+                Tone::Context(Source::Context),
+            ],
+            ColorMode::Logprob => {
+                let mut v: Vec<Tone> = (0..5).map(Tone::Heat).collect();
+                v.extend([Tone::NoLogprob, Tone::Context(Source::Context)]);
+                v
+            }
+        }
+    }
+}
+
+/// A request's root-to-output path, laid out by token position (tokens stay in the tree).
+#[derive(Clone, Debug)]
+pub struct PathView {
+    /// The request whose path this is.
+    pub request: u32,
+    /// Path nodes in order, with the position of their first token.
+    pub segments: Vec<(NodeId, u64)>,
+    /// Number of tokens (`|I| + |O|`).
+    pub len: u64,
+}
+
+impl PathView {
+    /// The path of request `request`.
+    pub fn new(exec: &Execution, request: u32) -> PathView {
+        let r = &exec.requests[request as usize];
+        let mut pos = 0u64;
+        let segments = exec
+            .tree
+            .path_nodes(r.output_node)
+            .into_iter()
+            .map(|n| {
+                let start = pos;
+                pos += exec.tree.nodes[n as usize].len as u64;
+                (n, start)
+            })
+            .collect();
+        PathView {
+            request,
+            segments,
+            len: pos,
+        }
+    }
+
+    /// The node and in-node index of path position `pos`.
+    pub fn locate(&self, pos: u64) -> Option<(NodeId, u32)> {
+        if pos >= self.len {
+            return None;
+        }
+        let i = self.segments.partition_point(|&(_, s)| s <= pos) - 1;
+        let (n, start) = self.segments[i];
+        Some((n, (pos - start) as u32))
+    }
+
+    /// Token ids of positions `range` (clamped to the path).
+    pub fn tokens(&self, exec: &Execution, range: std::ops::Range<u64>) -> Vec<u32> {
+        let end = range.end.min(self.len);
+        let mut out = Vec::with_capacity(end.saturating_sub(range.start) as usize);
+        let mut pos = range.start;
+        while pos < end {
+            let Some((n, i)) = self.locate(pos) else {
+                break;
+            };
+            let toks = exec.tree.node_tokens(n);
+            let take = ((toks.len() as u64 - i as u64).min(end - pos)) as usize;
+            out.extend_from_slice(&toks[i as usize..i as usize + take]);
+            pos += take as u64;
+        }
+        out
+    }
+}
+
+/// Everything needed to judge the tokens of one execution.
+#[derive(Clone, Copy)]
+pub struct ExecView<'a> {
+    /// The execution.
+    pub exec: &'a Execution,
+    /// Its scoring outcome.
+    pub outcome: &'a Outcome,
+    /// Its admission.
+    pub admission: &'a Admission,
+}
+
+impl<'a> ExecView<'a> {
+    /// Execution `i` of a processed batch.
+    pub fn new(exec: &'a Execution, results: &'a Results, i: usize) -> Self {
+        ExecView {
+            exec,
+            outcome: &results.outcomes[i],
+            admission: &results.admissions[i],
+        }
+    }
+
+    /// The engine's reason for token `i` of node `n` at replay step `step` (`None` = final).
+    pub fn reason(&self, n: NodeId, i: u32, step: Option<u32>) -> Reason {
+        token_reason(self.exec, self.outcome, self.admission, n, i, step)
+    }
+
+    /// Tone of token `i` of node `n` under `mode` at replay step `step` (`None` = final).
+    pub fn tone(&self, n: NodeId, i: u32, mode: ColorMode, step: Option<u32>) -> Tone {
+        let identity = self.exec.identity(n, i);
+        match (mode, identity) {
+            (_, TokenIdentity::Context { source, .. }) => Tone::Context(source),
+            (ColorMode::Provenance, TokenIdentity::Output { request, .. }) => {
+                let r = &self.exec.requests[request as usize];
+                if r.after_closure {
+                    Tone::AfterClosure
+                } else if r.actor == Actor::Evaluator {
+                    Tone::Evaluator
+                } else {
+                    Tone::Policy
+                }
+            }
+            (ColorMode::Logprob, TokenIdentity::Output { request, offset }) => {
+                match self.exec.requests[request as usize].logprob(offset) {
+                    Some(lp) => Tone::Heat(heat_bucket(lp)),
+                    None => Tone::NoLogprob,
+                }
+            }
+            (ColorMode::Claims, TokenIdentity::Output { .. }) => match self.reason(n, i, step) {
+                Reason::Claimed { draw, .. } if step == Some(draw) => Tone::ThisDraw,
+                Reason::Claimed { .. } => Tone::Claimed,
+                Reason::NotYetClaimed => Tone::Unclaimed,
+                Reason::LeftOutJmax | Reason::LeftOutClass => Tone::LeftOut,
+                Reason::Excluded(_) | Reason::Dummy => Tone::Excluded,
+                Reason::EvaluatorOutput => Tone::Evaluator,
+                Reason::AfterClosure => Tone::AfterClosure,
+                Reason::Context(s) => Tone::Context(s),
+            },
+        }
+    }
+}
+
+/// Heat bucket of a log-prob: 0 for p ≥ 0.9 … 4 for p < 0.05.
+pub fn heat_bucket(logprob: f64) -> u8 {
+    let p = logprob.exp();
+    match p {
+        p if p >= 0.9 => 0,
+        p if p >= 0.5 => 1,
+        p if p >= 0.2 => 2,
+        p if p >= 0.05 => 3,
+        _ => 4,
+    }
+}

@@ -1,0 +1,160 @@
+//! `gyre show`: a path as text in the terminal, each token coloured as the inspector colours it
+//! (ANSI; plain text when colour is off), or as runs of tokens with their reasons.
+
+use std::fmt::Write as _;
+
+use crate::engine::provenance::Reason;
+use crate::paint::{ColorMode, ExecView, PathView, Tone};
+use crate::text::{TokenText, sanitize};
+
+/// How to print.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ShowOptions {
+    /// What colours tokens.
+    pub mode: ColorMode,
+    /// Replay step (`None` = the admitted state).
+    pub step: Option<u32>,
+    /// Mark token boundaries with `│`.
+    pub boundaries: bool,
+    /// Write ANSI colours.
+    pub color: bool,
+}
+
+/// ANSI SGR sequence of a tone (the inspector uses the same hues).
+pub fn ansi(tone: Tone) -> &'static str {
+    use crate::engine::record::Source::*;
+    match tone {
+        Tone::Context(System) => "\x1b[34m",
+        Tone::Context(User) => "\x1b[36m",
+        Tone::Context(Tool) => "\x1b[33m",
+        Tone::Context(Assistant) => "\x1b[35m",
+        Tone::Context(Critique) => "\x1b[38;5;174m",
+        Tone::Context(Summary) => "\x1b[38;5;141m",
+        Tone::Context(Template) => "\x1b[90m",
+        Tone::Context(Context) => "\x1b[2m",
+        Tone::Policy => "\x1b[1;92m",
+        Tone::Evaluator => "\x1b[91m",
+        Tone::AfterClosure => "\x1b[9;90m",
+        Tone::ThisDraw => "\x1b[1;30;102m",
+        Tone::Claimed => "\x1b[32m",
+        Tone::Unclaimed => "\x1b[97m",
+        Tone::LeftOut => "\x1b[38;5;208m",
+        Tone::Excluded => "\x1b[9;31m",
+        Tone::Heat(0) => "\x1b[38;5;46m",
+        Tone::Heat(1) => "\x1b[38;5;154m",
+        Tone::Heat(2) => "\x1b[38;5;220m",
+        Tone::Heat(3) => "\x1b[38;5;208m",
+        Tone::Heat(_) => "\x1b[38;5;196m",
+        Tone::NoLogprob => "\x1b[4;37m",
+    }
+}
+
+const RESET: &str = "\x1b[0m";
+
+/// The legend line of a mode.
+pub fn legend(mode: ColorMode, color: bool) -> String {
+    let mut s = format!("colour: {} ·", mode.name());
+    for tone in Tone::legend(mode) {
+        if color {
+            let _ = write!(s, " {}{}{RESET}", ansi(tone), tone.label());
+        } else {
+            let _ = write!(s, " {}", tone.label());
+        }
+    }
+    s
+}
+
+/// The path as text, coloured token by token. Newlines in tokens stay line breaks (shown as a
+/// dim `⏎` when colouring); everything else a terminal could interpret is sanitised.
+pub fn render_text(
+    view: &ExecView,
+    path: &PathView,
+    text: &TokenText,
+    opts: ShowOptions,
+) -> String {
+    let ids = path.tokens(view.exec, 0..path.len);
+    let pieces = text.display_pieces(&ids);
+    let mut out = String::with_capacity(ids.len() * 8);
+    let mut current: Option<Tone> = None;
+    for (pos, piece) in pieces.iter().enumerate() {
+        let (n, i) = path.locate(pos as u64).expect("position inside the path");
+        if opts.boundaries && pos > 0 {
+            if opts.color {
+                out.push_str(RESET);
+                out.push_str("\x1b[90m│");
+                current = None;
+            } else {
+                out.push('│');
+            }
+        }
+        if opts.color {
+            let tone = view.tone(n, i, opts.mode, opts.step);
+            if current != Some(tone) {
+                out.push_str(RESET);
+                out.push_str(ansi(tone));
+                current = Some(tone);
+            }
+        }
+        for (k, line) in piece.split('\n').enumerate() {
+            if k > 0 {
+                if opts.color {
+                    out.push_str("\x1b[2m⏎");
+                    out.push_str(RESET);
+                    current = None;
+                }
+                out.push('\n');
+                if opts.color {
+                    let tone = view.tone(n, i, opts.mode, opts.step);
+                    out.push_str(ansi(tone));
+                    current = Some(tone);
+                }
+            }
+            out.push_str(&sanitize(line));
+        }
+    }
+    if opts.color {
+        out.push_str(RESET);
+    }
+    out.push('\n');
+    out
+}
+
+/// The path as runs of consecutive tokens sharing a reason: `pos len reason text`. One line per
+/// run, text sanitised and cut to fit — the scriptable audit.
+pub fn render_runs(
+    view: &ExecView,
+    path: &PathView,
+    text: &TokenText,
+    step: Option<u32>,
+) -> String {
+    let mut out = format!("{:>8} {:>7}  {:<40} text\n", "pos", "len", "reason");
+    let mut run: Option<(u64, Reason, Vec<u32>)> = None;
+    let flush = |run: (u64, Reason, Vec<u32>), out: &mut String| {
+        let (start, reason, ids) = run;
+        let shown: String = sanitize(&text.decode(&ids)).chars().take(80).collect();
+        let _ = writeln!(
+            out,
+            "{start:>8} {:>7}  {:<40} {shown}",
+            ids.len(),
+            reason.to_string()
+        );
+    };
+    for &(n, start) in &path.segments {
+        for (i, &id) in view.exec.tree.node_tokens(n).iter().enumerate() {
+            let reason = view.reason(n, i as u32, step);
+            match &mut run {
+                Some((_, r, ids)) if *r == reason => ids.push(id),
+                _ => {
+                    if let Some(done) = run.take() {
+                        flush(done, &mut out);
+                    }
+                    run = Some((start + i as u64, reason, vec![id]));
+                }
+            }
+        }
+    }
+    if let Some(done) = run {
+        flush(done, &mut out);
+    }
+    out
+}

@@ -1,0 +1,171 @@
+//! Making arbitrary text safe to write to a terminal.
+//!
+//! Token text comes from recordings, i.e. from models and tool outputs: it can hold escape
+//! sequences that recolour, move the cursor, retitle the window or worse, and invisible
+//! characters (bidi overrides, zero-width spaces, tag characters) that make the screen lie about
+//! what the tokens say. Everything gyre writes to a terminal goes through [`sanitize`].
+
+use std::borrow::Cow;
+
+/// Returns `s` with every character that a terminal would interpret, or that would be invisible,
+/// replaced by a visible glyph. Text without such characters is returned borrowed (no copy).
+///
+/// Replacements:
+/// - ESC → `␛`, `\n` → `⏎`, `\t` → `⇥`, `\r` → `␍`, DEL → `␡`, other C0 controls → their
+///   Unicode control picture (`\0` → `␀`, BEL → `␇`, …);
+/// - C1 controls (U+0080–U+009F, which some terminals treat like ESC sequences) → `⟨U+009B⟩`;
+/// - bidi controls and invisible format characters → a short name: `⟨RLO⟩`, `⟨LRI⟩`, `⟨ZWSP⟩`,
+///   `⟨BOM⟩`, `⟨SHY⟩`, `⟨LSEP⟩`…; Unicode tag characters (U+E0000–U+E007F, used to hide text) and
+///   other invisible code points → `⟨U+E0041⟩`;
+/// - ZERO WIDTH JOINER is kept between two pictographs (it builds emoji such as 👩‍💻) and shown
+///   as `⟨ZWJ⟩` anywhere else.
+///
+/// Callers that want line structure split on `'\n'` first and sanitise each line.
+pub fn sanitize(s: &str) -> Cow<'_, str> {
+    let Some((first_byte, _)) = s.char_indices().find(|&(i, c)| needs_escape(s, i, c)) else {
+        return Cow::Borrowed(s);
+    };
+    let mut out = String::with_capacity(s.len() + 16);
+    out.push_str(&s[..first_byte]);
+    for (i, c) in s[first_byte..].char_indices() {
+        let i = i + first_byte;
+        if needs_escape(s, i, c) {
+            push_visible(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Whether the character `c` at byte `i` of `s` must be replaced.
+fn needs_escape(s: &str, i: usize, c: char) -> bool {
+    match c {
+        '\u{200D}' => !joins_pictographs(s, i),
+        _ => (c as u32) < 0x20 || ('\u{7F}'..='\u{9F}').contains(&c) || name_of(c).is_some(),
+    }
+}
+
+/// A ZWJ at byte `i` sits between two pictographic characters (an emoji sequence, possibly
+/// with a variation selector or skin-tone modifier before the joiner).
+fn joins_pictographs(s: &str, i: usize) -> bool {
+    let before = s[..i]
+        .chars()
+        .rev()
+        .find(|c| !matches!(c, '\u{FE0F}' | '\u{1F3FB}'..='\u{1F3FF}'));
+    let after = s[i + '\u{200D}'.len_utf8()..].chars().next();
+    before.is_some_and(is_pictograph) && after.is_some_and(is_pictograph)
+}
+
+fn is_pictograph(c: char) -> bool {
+    matches!(c, '\u{2600}'..='\u{27BF}' | '\u{2B00}'..='\u{2BFF}' | '\u{1F000}'..='\u{1FAFF}')
+}
+
+/// Short names for invisible characters; `Some("")` means "show as `⟨U+XXXX⟩`".
+fn name_of(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\u{00AD}' => "SHY",
+        '\u{061C}' => "ALM",
+        '\u{180E}' => "MVS",
+        '\u{200B}' => "ZWSP",
+        '\u{200C}' => "ZWNJ",
+        '\u{200D}' => "ZWJ",
+        '\u{200E}' => "LRM",
+        '\u{200F}' => "RLM",
+        '\u{2028}' => "LSEP",
+        '\u{2029}' => "PSEP",
+        '\u{202A}' => "LRE",
+        '\u{202B}' => "RLE",
+        '\u{202C}' => "PDF",
+        '\u{202D}' => "LRO",
+        '\u{202E}' => "RLO",
+        '\u{2060}' => "WJ",
+        '\u{2066}' => "LRI",
+        '\u{2067}' => "RLI",
+        '\u{2068}' => "FSI",
+        '\u{2069}' => "PDI",
+        '\u{FEFF}' => "BOM",
+        '\u{2061}'..='\u{2064}' | '\u{206A}'..='\u{206F}' | '\u{FFF9}'..='\u{FFFB}' => "",
+        '\u{E0000}'..='\u{E007F}' => "",
+        _ => return None,
+    })
+}
+
+fn push_visible(out: &mut String, c: char) {
+    match c {
+        '\u{1B}' => out.push('␛'),
+        '\n' => out.push('⏎'),
+        '\t' => out.push('⇥'),
+        '\r' => out.push('␍'),
+        '\u{7F}' => out.push('␡'),
+        // U+2400..U+241F are the control pictures for U+0000..U+001F, in order.
+        c if (c as u32) < 0x20 => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('�')),
+        c => match name_of(c) {
+            Some(name) if !name.is_empty() => {
+                out.push('⟨');
+                out.push_str(name);
+                out.push('⟩');
+            }
+            _ => {
+                use std::fmt::Write;
+                let _ = write!(out, "⟨U+{:04X}⟩", c as u32);
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_borrowed() {
+        let s = "fn main() { println!(\"héllo 你好 👩‍💻\"); }";
+        assert!(matches!(sanitize(s), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn controls_become_glyphs() {
+        assert_eq!(sanitize("a\nb\tc\rd"), "a⏎b⇥c␍d");
+        assert_eq!(sanitize("\u{1b}[31mred\u{1b}[0m"), "␛[31mred␛[0m");
+        assert_eq!(sanitize("\0\u{7}\u{7f}"), "␀␇␡");
+        assert_eq!(sanitize("x\u{9b}31m"), "x⟨U+009B⟩31m");
+        assert_eq!(sanitize("\u{1b}]0;title\u{7}"), "␛]0;title␇");
+    }
+
+    #[test]
+    fn nothing_raw_survives() {
+        let all: String = (0u32..0x110000).filter_map(char::from_u32).collect();
+        let out = sanitize(&all);
+        for c in out.chars() {
+            assert!(
+                !(c as u32 <= 0x1f || (0x7f..=0x9f).contains(&(c as u32))),
+                "raw control {c:?} survived"
+            );
+            assert!(
+                !('\u{202A}'..='\u{202E}').contains(&c),
+                "bidi {c:?} survived"
+            );
+            assert!(
+                !('\u{E0000}'..='\u{E007F}').contains(&c),
+                "tag {c:?} survived"
+            );
+        }
+    }
+
+    #[test]
+    fn invisible_characters_are_named() {
+        assert_eq!(sanitize("abc\u{202E}fed"), "abc⟨RLO⟩fed");
+        assert_eq!(sanitize("a\u{200B}b\u{FEFF}"), "a⟨ZWSP⟩b⟨BOM⟩");
+        assert_eq!(sanitize("\u{2066}x\u{2069}"), "⟨LRI⟩x⟨PDI⟩");
+        assert_eq!(sanitize("hi\u{E0041}"), "hi⟨U+E0041⟩");
+    }
+
+    #[test]
+    fn zwj_kept_only_inside_emoji_sequences() {
+        assert_eq!(sanitize("👩‍💻"), "👩‍💻");
+        assert_eq!(sanitize("👍🏽\u{200D}🔥"), "👍🏽\u{200D}🔥");
+        assert_eq!(sanitize("a\u{200D}b"), "a⟨ZWJ⟩b");
+        assert_eq!(sanitize("\u{200D}"), "⟨ZWJ⟩");
+    }
+}
