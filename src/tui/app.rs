@@ -771,28 +771,22 @@ impl App {
 
     /// Visible tree rows (display paths), as the tree widget shows them.
     pub fn tree_rows(&self) -> Vec<Vec<u32>> {
-        let mut out = Vec::new();
-        for (k, &root) in self.rtree.roots.iter().enumerate() {
-            let header = vec![HEADER_BASE + k as u32];
-            out.push(header.clone());
-            if self.opened.contains(&header) {
-                self.push_chain(root, &header, &mut out);
-            }
-        }
-        out
-    }
-
-    fn push_chain(&self, head: u32, prefix: &[u32], out: &mut Vec<Vec<u32>>) {
-        for r in self.rtree.chain(head) {
-            let mut p = prefix.to_vec();
-            p.push(r);
-            out.push(p.clone());
-            if self.opened.contains(&p) {
-                for &b in &self.rtree.places[r as usize].branches {
-                    self.push_chain(b, &p, out);
+        fn walk(d: &super::model::DNode, prefix: &mut Vec<u32>, opened: &HashSet<Vec<u32>>, out: &mut Vec<Vec<u32>>) {
+            prefix.push(d.id);
+            out.push(prefix.clone());
+            if !d.children.is_empty() && opened.contains(prefix.as_slice()) {
+                for c in &d.children {
+                    walk(c, prefix, opened, out);
                 }
             }
+            prefix.pop();
         }
+        let mut out = Vec::new();
+        let mut prefix = Vec::new();
+        for d in &self.rtree.display {
+            walk(d, &mut prefix, &self.opened, &mut out);
+        }
+        out
     }
 
     fn tree_command(&mut self, c: Command) {
@@ -839,11 +833,18 @@ impl App {
     }
 
     fn has_children(&self, p: &[u32]) -> bool {
-        match p.last() {
-            Some(&id) if id >= HEADER_BASE => true,
-            Some(&r) => !self.rtree.places[r as usize].branches.is_empty(),
-            None => false,
+        let mut level = &self.rtree.display;
+        let mut node = None;
+        for id in p {
+            match level.iter().find(|d| d.id == *id) {
+                Some(d) => {
+                    node = Some(d);
+                    level = &d.children;
+                }
+                None => return false,
+            }
         }
+        node.is_some_and(|d| !d.children.is_empty())
     }
 
     fn select_tree_path(&mut self, p: Vec<u32>) {

@@ -78,6 +78,17 @@ pub struct RequestTree {
     pub roots: Vec<u32>,
     /// Display path (identifiers from the top) per request.
     pub paths: Vec<Vec<u32>>,
+    /// The display tree: one item per chain header at the top.
+    pub display: Vec<DNode>,
+}
+
+/// An item of the display tree (a chain header or a request).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DNode {
+    /// Request index, or `HEADER_BASE + k` for the k-th root chain.
+    pub id: u32,
+    /// Items nested under it.
+    pub children: Vec<DNode>,
 }
 
 /// Identifiers at or above this are chain headers, not requests.
@@ -124,7 +135,8 @@ impl RequestTree {
                 above = tree.nodes[above as usize].parent;
             }
             let (link, parent) = if let Some(of) = retry_of {
-                (Link::Retry { of }, Some(of))
+                // Beside the earlier sample, under the request both continue.
+                (Link::Retry { of }, places[of as usize].parent)
             } else if above == ROOT {
                 (root_link(exec, i, &places), None)
             } else {
@@ -160,28 +172,56 @@ impl RequestTree {
                 branches: Vec::new(),
             });
         }
+        // Children per request; the one with the largest subtree is the line shown flat.
         let mut roots = Vec::new();
-        for i in 0..n {
-            match places[i].parent {
+        let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (i, place) in places.iter().enumerate() {
+            match place.parent {
                 None => roots.push(i as u32),
-                Some(p) => {
-                    let p = p as usize;
-                    if places[i].link == Link::Continue && places[p].primary.is_none() {
-                        places[p].primary = Some(i as u32);
-                    } else {
-                        places[p].branches.push(i as u32);
-                    }
-                }
+                Some(p) => children[p as usize].push(i as u32),
             }
+        }
+        let mut size = vec![1usize; n];
+        for i in (0..n).rev() {
+            if let Some(p) = places[i].parent {
+                size[p as usize] += size[i];
+            }
+        }
+        for (i, kids) in children.into_iter().enumerate() {
+            let primary = kids
+                .iter()
+                .copied()
+                .max_by_key(|&c| (size[c as usize], std::cmp::Reverse(c)));
+            places[i].primary = primary;
+            places[i].branches = kids.into_iter().filter(|&c| Some(c) != primary).collect();
         }
         let mut t = RequestTree {
             places,
             roots,
             paths: vec![Vec::new(); n],
+            display: Vec::new(),
         };
-        for (k, &root) in t.roots.clone().iter().enumerate() {
-            t.assign_paths(root, vec![HEADER_BASE + k as u32]);
+        let display: Vec<DNode> = t
+            .roots
+            .iter()
+            .enumerate()
+            .map(|(k, &root)| DNode {
+                id: HEADER_BASE + k as u32,
+                children: t.chain_items(root),
+            })
+            .collect();
+        let mut stack: Vec<(&DNode, Vec<u32>)> = display.iter().map(|d| (d, vec![d.id])).collect();
+        while let Some((d, p)) = stack.pop() {
+            if d.id < HEADER_BASE {
+                t.paths[d.id as usize] = p.clone();
+            }
+            for c in &d.children {
+                let mut q = p.clone();
+                q.push(c.id);
+                stack.push((c, q));
+            }
         }
+        t.display = display;
         t
     }
 
@@ -196,19 +236,38 @@ impl RequestTree {
         out
     }
 
-    fn assign_paths(&mut self, head: u32, prefix: Vec<u32>) {
-        // Explicit work list: branches nest, chains stay flat.
-        let mut work = vec![(head, prefix)];
-        while let Some((head, prefix)) = work.pop() {
-            for r in self.chain(head) {
-                let mut p = prefix.clone();
-                p.push(r);
-                for &b in &self.places[r as usize].branches {
-                    work.push((b, p.clone()));
-                }
-                self.paths[r as usize] = p;
-            }
+    /// A chain shown flat: each request with its branches nested under it.
+    fn chain_items(&self, head: u32) -> Vec<DNode> {
+        self.chain(head)
+            .into_iter()
+            .map(|r| DNode {
+                id: r,
+                children: self.places[r as usize]
+                    .branches
+                    .iter()
+                    .map(|&b| self.branch_item(b))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// A branch: its head, with the head's own branches and then the rest of its chain below.
+    fn branch_item(&self, b: u32) -> DNode {
+        let mut children: Vec<DNode> = self.places[b as usize]
+            .branches
+            .iter()
+            .map(|&bb| self.branch_item(bb))
+            .collect();
+        if let Some(next) = self.places[b as usize].primary {
+            children.extend(self.chain_items(next));
         }
+        DNode { id: b, children }
+    }
+
+    /// Requests in the subtree of a display item (itself included).
+    pub fn count(d: &DNode) -> usize {
+        let own = usize::from(d.id < HEADER_BASE);
+        own + d.children.iter().map(RequestTree::count).sum::<usize>()
     }
 }
 

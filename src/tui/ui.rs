@@ -22,7 +22,7 @@ use crate::engine::tree::NodeKind;
 
 use super::app::{App, Hit, Load, Overlay, Pane, jmax_text, priority_text};
 use super::keys::{self, BINDINGS};
-use super::model::{HEADER_BASE, Link};
+use super::model::{DNode, HEADER_BASE, Link, RequestTree};
 use super::text::sanitize;
 use crate::paint::{ColorMode, ExecView, Tone};
 use super::tokens::Layout;
@@ -196,7 +196,7 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
         .map(|&i| d.batch.executions[i].group().map_or(0, |g| g.to_string().trim_matches('"').chars().count()))
         .max()
         .unwrap_or(0)
-        .clamp(2, 8) as u16;
+        .clamp(5, 8) as u16;
     let table = Table::new(
         rows,
         [
@@ -294,59 +294,38 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
         }
         Line::from(spans)
     };
-    fn chain_items(
-        app: &App,
-        head: u32,
-        label: &dyn Fn(u32) -> Line<'static>,
-    ) -> Vec<TreeItem<'static, u32>> {
-        app.rtree
-            .chain(head)
-            .into_iter()
-            .map(|r| {
-                let children: Vec<TreeItem<'static, u32>> = app.rtree.places[r as usize]
-                    .branches
-                    .iter()
-                    .map(|&b| {
-                        let mut items = chain_items(app, b, label);
-                        // The branch head carries its own continuation below it.
-                        let head = items.remove(0);
-                        let mut kids: Vec<TreeItem<'static, u32>> = head.children().to_vec();
-                        kids.extend(items);
-                        TreeItem::new(b, label(b), kids).expect("unique ids")
-                    })
-                    .collect();
-                TreeItem::new(r, label(r), children).expect("unique ids")
-            })
-            .collect()
+    fn item(d: &DNode, label: &dyn Fn(u32) -> Line<'static>, header: &dyn Fn(&DNode) -> Line<'static>) -> TreeItem<'static, u32> {
+        let children: Vec<TreeItem<'static, u32>> = d.children.iter().map(|c| item(c, label, header)).collect();
+        let text = if d.id >= HEADER_BASE { header(d) } else { label(d.id) };
+        TreeItem::new(d.id, text, children).expect("unique ids")
     }
-    let items: Vec<TreeItem<'static, u32>> = app
-        .rtree
-        .roots
-        .iter()
-        .enumerate()
-        .map(|(k, &root)| {
-            let req = &exec.requests[root as usize];
-            let first = exec.tree.path_nodes(req.output_node).first().copied();
-            let ctx = first
-                .filter(|&n| exec.tree.nodes[n as usize].kind == NodeKind::Context)
-                .map(|n| exec.tree.nodes[n as usize].len)
-                .unwrap_or(0);
-            let what = match app.rtree.places[root as usize].link {
-                Link::SubAgent => format!("⟨sub-agent {} at the root⟩", sanitize(&req.agent)),
-                Link::Compaction => "⟨compacted context⟩ ⇢ compaction".to_string(),
-                Link::NewContext => "⟨new main context⟩".to_string(),
-                Link::Evaluator => "⟨evaluator context⟩".to_string(),
-                _ => format!("⟨{} context⟩", sanitize(&req.agent)),
-            };
-            let n = app.rtree.chain(root).len();
-            let header = Line::from(vec![
-                Span::styled(what, t.marker()),
-                Span::styled(format!(" {ctx} ctx tok · {n} turn{}", if n == 1 { "" } else { "s" }), t.dim()),
-            ]);
-            TreeItem::new(HEADER_BASE + k as u32, header, chain_items(app, root, &label))
-                .expect("unique ids")
-        })
-        .collect();
+    let header = |d: &DNode| -> Line<'static> {
+        let k = (d.id - HEADER_BASE) as usize;
+        let root = app.rtree.roots[k];
+        let req = &exec.requests[root as usize];
+        let what = match app.rtree.places[root as usize].link {
+            Link::SubAgent => format!("⟨sub-agent {} at the root⟩", sanitize(&req.agent)),
+            Link::Compaction => "⟨compacted context⟩ ⇢ compaction".to_string(),
+            Link::NewContext => "⟨new main context⟩".to_string(),
+            Link::Evaluator => "⟨evaluator context⟩".to_string(),
+            Link::Retry { of } => format!(
+                "⟨{} context⟩ ⑂ retry of {}",
+                sanitize(&req.agent),
+                sanitize(&exec.requests[of as usize].id)
+            ),
+            _ => format!("⟨{} context⟩", sanitize(&req.agent)),
+        };
+        let n = RequestTree::count(d);
+        Line::from(vec![
+            Span::styled(what, t.marker()),
+            Span::styled(
+                format!(" {} tok in · {n} request{}", req.input_len, if n == 1 { "" } else { "s" }),
+                t.dim(),
+            ),
+        ])
+    };
+    let items: Vec<TreeItem<'static, u32>> =
+        app.rtree.display.iter().map(|d| item(d, &label, &header)).collect();
     let focused = app.focus == Pane::Tree;
     let block = pane_block(
         app,
@@ -704,6 +683,12 @@ fn tokens(app: &App, area: Rect, buf: &mut Buffer) {
     }
 }
 
+/// A log-prob with its probability, e.g. `−0.4100 (p 0.66)`.
+fn logprob_text(l: f64) -> String {
+    let v = if l != 0.0 && l.abs() < 1e-3 { format!("{l:.2e}") } else { format!("{l:.4}") };
+    format!("{} (p {:.3})", v.replace('-', "−"), l.exp())
+}
+
 /// The why line of the token at `pos` of the current path.
 pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
     let Some(d) = &app.data else { return Vec::new() };
@@ -732,7 +717,7 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
                 format!(
                     " ({}, {who}, logprob {})",
                     sanitize(&r.agent),
-                    r.logprob(offset).map_or("none (reconstructed)".into(), |l| format!("{l:.3}").replace('-', "−"))
+                    r.logprob(offset).map_or("none (reconstructed)".into(), logprob_text)
                 ),
                 t.dim(),
             ));
