@@ -32,9 +32,17 @@ fn recording(path: &Path, tokens: usize) {
             .join(",")
     };
     for k in 0..turns {
-        let (input_n, output_n) = if k == 0 { (turn / 2, turn / 2) } else { (turn / 10, turn - turn / 10) };
+        let (input_n, output_n) = if k == 0 {
+            (turn / 2, turn / 2)
+        } else {
+            (turn / 10, turn - turn / 10)
+        };
         let lps = vec!["-0.25"; output_n].join(",");
-        let extends = if k == 0 { String::new() } else { format!(r#","extends":"r{}""#, k - 1) };
+        let extends = if k == 0 {
+            String::new()
+        } else {
+            format!(r#","extends":"r{}""#, k - 1)
+        };
         let source = if k == 0 { "system" } else { "tool" };
         writeln!(
             f,
@@ -53,7 +61,13 @@ fn app_for(tokens: usize) -> App {
     let p = dir.path().join("big.jsonl");
     recording(&p, tokens);
     let batch = load(&[p], &LoadOptions::default(), &|_, _| {}).unwrap();
-    let mut app = App::with_batch("bench", batch, Settings::default(), Theme { color: true }, (200, 60));
+    let mut app = App::with_batch(
+        "bench",
+        batch,
+        Settings::default(),
+        Theme { color: true },
+        (200, 60),
+    );
     app.focus = Pane::Tokens;
     app
 }
@@ -62,7 +76,11 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("frame_200x60");
     for (name, tokens) in [("path_1k", 1_000usize), ("path_1M", 1_000_000)] {
         let mut app = app_for(tokens);
-        assert!(app.path.len as usize >= tokens, "path has {} tokens", app.path.len);
+        assert!(
+            app.path.len as usize >= tokens,
+            "path has {} tokens",
+            app.path.len
+        );
         let mut term = Terminal::new(TestBackend::new(200, 60)).unwrap();
         // Cursor in the middle of the path: the worst place for anything that scans.
         app.step(Action::Cmd(Command::Home));

@@ -10,7 +10,10 @@ struct Tmux {
 
 impl Tmux {
     fn available() -> bool {
-        Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success())
+        Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
     }
 
     fn start(dir: &Path, cmd: &str) -> Tmux {
@@ -68,7 +71,11 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").arg("-S").arg(&self.socket).arg("kill-server").status();
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
     }
 }
 
@@ -80,7 +87,11 @@ fn wait_file(p: &Path) -> String {
                 return s;
             }
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "no {}", p.display());
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no {}",
+            p.display()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -88,7 +99,9 @@ fn wait_file(p: &Path) -> String {
 #[test]
 fn inspector_in_tmux_replays_exports_and_quits_with_0() {
     if !Tmux::available() {
-        eprintln!("SKIPPED: tmux is not installed (.ci/run installs it); the end-to-end test did not run");
+        eprintln!(
+            "SKIPPED: tmux is not installed (.ci/run installs it); the end-to-end test did not run"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -99,7 +112,10 @@ fn inspector_in_tmux_replays_exports_and_quits_with_0() {
         &format!("{bin} inspect example.jsonl --jmax 3; echo EXIT=$? > exit.txt; sleep 30"),
     );
     let s = t.wait_for("draw 3/3");
-    assert!(s.contains("J_max 3") && s.contains("? help") && s.contains("q quit"), "{s}");
+    assert!(
+        s.contains("J_max 3") && s.contains("? help") && s.contains("q quit"),
+        "{s}"
+    );
     t.keys(&["["]);
     t.wait_for("draw 2/3");
     t.keys(&["{"]);
@@ -128,13 +144,18 @@ fn inspector_in_tmux_replays_exports_and_quits_with_0() {
         .args(["admit", "example.jsonl", "--jmax", "4"])
         .output()
         .unwrap();
-    assert_eq!(std::fs::read(dir.path().join("admitted.jsonl")).unwrap(), out.stdout);
+    assert_eq!(
+        std::fs::read(dir.path().join("admitted.jsonl")).unwrap(),
+        out.stdout
+    );
 }
 
 #[test]
 fn invalid_input_shows_the_problem_and_exits_2() {
     if !Tmux::available() {
-        eprintln!("SKIPPED: tmux is not installed (.ci/run installs it); the end-to-end test did not run");
+        eprintln!(
+            "SKIPPED: tmux is not installed (.ci/run installs it); the end-to-end test did not run"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

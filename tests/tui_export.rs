@@ -21,12 +21,22 @@ fn export_writes_the_bytes_gyre_admit_writes() {
     let path = dir.path().join("admitted.jsonl");
     let written = std::fs::read(&path).expect("export written");
     let msg = app.message.clone().unwrap();
-    assert!(msg.contains("rows") && msg.contains("admitted.jsonl"), "{msg}");
+    assert!(
+        msg.contains("rows") && msg.contains("admitted.jsonl"),
+        "{msg}"
+    );
 
     let demo = dir.path().join("example.jsonl");
     std::fs::write(&demo, gyre::demo::RECORDING).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_gyre"))
-        .args(["admit", demo.to_str().unwrap(), "--seed", "2", "--jmax", "3"])
+        .args([
+            "admit",
+            demo.to_str().unwrap(),
+            "--seed",
+            "2",
+            "--jmax",
+            "3",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());

@@ -9,7 +9,10 @@ fn keys_md_matches_the_binding_table() {
         std::fs::write(path, &generated).unwrap();
     }
     let committed = std::fs::read_to_string(path).unwrap();
-    assert_eq!(committed, generated, "run GYRE_WRITE_KEYS=1 cargo test --test tui_keys");
+    assert_eq!(
+        committed, generated,
+        "run GYRE_WRITE_KEYS=1 cargo test --test tui_keys"
+    );
 }
 
 #[test]

@@ -8,7 +8,12 @@ use proptest::prelude::*;
 fn recording(ids: &[u32]) -> Vec<u8> {
     let n = ids.len();
     let (input, output) = ids.split_at(n / 2);
-    let join = |v: &[u32]| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let join = |v: &[u32]| {
+        v.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     format!(
         "{{\"kind\":\"request\",\"execution\":\"e\",\"id\":\"r\",\"input\":[{}],\"output\":[{}],\"logprobs\":[{}]}}\n",
         join(input),
@@ -85,6 +90,8 @@ proptest! {
 
 #[test]
 fn long_path_without_newlines_crosses_anchors() {
-    let ids: Vec<u32> = (0..(ANCHOR as u32 * 2 + 100)).map(|i| 5 + (i % 3)).collect();
+    let ids: Vec<u32> = (0..(ANCHOR as u32 * 2 + 100))
+        .map(|i| 5 + (i % 3))
+        .collect();
     check(ids, 37, 211);
 }

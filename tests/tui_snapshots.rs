@@ -57,9 +57,8 @@ fn replay_selects_the_drawn_leaf_and_colours_its_targets() {
     // That token is drawn bright green (target of the current draw).
     let buf = render(&app);
     let a = app.areas();
-    let found = (a.tokens.y..a.tokens.bottom()).any(|y| {
-        (a.tokens.x..a.tokens.right()).any(|x| buf[(x, y)].bg == Color::LightGreen)
-    });
+    let found = (a.tokens.y..a.tokens.bottom())
+        .any(|y| (a.tokens.x..a.tokens.right()).any(|x| buf[(x, y)].bg == Color::LightGreen));
     assert!(found, "a target of the current draw is highlighted");
 }
 
@@ -75,7 +74,13 @@ fn why_line_reports_context_sources_and_reasons() {
     let s = screen(&app);
     assert!(s.contains("context:system"), "{s}");
     assert!(s.contains("input token 0 of r1"));
-    insta::assert_snapshot!("why_context", s.lines().filter(|l| l.contains("id 1 ")).collect::<Vec<_>>().join("\n"));
+    insta::assert_snapshot!(
+        "why_context",
+        s.lines()
+            .filter(|l| l.contains("id 1 "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
 
 #[test]
@@ -96,7 +101,10 @@ fn colour_modes_cycle() {
 #[test]
 fn live_engine_settings_rerun() {
     let mut app = demo_app(160, 45, true);
-    cmds(&mut app, &[C::JmaxDown, C::JmaxDown, C::JmaxDown, C::JmaxDown]);
+    cmds(
+        &mut app,
+        &[C::JmaxDown, C::JmaxDown, C::JmaxDown, C::JmaxDown],
+    );
     assert_eq!(app.settings.jmax, 1);
     assert_eq!(app.draws(), 1);
     let s = screen(&app);
@@ -130,7 +138,11 @@ fn help_overlay_opens_and_escape_closes() {
     let s = screen(&app);
     insta::assert_snapshot!("help", s);
     for b in gyre::tui::keys::BINDINGS {
-        assert!(s.contains(b.help) || b.group == "Export", "help lists {:?}", b.command);
+        assert!(
+            s.contains(b.help) || b.group == "Export",
+            "help lists {:?}",
+            b.command
+        );
     }
     cmds(&mut app, &[C::Escape]);
     assert_eq!(app.overlay, Overlay::None);
@@ -195,12 +207,31 @@ fn tree_navigation_and_click() {
     let r1 = d.batch.executions[app.cur].request_index("r1").unwrap();
     assert_eq!(app.selected_request(), Some(r1));
     assert_eq!(app.path.request, r1);
-    // Click on the row below (r2) in the last render.
+    // r3 (a retry of r2) is nested under r1; r2 continues the line below it. Click r2.
     let _ = render(&app);
     let a = app.areas();
-    app.step(Action::Click(a.tree.x + 6, a.tree.y + 3));
-    let r2 = app.data.as_ref().unwrap().batch.executions[app.cur].request_index("r2").unwrap();
+    app.step(Action::Click(a.tree.x + 6, a.tree.y + 4));
+    let exec = &app.data.as_ref().unwrap().batch.executions[app.cur];
+    let (r2, r3) = (
+        exec.request_index("r2").unwrap(),
+        exec.request_index("r3").unwrap(),
+    );
     assert_eq!(app.selected_request(), Some(r2));
+    // Keys: up goes to r3, nested under r1.
+    cmds(&mut app, &[C::Up]);
+    assert_eq!(app.selected_request(), Some(r3));
+    assert_eq!(app.tree_sel.len(), 3);
+    // Left on a leaf goes to its parent; Left on an open parent closes it.
+    cmds(&mut app, &[C::Left]);
+    assert_eq!(app.selected_request(), Some(r1));
+    cmds(&mut app, &[C::Left]);
+    assert!(!app.opened.contains(&app.tree_sel));
+    cmds(&mut app, &[C::Down]);
+    assert_eq!(
+        app.selected_request(),
+        Some(r2),
+        "r3 hidden once r1 is closed"
+    );
 }
 
 #[test]
@@ -271,12 +302,16 @@ fn resize_relayouts() {
 #[test]
 fn token_text_never_writes_escape_sequences() {
     let mut app = demo_app(160, 45, true);
-    let vocab = (0..100).map(|id| format!("\x1b[31m{id}\x07\u{202e}\r\n\t")).collect();
+    let vocab = (0..100)
+        .map(|id| format!("\x1b[31m{id}\x07\u{202e}\r\n\t"))
+        .collect();
     app.step(Action::Text(gyre::text::TokenText::from_vocab(vocab)));
     let buf = render(&app);
     for c in buf.content() {
         assert!(
-            !c.symbol().chars().any(|ch| ch.is_control() || ch == '\u{202e}'),
+            !c.symbol()
+                .chars()
+                .any(|ch| ch.is_control() || ch == '\u{202e}'),
             "cell {:?} holds a control character",
             c.symbol()
         );

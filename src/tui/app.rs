@@ -17,9 +17,9 @@ use super::keys::Command;
 use super::layout::{Areas, areas};
 use super::model::{HEADER_BASE, RequestTree};
 use super::theme::Theme;
+use super::tokens::{Layout, PathIndex, RowStart};
 use crate::paint::ColorMode;
 use crate::text::TokenText;
-use super::tokens::{Layout, PathIndex, RowStart};
 
 /// Advantages as `gyre admit` computes them by default, so exports match byte for byte.
 pub const ADVANTAGE: AdvantageMode = AdvantageMode::DrGrpo;
@@ -305,10 +305,20 @@ impl App {
     pub fn new(label: impl Into<String>, settings: Settings, theme: Theme) -> Self {
         let mut priorities = vec![
             Class::DEFAULT_PRIORITY.to_vec(),
-            vec![Class::Main, Class::Sub, Class::MainSummary, Class::SubSummary],
+            vec![
+                Class::Main,
+                Class::Sub,
+                Class::MainSummary,
+                Class::SubSummary,
+            ],
             vec![Class::Main, Class::MainSummary],
             vec![Class::Main],
-            vec![Class::Sub, Class::SubSummary, Class::Main, Class::MainSummary],
+            vec![
+                Class::Sub,
+                Class::SubSummary,
+                Class::Main,
+                Class::MainSummary,
+            ],
         ];
         if !priorities.contains(&settings.priority) {
             priorities.insert(0, settings.priority.clone());
@@ -470,12 +480,8 @@ impl App {
                 let rb = r.outcomes[b].reward().unwrap_or(f64::NEG_INFINITY);
                 rb.total_cmp(&ra)
             }),
-            SortKey::Targets => {
-                rows.sort_by_key(|&i| std::cmp::Reverse(r.admissions[i].targets()))
-            }
-            SortKey::Draws => {
-                rows.sort_by_key(|&i| std::cmp::Reverse(r.admissions[i].draws.len()))
-            }
+            SortKey::Targets => rows.sort_by_key(|&i| std::cmp::Reverse(r.admissions[i].targets())),
+            SortKey::Draws => rows.sort_by_key(|&i| std::cmp::Reverse(r.admissions[i].draws.len())),
         }
         self.rows = rows;
         self.row = self.rows.iter().position(|&i| i == self.cur).unwrap_or(0);
@@ -605,11 +611,13 @@ impl App {
                 return;
             }
             (Overlay::Help(s), Command::Down | Command::PageDown) => {
-                self.overlay = Overlay::Help(s.saturating_add(if c == Command::Down { 1 } else { 10 }));
+                self.overlay =
+                    Overlay::Help(s.saturating_add(if c == Command::Down { 1 } else { 10 }));
                 return;
             }
             (Overlay::Help(s), Command::Up | Command::PageUp) => {
-                self.overlay = Overlay::Help(s.saturating_sub(if c == Command::Up { 1 } else { 10 }));
+                self.overlay =
+                    Overlay::Help(s.saturating_sub(if c == Command::Up { 1 } else { 10 }));
                 return;
             }
             (Overlay::Help(_), _) => return,
@@ -650,7 +658,11 @@ impl App {
                     .collect();
                 let i = order.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let n = order.len();
-                self.focus = order[if c == Command::FocusNext { (i + 1) % n } else { (i + n - 1) % n }];
+                self.focus = order[if c == Command::FocusNext {
+                    (i + 1) % n
+                } else {
+                    (i + n - 1) % n
+                }];
             }
             Command::DrawNext => self.set_step(self.step + 1),
             Command::DrawPrev => self.set_step(self.step.saturating_sub(1)),
@@ -688,7 +700,10 @@ impl App {
                     .position(|p| *p == self.settings.priority)
                     .map_or(0, |i| (i + 1) % self.priorities.len());
                 self.settings.priority = self.priorities[i].clone();
-                self.rerun(&format!("priority {}", priority_text(&self.settings.priority)));
+                self.rerun(&format!(
+                    "priority {}",
+                    priority_text(&self.settings.priority)
+                ));
             }
             Command::Sort => {
                 self.sort = self.sort.next();
@@ -771,7 +786,12 @@ impl App {
 
     /// Visible tree rows (display paths), as the tree widget shows them.
     pub fn tree_rows(&self) -> Vec<Vec<u32>> {
-        fn walk(d: &super::model::DNode, prefix: &mut Vec<u32>, opened: &HashSet<Vec<u32>>, out: &mut Vec<Vec<u32>>) {
+        fn walk(
+            d: &super::model::DNode,
+            prefix: &mut Vec<u32>,
+            opened: &HashSet<Vec<u32>>,
+            out: &mut Vec<Vec<u32>>,
+        ) {
             prefix.push(d.id);
             out.push(prefix.clone());
             if !d.children.is_empty() && opened.contains(prefix.as_slice()) {
@@ -877,7 +897,12 @@ impl App {
                 if matches!(c, Command::PageUp | Command::PageDown) {
                     let Some(d) = &self.data else { return };
                     let exec = &d.batch.executions[self.cur];
-                    let mut l = Layout::new(exec, &self.path, &self.text, a.tokens.width.saturating_sub(2));
+                    let mut l = Layout::new(
+                        exec,
+                        &self.path,
+                        &self.text,
+                        a.tokens.width.saturating_sub(2),
+                    );
                     self.top = l.move_rows(self.top, delta);
                 }
             }
@@ -902,7 +927,9 @@ impl App {
 
     /// The token `delta` rows below (above) the cursor, at about the same column.
     fn cursor_by_rows(&self, delta: i64) -> u64 {
-        let Some(d) = &self.data else { return self.cursor };
+        let Some(d) = &self.data else {
+            return self.cursor;
+        };
         let exec = &d.batch.executions[self.cur];
         let w = self.areas().tokens.width.saturating_sub(2);
         let mut l = Layout::new(exec, &self.path, &self.text, w);
@@ -914,10 +941,16 @@ impl App {
             .unwrap_or(0);
         let target = l.move_rows(row, delta);
         if target == row {
-            return if delta > 0 { self.cursor.max(self.last_pos_of_row(&mut l, row)) } else { self.cursor };
+            return if delta > 0 {
+                self.cursor.max(self.last_pos_of_row(&mut l, row))
+            } else {
+                self.cursor
+            };
         }
         let rows = l.rows(target, 1, true);
-        let Some(r) = rows.first() else { return self.cursor };
+        let Some(r) = rows.first() else {
+            return self.cursor;
+        };
         r.cells
             .iter()
             .rev()
@@ -994,7 +1027,9 @@ impl App {
     fn jump_to_branch(&mut self) {
         let Some(exec) = self.exec() else { return };
         let order = super::ui::assessment_order(exec);
-        let Some(&ai) = order.get(self.assess) else { return };
+        let Some(&ai) = order.get(self.assess) else {
+            return;
+        };
         let branch = exec.assessments[ai].record.branch.clone();
         let target = branch.as_deref().map(|b| exec.request_index(b));
         match (branch, target) {
@@ -1051,7 +1086,10 @@ impl App {
             }
         }
         if hits.is_empty() {
-            self.message = Some(format!("/{q}: no match in {} (request ids and this path)", exec.id));
+            self.message = Some(format!(
+                "/{q}: no match in {} (request ids and this path)",
+                exec.id
+            ));
             self.search = None;
             return;
         }
@@ -1076,7 +1114,11 @@ impl App {
             return;
         };
         let n = s.hits.len();
-        s.at = if forward { (s.at + 1) % n } else { (s.at + n - 1) % n };
+        s.at = if forward {
+            (s.at + 1) % n
+        } else {
+            (s.at + n - 1) % n
+        };
         self.goto_hit();
     }
 
@@ -1133,18 +1175,20 @@ impl App {
         } else {
             self.cwd.join(name)
         };
-        self.message = Some(match export::write_file(&d.batch, &d.results, &path, false) {
-            Ok(rows) => format!(
-                "exported {rows} rows ({} executions, B = {}) to {} · seed {} · J_max {} · priority {}",
-                d.batch.executions.len(),
-                d.results.batch_executions,
-                path.display(),
-                self.settings.seed,
-                jmax_text(self.settings.jmax),
-                priority_text(&self.settings.priority)
-            ),
-            Err(e) => format!("export failed: {e}"),
-        });
+        self.message = Some(
+            match export::write_file(&d.batch, &d.results, &path, false) {
+                Ok(rows) => format!(
+                    "exported {rows} rows ({} executions, B = {}) to {} · seed {} · J_max {} · priority {}",
+                    d.batch.executions.len(),
+                    d.results.batch_executions,
+                    path.display(),
+                    self.settings.seed,
+                    jmax_text(self.settings.jmax),
+                    priority_text(&self.settings.priority)
+                ),
+                Err(e) => format!("export failed: {e}"),
+            },
+        );
     }
 
     fn pane_at(&self, x: u16, y: u16) -> Option<Pane> {
@@ -1167,16 +1211,16 @@ impl App {
         if self.overlay != Overlay::None || self.data.is_none() {
             return;
         }
-        let Some(pane) = self.pane_at(x, y) else { return };
+        let Some(pane) = self.pane_at(x, y) else {
+            return;
+        };
         self.focus = pane;
         let a = self.areas();
         match pane {
-            Pane::Executions => {
-                // Border and header row above the first execution.
-                if y >= a.execs.y + 2 {
-                    let row = self.row_offset + (y - a.execs.y - 2) as usize;
-                    self.select_row(row);
-                }
+            // Border and header row above the first execution.
+            Pane::Executions if y >= a.execs.y + 2 => {
+                let row = self.row_offset + (y - a.execs.y - 2) as usize;
+                self.select_row(row);
             }
             Pane::Tree => {
                 let hit = self
@@ -1196,14 +1240,12 @@ impl App {
                     self.cursor = pos;
                 }
             }
-            Pane::Assessments => {
-                if y > a.assess.y {
-                    let i = (y - a.assess.y - 1) as usize;
-                    if let Some(exec) = self.exec() {
-                        let rows = super::ui::assessment_rows(exec);
-                        if let Some(Some(k)) = rows.get(i) {
-                            self.assess = *k;
-                        }
+            Pane::Assessments if y > a.assess.y => {
+                let i = (y - a.assess.y - 1) as usize;
+                if let Some(exec) = self.exec() {
+                    let rows = super::ui::assessment_rows(exec);
+                    if let Some(Some(k)) = rows.get(i) {
+                        self.assess = *k;
                     }
                 }
             }
@@ -1218,7 +1260,12 @@ impl App {
         let inner_x = x.checked_sub(a.tokens.x + 1)?;
         let inner_y = y.checked_sub(a.tokens.y + 1)? as usize;
         let exec = &d.batch.executions[self.cur];
-        let mut l = Layout::new(exec, &self.path, &self.text, a.tokens.width.saturating_sub(2));
+        let mut l = Layout::new(
+            exec,
+            &self.path,
+            &self.text,
+            a.tokens.width.saturating_sub(2),
+        );
         let rows = l.rows(self.top, inner_y + 1, true);
         let row = rows.get(inner_y)?;
         row.cells
@@ -1233,10 +1280,16 @@ impl App {
             return;
         }
         if let Overlay::Help(s) = self.overlay {
-            self.overlay = Overlay::Help(if down { s.saturating_add(3) } else { s.saturating_sub(3) });
+            self.overlay = Overlay::Help(if down {
+                s.saturating_add(3)
+            } else {
+                s.saturating_sub(3)
+            });
             return;
         }
-        let Some(pane) = self.pane_at(x, y) else { return };
+        let Some(pane) = self.pane_at(x, y) else {
+            return;
+        };
         let dir = if down { Command::Down } else { Command::Up };
         match pane {
             Pane::Tokens => {
@@ -1284,7 +1337,11 @@ fn scroll(v: u16, c: Command, page: u16) -> u16 {
 
 /// `J_max` as shown: a number, or `uncapped` for 0.
 pub fn jmax_text(j: u32) -> String {
-    if j == 0 { "uncapped".into() } else { j.to_string() }
+    if j == 0 {
+        "uncapped".into()
+    } else {
+        j.to_string()
+    }
 }
 
 /// A priority as `main>main-summary>…`.

@@ -36,7 +36,13 @@ fn syntaxes() -> &'static (SyntaxSet, SynTheme) {
         let theme = themes
             .themes
             .remove("base16-ocean.dark")
-            .unwrap_or_else(|| themes.themes.into_values().next().expect("syntect ships themes"));
+            .unwrap_or_else(|| {
+                themes
+                    .themes
+                    .into_values()
+                    .next()
+                    .expect("syntect ships themes")
+            });
         (ss, theme)
     })
 }
@@ -62,7 +68,11 @@ pub fn highlight(code: &str, ext: &str, theme: &Theme) -> Vec<Line<'static>> {
                         .map(|(s, text)| {
                             Span::styled(
                                 sanitize(text.trim_end_matches('\n')),
-                                Style::new().fg(Color::Rgb(s.foreground.r, s.foreground.g, s.foreground.b)),
+                                Style::new().fg(Color::Rgb(
+                                    s.foreground.r,
+                                    s.foreground.g,
+                                    s.foreground.b,
+                                )),
                             )
                         })
                         .collect::<Vec<_>>(),
@@ -104,7 +114,9 @@ fn payload(text: &str, theme: &Theme) -> Vec<Line<'static>> {
 /// The lines of the detail pane for the selected request.
 pub fn lines(app: &App) -> Vec<Line<'static>> {
     let t = &app.theme;
-    let Some(d) = &app.data else { return Vec::new() };
+    let Some(d) = &app.data else {
+        return Vec::new();
+    };
     let exec = &d.batch.executions[app.cur];
     let path = &app.path;
     let Some(r) = exec.requests.get(path.request as usize) else {
@@ -129,7 +141,10 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                 r.input_len,
                 r.matched,
                 r.output_len,
-                r.finish.as_deref().map(|f| format!(" · finish {}", sanitize(f))).unwrap_or_default(),
+                r.finish
+                    .as_deref()
+                    .map(|f| format!(" · finish {}", sanitize(f)))
+                    .unwrap_or_default(),
                 r.t.map(|x| format!(" · t {x}s")).unwrap_or_default()
             ),
             t.dim(),
@@ -143,7 +158,10 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         let why = match &place.link {
             Link::Root => "first request of the main agent's context".to_string(),
             Link::SubAgent => "sub-agent: its own context, branching at the root".to_string(),
-            Link::Compaction => "compaction: a new context with the summary put back (branch at the root)".to_string(),
+            Link::Compaction => {
+                "compaction: a new context with the summary put back (branch at the root)"
+                    .to_string()
+            }
             Link::NewContext => "a new main-agent context (branch at the root)".to_string(),
             Link::Evaluator => "evaluator request: its context branches at the root".to_string(),
             Link::Continue => "continues the request above".to_string(),
@@ -161,7 +179,10 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         out.push(Line::styled(why, t.marker()));
     }
     if r.after_closure {
-        out.push(Line::styled("recorded after the closure: shown, never scored or admitted", t.bad()));
+        out.push(Line::styled(
+            "recorded after the closure: shown, never scored or admitted",
+            t.bad(),
+        ));
     }
     // Tool calls made by the output.
     let input_len = r.input_len as u64;
@@ -171,10 +192,19 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         for c in &r.tool_calls {
             out.push(Line::from(vec![
                 Span::styled(format!("▸ {}", sanitize(&c.id)), t.key()),
-                Span::raw(format!(" {}", c.name.as_deref().map(sanitize).unwrap_or_default())),
+                Span::raw(format!(
+                    " {}",
+                    c.name.as_deref().map(sanitize).unwrap_or_default()
+                )),
                 Span::styled(format!("  output[{}..{}]", c.start, c.end), t.dim()),
             ]));
-            let text = text_of(app, exec, path, input_len + c.start as u64, input_len + c.end as u64);
+            let text = text_of(
+                app,
+                exec,
+                path,
+                input_len + c.start as u64,
+                input_len + c.end as u64,
+            );
             out.extend(payload(&text, t).into_iter().map(indent));
         }
     }
@@ -198,7 +228,11 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         for (a, b, call) in results {
             out.push(Line::from(vec![
                 Span::styled(
-                    format!("◂ result{}", call.map(|c| format!(" for {}", sanitize(&c))).unwrap_or_default()),
+                    format!(
+                        "◂ result{}",
+                        call.map(|c| format!(" for {}", sanitize(&c)))
+                            .unwrap_or_default()
+                    ),
                     t.key(),
                 ),
                 Span::styled(format!("  input[{a}..{b}]"), t.dim()),
@@ -243,7 +277,10 @@ pub fn sibling_diff(app: &App, exec: &Execution) -> Vec<Line<'static>> {
         }
     }
     let Some((k, parent, other)) = found else {
-        out.push(Line::styled("none: no other branch shares a prefix with this path", t.dim()));
+        out.push(Line::styled(
+            "none: no other branch shares a prefix with this path",
+            t.dim(),
+        ));
         return out;
     };
     // The first request whose path goes through the other child.
@@ -275,7 +312,10 @@ pub fn sibling_diff(app: &App, exec: &Execution) -> Vec<Line<'static>> {
         let pn = &tree.nodes[parent as usize];
         let owner = sanitize(&exec.requests[pn.owner as usize].id);
         match pn.kind {
-            NodeKind::Output => format!("inside {owner}'s output, after its token {}", pn.offset + pn.len),
+            NodeKind::Output => format!(
+                "inside {owner}'s output, after its token {}",
+                pn.offset + pn.len
+            ),
             _ => format!("in context first sent by {owner}"),
         }
     };
@@ -294,12 +334,18 @@ pub fn sibling_diff(app: &App, exec: &Execution) -> Vec<Line<'static>> {
         Line::from(vec![
             Span::styled(format!("{label:<10}"), t.key()),
             Span::styled(format!("{}{more}", sanitize(&text)), t.strong()),
-            Span::styled(format!("  ({} more tokens)", p.len.saturating_sub(common)), t.dim()),
+            Span::styled(
+                format!("  ({} more tokens)", p.len.saturating_sub(common)),
+                t.dim(),
+            ),
         ])
     };
     let this_id = sanitize(&exec.requests[path.request as usize].id);
     out.push(side(path, format!("this {this_id}")));
-    out.push(side(&other_path, format!("sibling {}", sanitize(&exec.requests[sib as usize].id))));
+    out.push(side(
+        &other_path,
+        format!("sibling {}", sanitize(&exec.requests[sib as usize].id)),
+    ));
     out
 }
 
@@ -307,7 +353,11 @@ pub fn sibling_diff(app: &App, exec: &Execution) -> Vec<Line<'static>> {
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let focused = app.focus == Pane::Detail;
     let block = Block::bordered()
-        .border_type(if focused { BorderType::Thick } else { BorderType::Plain })
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
         .border_style(app.theme.border(focused))
         .title(" Detail · tool calls · results · sibling diff ");
     Paragraph::new(lines(app))

@@ -116,7 +116,9 @@ impl Key {
         match self {
             Key::Char(c) => {
                 ev.code == KeyCode::Char(c)
-                    && !ev.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+                    && !ev
+                        .modifiers
+                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
             }
             Key::Ctrl(c) => {
                 ev.code == KeyCode::Char(c) && ev.modifiers.contains(KeyModifiers::CONTROL)
@@ -145,40 +147,244 @@ use Key::{Char as C, Code};
 
 /// The key bindings.
 pub const BINDINGS: &[Binding] = &[
-    Binding { keys: &[C('?')], command: Command::Help, group: "General", help: "help (this overlay)", hint: Some("help") },
-    Binding { keys: &[C('q'), Key::Ctrl('c')], command: Command::Quit, group: "General", help: "quit (exit status 0)", hint: Some("quit") },
-    Binding { keys: &[Code(KeyCode::Esc)], command: Command::Escape, group: "General", help: "close the overlay / clear the search", hint: None },
-    Binding { keys: &[Code(KeyCode::Tab)], command: Command::FocusNext, group: "General", help: "next pane (mouse: click a pane)", hint: Some("pane") },
-    Binding { keys: &[Code(KeyCode::BackTab)], command: Command::FocusPrev, group: "General", help: "previous pane", hint: None },
-    Binding { keys: &[C('k'), Code(KeyCode::Up)], command: Command::Up, group: "Move", help: "up (item, or token row)", hint: None },
-    Binding { keys: &[C('j'), Code(KeyCode::Down)], command: Command::Down, group: "Move", help: "down (item, or token row)", hint: None },
-    Binding { keys: &[C('h'), Code(KeyCode::Left)], command: Command::Left, group: "Move", help: "left: collapse (tree), previous token (tokens)", hint: None },
-    Binding { keys: &[C('l'), Code(KeyCode::Right)], command: Command::Right, group: "Move", help: "right: expand (tree), next token (tokens)", hint: None },
-    Binding { keys: &[Code(KeyCode::PageUp), Key::Ctrl('u')], command: Command::PageUp, group: "Move", help: "page up (mouse wheel scrolls)", hint: None },
-    Binding { keys: &[Code(KeyCode::PageDown), Key::Ctrl('d')], command: Command::PageDown, group: "Move", help: "page down", hint: None },
-    Binding { keys: &[C('g'), Code(KeyCode::Home)], command: Command::Home, group: "Move", help: "first item / token", hint: None },
-    Binding { keys: &[C('G'), Code(KeyCode::End)], command: Command::End, group: "Move", help: "last item / token", hint: None },
-    Binding { keys: &[Code(KeyCode::Enter)], command: Command::Enter, group: "Move", help: "open execution / toggle node / go to branch", hint: None },
-    Binding { keys: &[C('w')], command: Command::NextSegment, group: "Move", help: "tokens: next segment (node) of the path", hint: None },
-    Binding { keys: &[C('b')], command: Command::PrevSegment, group: "Move", help: "tokens: previous segment of the path", hint: None },
-    Binding { keys: &[C(']')], command: Command::DrawNext, group: "Replay", help: "one draw forward", hint: Some("draw") },
-    Binding { keys: &[C('[')], command: Command::DrawPrev, group: "Replay", help: "one draw back", hint: None },
-    Binding { keys: &[C('{')], command: Command::DrawFirst, group: "Replay", help: "draw 0/n: nothing claimed yet", hint: None },
-    Binding { keys: &[C('}')], command: Command::DrawLast, group: "Replay", help: "draw n/n: the admitted state", hint: Some("first/last") },
-    Binding { keys: &[C('s')], command: Command::SeedUp, group: "Engine (re-runs at once)", help: "seed + 1", hint: Some("seed") },
-    Binding { keys: &[C('S')], command: Command::SeedDown, group: "Engine (re-runs at once)", help: "seed − 1", hint: None },
-    Binding { keys: &[C('+'), C('=')], command: Command::JmaxUp, group: "Engine (re-runs at once)", help: "J_max + 1", hint: Some("J_max") },
-    Binding { keys: &[C('-')], command: Command::JmaxDown, group: "Engine (re-runs at once)", help: "J_max − 1 (below 1: uncapped)", hint: None },
-    Binding { keys: &[C('p')], command: Command::Priority, group: "Engine (re-runs at once)", help: "next class priority", hint: Some("priority") },
-    Binding { keys: &[C('c')], command: Command::Colour, group: "View", help: "colour tokens by: claims / logprob heat / provenance", hint: Some("colour") },
-    Binding { keys: &[C('B')], command: Command::Boundaries, group: "View", help: "token boundaries (alternating shade) on/off", hint: None },
-    Binding { keys: &[C('d')], command: Command::Detail, group: "View", help: "detail pane (tool calls, results, sibling diff) on/off", hint: Some("detail") },
-    Binding { keys: &[C('o')], command: Command::Sort, group: "View", help: "executions: next sort order", hint: Some("sort") },
-    Binding { keys: &[C('f')], command: Command::Filter, group: "View", help: "executions: next filter", hint: Some("filter") },
-    Binding { keys: &[C('/')], command: Command::Search, group: "Search", help: "search token text and request ids", hint: Some("search") },
-    Binding { keys: &[C('n')], command: Command::SearchNext, group: "Search", help: "next match", hint: None },
-    Binding { keys: &[C('N')], command: Command::SearchPrev, group: "Search", help: "previous match", hint: None },
-    Binding { keys: &[C('e')], command: Command::Export, group: "Export", help: "export the admitted set (as `gyre admit`)", hint: Some("export") },
+    Binding {
+        keys: &[C('?')],
+        command: Command::Help,
+        group: "General",
+        help: "help (this overlay)",
+        hint: Some("help"),
+    },
+    Binding {
+        keys: &[C('q'), Key::Ctrl('c')],
+        command: Command::Quit,
+        group: "General",
+        help: "quit (exit status 0)",
+        hint: Some("quit"),
+    },
+    Binding {
+        keys: &[Code(KeyCode::Esc)],
+        command: Command::Escape,
+        group: "General",
+        help: "close the overlay / clear the search",
+        hint: None,
+    },
+    Binding {
+        keys: &[Code(KeyCode::Tab)],
+        command: Command::FocusNext,
+        group: "General",
+        help: "next pane (mouse: click a pane)",
+        hint: Some("pane"),
+    },
+    Binding {
+        keys: &[Code(KeyCode::BackTab)],
+        command: Command::FocusPrev,
+        group: "General",
+        help: "previous pane",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('k'), Code(KeyCode::Up)],
+        command: Command::Up,
+        group: "Move",
+        help: "up (item, or token row)",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('j'), Code(KeyCode::Down)],
+        command: Command::Down,
+        group: "Move",
+        help: "down (item, or token row)",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('h'), Code(KeyCode::Left)],
+        command: Command::Left,
+        group: "Move",
+        help: "left: collapse (tree), previous token (tokens)",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('l'), Code(KeyCode::Right)],
+        command: Command::Right,
+        group: "Move",
+        help: "right: expand (tree), next token (tokens)",
+        hint: None,
+    },
+    Binding {
+        keys: &[Code(KeyCode::PageUp), Key::Ctrl('u')],
+        command: Command::PageUp,
+        group: "Move",
+        help: "page up (mouse wheel scrolls)",
+        hint: None,
+    },
+    Binding {
+        keys: &[Code(KeyCode::PageDown), Key::Ctrl('d')],
+        command: Command::PageDown,
+        group: "Move",
+        help: "page down",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('g'), Code(KeyCode::Home)],
+        command: Command::Home,
+        group: "Move",
+        help: "first item / token",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('G'), Code(KeyCode::End)],
+        command: Command::End,
+        group: "Move",
+        help: "last item / token",
+        hint: None,
+    },
+    Binding {
+        keys: &[Code(KeyCode::Enter)],
+        command: Command::Enter,
+        group: "Move",
+        help: "open execution / toggle node / go to branch",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('w')],
+        command: Command::NextSegment,
+        group: "Move",
+        help: "tokens: next segment (node) of the path",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('b')],
+        command: Command::PrevSegment,
+        group: "Move",
+        help: "tokens: previous segment of the path",
+        hint: None,
+    },
+    Binding {
+        keys: &[C(']')],
+        command: Command::DrawNext,
+        group: "Replay",
+        help: "one draw forward",
+        hint: Some("draw"),
+    },
+    Binding {
+        keys: &[C('[')],
+        command: Command::DrawPrev,
+        group: "Replay",
+        help: "one draw back",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('{')],
+        command: Command::DrawFirst,
+        group: "Replay",
+        help: "draw 0/n: nothing claimed yet",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('}')],
+        command: Command::DrawLast,
+        group: "Replay",
+        help: "draw n/n: the admitted state",
+        hint: Some("first/last"),
+    },
+    Binding {
+        keys: &[C('s')],
+        command: Command::SeedUp,
+        group: "Engine (re-runs at once)",
+        help: "seed + 1",
+        hint: Some("seed"),
+    },
+    Binding {
+        keys: &[C('S')],
+        command: Command::SeedDown,
+        group: "Engine (re-runs at once)",
+        help: "seed − 1",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('+'), C('=')],
+        command: Command::JmaxUp,
+        group: "Engine (re-runs at once)",
+        help: "J_max + 1",
+        hint: Some("J_max"),
+    },
+    Binding {
+        keys: &[C('-')],
+        command: Command::JmaxDown,
+        group: "Engine (re-runs at once)",
+        help: "J_max − 1 (below 1: uncapped)",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('p')],
+        command: Command::Priority,
+        group: "Engine (re-runs at once)",
+        help: "next class priority",
+        hint: Some("priority"),
+    },
+    Binding {
+        keys: &[C('c')],
+        command: Command::Colour,
+        group: "View",
+        help: "colour tokens by: claims / logprob heat / provenance",
+        hint: Some("colour"),
+    },
+    Binding {
+        keys: &[C('B')],
+        command: Command::Boundaries,
+        group: "View",
+        help: "token boundaries (alternating shade) on/off",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('d')],
+        command: Command::Detail,
+        group: "View",
+        help: "detail pane (tool calls, results, sibling diff) on/off",
+        hint: Some("detail"),
+    },
+    Binding {
+        keys: &[C('o')],
+        command: Command::Sort,
+        group: "View",
+        help: "executions: next sort order",
+        hint: Some("sort"),
+    },
+    Binding {
+        keys: &[C('f')],
+        command: Command::Filter,
+        group: "View",
+        help: "executions: next filter",
+        hint: Some("filter"),
+    },
+    Binding {
+        keys: &[C('/')],
+        command: Command::Search,
+        group: "Search",
+        help: "search token text and request ids",
+        hint: Some("search"),
+    },
+    Binding {
+        keys: &[C('n')],
+        command: Command::SearchNext,
+        group: "Search",
+        help: "next match",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('N')],
+        command: Command::SearchPrev,
+        group: "Search",
+        help: "previous match",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('e')],
+        command: Command::Export,
+        group: "Export",
+        help: "export the admitted set (as `gyre admit`)",
+        hint: Some("export"),
+    },
 ];
 
 /// The command bound to a key event, if any.
@@ -191,7 +397,11 @@ pub fn command_for(ev: &KeyEvent) -> Option<Command> {
 
 /// Keys of a binding, written for people (`k ↑`).
 pub fn keys_label(b: &Binding) -> String {
-    b.keys.iter().map(|k| k.label()).collect::<Vec<_>>().join(" ")
+    b.keys
+        .iter()
+        .map(|k| k.label())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The hint bar entries: (keys, label), `?` and `q` first.
@@ -227,7 +437,11 @@ pub fn markdown() -> String {
             s.push_str(&format!("\n## {group}\n\n| keys | action |\n|---|---|\n"));
         }
         let keys: Vec<String> = b.keys.iter().map(|k| format!("`{}`", k.label())).collect();
-        s.push_str(&format!("| {} | {} |\n", keys.join(" "), b.help.replace('|', "\\|")));
+        s.push_str(&format!(
+            "| {} | {} |\n",
+            keys.join(" "),
+            b.help.replace('|', "\\|")
+        ));
     }
     s.push_str(
         "\n## Mouse\n\nClick a pane to focus it, a row to select it, a token to put the cursor \

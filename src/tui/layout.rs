@@ -57,8 +57,7 @@ pub fn areas(size: (u16, u16), detail: bool) -> Areas {
     } else {
         [bottom, Rect::default()]
     };
-    let [tokens, why] =
-        Layout::vertical([Constraint::Fill(1), Constraint::Length(4)]).areas(left);
+    let [tokens, why] = Layout::vertical([Constraint::Fill(1), Constraint::Length(4)]).areas(left);
     Areas {
         title,
         execs,

@@ -106,7 +106,13 @@ fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
     };
     let loaded = match &opts.input {
         Input::Demo => load::load_bytes(DEMO.0, DEMO.1, &LoadOptions::default()),
-        Input::Files(files) => load::load(files, &LoadOptions { lenient: opts.lenient }, &progress),
+        Input::Files(files) => load::load(
+            files,
+            &LoadOptions {
+                lenient: opts.lenient,
+            },
+            &progress,
+        ),
     };
     match loaded {
         Ok(batch) => {
@@ -115,7 +121,9 @@ fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
                     let _ = tx.send(Action::Text(t));
                 }
                 Err(e) => {
-                    let _ = tx.send(Action::Message(format!("tokenizer: {e:#}; ids shown as ⟨id⟩")));
+                    let _ = tx.send(Action::Message(format!(
+                        "tokenizer: {e:#}; ids shown as ⟨id⟩"
+                    )));
                 }
             }
             let _ = tx.send(Action::Loaded(Ok(Box::new(batch))));

@@ -33,7 +33,10 @@ impl Theme {
             return Style::new().add_modifier(Modifier::REVERSED);
         }
         if focused {
-            Style::new().bg(Color::Blue).fg(Color::White).add_modifier(Modifier::BOLD)
+            Style::new()
+                .bg(Color::Blue)
+                .fg(Color::White)
+                .add_modifier(Modifier::BOLD)
         } else {
             Style::new().bg(Color::Indexed(238))
         }
@@ -51,7 +54,10 @@ impl Theme {
 
     /// Secondary text.
     pub fn dim(&self) -> Style {
-        self.pick(Style::new().fg(Color::DarkGray), Style::new().add_modifier(Modifier::DIM))
+        self.pick(
+            Style::new().fg(Color::DarkGray),
+            Style::new().add_modifier(Modifier::DIM),
+        )
     }
 
     /// Emphasis.
@@ -61,22 +67,34 @@ impl Theme {
 
     /// Good news (scored, valid, chosen).
     pub fn good(&self) -> Style {
-        self.pick(Style::new().fg(Color::Green), Style::new().add_modifier(Modifier::BOLD))
+        self.pick(
+            Style::new().fg(Color::Green),
+            Style::new().add_modifier(Modifier::BOLD),
+        )
     }
 
     /// Bad news (excluded, failed).
     pub fn bad(&self) -> Style {
-        self.pick(Style::new().fg(Color::Red), Style::new().add_modifier(Modifier::UNDERLINED))
+        self.pick(
+            Style::new().fg(Color::Red),
+            Style::new().add_modifier(Modifier::UNDERLINED),
+        )
     }
 
     /// Warnings (dummy, left out).
     pub fn warn(&self) -> Style {
-        self.pick(Style::new().fg(ORANGE), Style::new().add_modifier(Modifier::ITALIC))
+        self.pick(
+            Style::new().fg(ORANGE),
+            Style::new().add_modifier(Modifier::ITALIC),
+        )
     }
 
     /// Markers in the tree (branches).
     pub fn marker(&self) -> Style {
-        self.pick(Style::new().fg(Color::Magenta), Style::new().add_modifier(Modifier::ITALIC))
+        self.pick(
+            Style::new().fg(Color::Magenta),
+            Style::new().add_modifier(Modifier::ITALIC),
+        )
     }
 
     /// Key names in the hint bar and help.
@@ -90,7 +108,9 @@ impl Theme {
     /// The token under the cursor (added on top of its own style).
     pub fn cursor(&self, base: Style) -> Style {
         if self.color {
-            base.bg(Color::Yellow).fg(Color::Black).add_modifier(Modifier::BOLD)
+            base.bg(Color::Yellow)
+                .fg(Color::Black)
+                .add_modifier(Modifier::BOLD)
         } else {
             base.add_modifier(Modifier::REVERSED)
         }

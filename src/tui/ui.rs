@@ -24,8 +24,8 @@ use super::app::{App, Hit, Load, Overlay, Pane, jmax_text, priority_text};
 use super::keys::{self, BINDINGS};
 use super::model::{DNode, HEADER_BASE, Link, RequestTree};
 use super::text::sanitize;
-use crate::paint::{ColorMode, ExecView, Tone};
 use super::tokens::Layout;
+use crate::paint::{ColorMode, ExecView, Tone};
 
 /// Draws the whole screen.
 pub fn render(app: &App, f: &mut Frame<'_>) {
@@ -75,7 +75,10 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
                 Span::styled("/", app.theme.key()),
                 Span::raw(sanitize(q)),
                 Span::styled("█", app.theme.dim()),
-                Span::styled("   Enter search token text and request ids · Esc cancel", app.theme.dim()),
+                Span::styled(
+                    "   Enter search token text and request ids · Esc cancel",
+                    app.theme.dim(),
+                ),
             ]);
             Clear.render_ref(a.status, buf);
             Paragraph::new(line).render_ref(a.status, buf);
@@ -98,14 +101,21 @@ impl<W: ratatui::widgets::Widget> RenderRef for W {
 fn pane_block<'a>(app: &App, pane: Pane, title: impl Into<Line<'a>>) -> Block<'a> {
     let focused = app.focus == pane && app.overlay == Overlay::None;
     Block::bordered()
-        .border_type(if focused { BorderType::Thick } else { BorderType::Plain })
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
         .border_style(app.theme.border(focused))
         .title(title)
 }
 
 fn title(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    let mut spans = vec![Span::styled(" gyre ", t.strong().add_modifier(Modifier::REVERSED)), Span::raw(" ")];
+    let mut spans = vec![
+        Span::styled(" gyre ", t.strong().add_modifier(Modifier::REVERSED)),
+        Span::raw(" "),
+    ];
     spans.push(Span::raw(sanitize(&app.label)));
     if let Some(d) = &app.data {
         let s = &app.settings;
@@ -115,28 +125,55 @@ fn title(app: &App, area: Rect, buf: &mut Buffer) {
         ));
         spans.push(Span::raw(format!("seed {}", s.seed)));
         spans.push(Span::styled(" · ", t.dim()));
-        spans.push(Span::styled(format!("J_max {}", jmax_text(s.jmax)), t.strong()));
+        spans.push(Span::styled(
+            format!("J_max {}", jmax_text(s.jmax)),
+            t.strong(),
+        ));
         spans.push(Span::styled(" · ", t.dim()));
-        spans.push(Span::raw(format!("priority {}", priority_text(&s.priority))));
+        spans.push(Span::raw(format!(
+            "priority {}",
+            priority_text(&s.priority)
+        )));
         spans.push(Span::styled(" · ", t.dim()));
         let exec = &d.batch.executions[app.cur];
         spans.push(Span::raw(format!("{} ", sanitize(&exec.id))));
-        spans.push(Span::styled(format!("draw {}/{}", app.step, app.draws()), t.strong()));
-        spans.push(Span::styled(format!(" · tokens: {}", sanitize(&app.tokenizer)), t.dim()));
+        spans.push(Span::styled(
+            format!("draw {}/{}", app.step, app.draws()),
+            t.strong(),
+        ));
+        spans.push(Span::styled(
+            format!(" · tokens: {}", sanitize(&app.tokenizer)),
+            t.dim(),
+        ));
     }
     Paragraph::new(Line::from(spans)).render_ref(area, buf);
 }
 
 fn loading(app: &App, done: u64, total: u64, full: Rect, buf: &mut Buffer) {
     let area = centered(full, 60, 20);
-    let area = Rect { height: area.height.clamp(3, 5), ..area };
-    let ratio = if total == 0 { 0.0 } else { (done as f64 / total as f64).clamp(0.0, 1.0) };
+    let area = Rect {
+        height: area.height.clamp(3, 5),
+        ..area
+    };
+    let ratio = if total == 0 {
+        0.0
+    } else {
+        (done as f64 / total as f64).clamp(0.0, 1.0)
+    };
     Clear.render_ref(area, buf);
     Gauge::default()
         .block(Block::bordered().title(format!(" loading {} ", sanitize(&app.label))))
-        .gauge_style(if app.theme.color { Style::new().fg(ratatui::style::Color::Cyan) } else { Style::new().add_modifier(Modifier::REVERSED) })
+        .gauge_style(if app.theme.color {
+            Style::new().fg(ratatui::style::Color::Cyan)
+        } else {
+            Style::new().add_modifier(Modifier::REVERSED)
+        })
         .ratio(ratio)
-        .label(format!("{:.1} / {:.1} MB", done as f64 / 1e6, total as f64 / 1e6))
+        .label(format!(
+            "{:.1} / {:.1} MB",
+            done as f64 / 1e6,
+            total as f64 / 1e6
+        ))
         .render_ref(area, buf);
 }
 
@@ -172,7 +209,11 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
             };
             TRow::new(vec![
                 TCell::from(sanitize(&e.id)),
-                TCell::from(e.group().map(|g| sanitize(g.to_string().trim_matches('"'))).unwrap_or_default()),
+                TCell::from(
+                    e.group()
+                        .map(|g| sanitize(g.to_string().trim_matches('"')))
+                        .unwrap_or_default(),
+                ),
                 TCell::from(Span::styled(status, st)),
                 TCell::from(o.reward().map_or("—".into(), |r| format!("{r:.2}"))),
                 TCell::from(d.results.advantages[i].map_or("—".into(), |a| format!("{a:+.2}"))),
@@ -193,7 +234,11 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
     let group_w = app
         .rows
         .iter()
-        .map(|&i| d.batch.executions[i].group().map_or(0, |g| g.to_string().trim_matches('"').chars().count()))
+        .map(|&i| {
+            d.batch.executions[i]
+                .group()
+                .map_or(0, |g| g.to_string().trim_matches('"').chars().count())
+        })
         .max()
         .unwrap_or(0)
         .clamp(5, 8) as u16;
@@ -225,7 +270,11 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
     ));
     let mut state = TableState::default()
         .with_offset(app.row_offset)
-        .with_selected(if app.rows.is_empty() { None } else { Some(app.row) });
+        .with_selected(if app.rows.is_empty() {
+            None
+        } else {
+            Some(app.row)
+        });
     ratatui::widgets::StatefulWidget::render(table, area, buf, &mut state);
 }
 
@@ -236,7 +285,7 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let mut chosen: HashMap<u32, Vec<u32>> = HashMap::new();
     for (k, dr) in adm.draws.iter().enumerate() {
-        if k as u32 + 1 <= app.step {
+        if (k as u32) < app.step {
             chosen.entry(dr.chosen).or_default().push(k as u32 + 1);
         }
     }
@@ -254,13 +303,16 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
         let place = &app.rtree.places[r as usize];
         let id = |i: u32| sanitize(&exec.requests[i as usize].id);
         match &place.link {
-            Link::Retry { of } => spans.push(Span::styled(format!(" ⑂ retry of {} (same context)", id(*of)), t.marker())),
+            Link::Retry { of } => spans.push(Span::styled(
+                format!(" ↳ retry of {} (same context)", id(*of)),
+                t.marker(),
+            )),
             Link::Diverge { of, offset } => spans.push(Span::styled(
-                format!(" ⑂ diverges inside {}'s output at token {offset}", id(*of)),
+                format!(" ↳ diverges inside {}'s output at token {offset}", id(*of)),
                 t.marker(),
             )),
             Link::ContextBranch { other, .. } => spans.push(Span::styled(
-                format!(" ⑂ other context than {}", id(*other)),
+                format!(" ↳ other context than {}", id(*other)),
                 t.marker(),
             )),
             _ => {}
@@ -285,7 +337,10 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
                 purpose,
                 req.input_len,
                 req.output_len,
-                req.finish.as_deref().map(|f| format!(" {}", sanitize(f))).unwrap_or_default()
+                req.finish
+                    .as_deref()
+                    .map(|f| format!(" {}", sanitize(f)))
+                    .unwrap_or_default()
             ),
             t.dim(),
         ));
@@ -294,9 +349,18 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
         }
         Line::from(spans)
     };
-    fn item(d: &DNode, label: &dyn Fn(u32) -> Line<'static>, header: &dyn Fn(&DNode) -> Line<'static>) -> TreeItem<'static, u32> {
-        let children: Vec<TreeItem<'static, u32>> = d.children.iter().map(|c| item(c, label, header)).collect();
-        let text = if d.id >= HEADER_BASE { header(d) } else { label(d.id) };
+    fn item(
+        d: &DNode,
+        label: &dyn Fn(u32) -> Line<'static>,
+        header: &dyn Fn(&DNode) -> Line<'static>,
+    ) -> TreeItem<'static, u32> {
+        let children: Vec<TreeItem<'static, u32>> =
+            d.children.iter().map(|c| item(c, label, header)).collect();
+        let text = if d.id >= HEADER_BASE {
+            header(d)
+        } else {
+            label(d.id)
+        };
         TreeItem::new(d.id, text, children).expect("unique ids")
     }
     let header = |d: &DNode| -> Line<'static> {
@@ -309,7 +373,7 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
             Link::NewContext => "⟨new main context⟩".to_string(),
             Link::Evaluator => "⟨evaluator context⟩".to_string(),
             Link::Retry { of } => format!(
-                "⟨{} context⟩ ⑂ retry of {}",
+                "⟨{} context⟩ ↳ retry of {}",
                 sanitize(&req.agent),
                 sanitize(&exec.requests[of as usize].id)
             ),
@@ -319,20 +383,34 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
         Line::from(vec![
             Span::styled(what, t.marker()),
             Span::styled(
-                format!(" {} tok in · {n} request{}", req.input_len, if n == 1 { "" } else { "s" }),
+                format!(
+                    " {} tok in · {n} request{}",
+                    req.input_len,
+                    if n == 1 { "" } else { "s" }
+                ),
                 t.dim(),
             ),
         ])
     };
-    let items: Vec<TreeItem<'static, u32>> =
-        app.rtree.display.iter().map(|d| item(d, &label, &header)).collect();
+    let items: Vec<TreeItem<'static, u32>> = app
+        .rtree
+        .display
+        .iter()
+        .map(|d| item(d, &label, &header))
+        .collect();
     let focused = app.focus == Pane::Tree;
     let block = pane_block(
         app,
         Pane::Tree,
-        format!(" Tree · {} · {} requests ", sanitize(&exec.id), exec.requests.len()),
+        format!(
+            " Tree · {} · {} requests ",
+            sanitize(&exec.id),
+            exec.requests.len()
+        ),
     );
-    let Ok(widget) = Tree::new(&items) else { return };
+    let Ok(widget) = Tree::new(&items) else {
+        return;
+    };
     let widget = widget
         .block(block)
         .highlight_style(t.selected(focused))
@@ -343,7 +421,12 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
     for p in &app.opened {
         state.open(p.clone());
     }
-    let stale: Vec<Vec<u32>> = state.opened().iter().filter(|p| !app.opened.contains(*p)).cloned().collect();
+    let stale: Vec<Vec<u32>> = state
+        .opened()
+        .iter()
+        .filter(|p| !app.opened.contains(*p))
+        .cloned()
+        .collect();
     for p in stale {
         state.close(&p);
     }
@@ -365,15 +448,24 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
     let mut lines: Vec<Line> = Vec::new();
     lines.push(Line::from(vec![
         Span::styled(format!("draw {k}/{n}"), t.strong()),
-        Span::styled(format!(" · J_max {} · ", jmax_text(app.settings.jmax)), t.dim()),
+        Span::styled(
+            format!(" · J_max {} · ", jmax_text(app.settings.jmax)),
+            t.dim(),
+        ),
         Span::raw(format!("{} candidates", adm.candidates.len())),
     ]));
     match outcome {
         Outcome::Excluded(e) => {
-            lines.push(Line::styled(format!("excluded ({e}): no candidates drawn, nothing exported"), t.bad()));
+            lines.push(Line::styled(
+                format!("excluded ({e}): no candidates drawn, nothing exported"),
+                t.bad(),
+            ));
         }
         Outcome::Dummy => {
-            lines.push(Line::styled("dummy: one zero-reward placeholder, no targets, no draws", t.warn()));
+            lines.push(Line::styled(
+                "dummy: one zero-reward placeholder, no targets, no draws",
+                t.warn(),
+            ));
         }
         Outcome::Scored { .. } => {}
     }
@@ -389,17 +481,36 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
             Span::styled(dr.class.name(), t.strong()),
         ];
         if !higher.is_empty() {
-            head.push(Span::styled(format!(" ({} exhausted)", higher.join(", ")), t.dim()));
+            head.push(Span::styled(
+                format!(" ({} exhausted)", higher.join(", ")),
+                t.dim(),
+            ));
         }
-        head.push(Span::styled(format!(" · total weight {}", dr.total), t.dim()));
+        head.push(Span::styled(
+            format!(" · total weight {}", dr.total),
+            t.dim(),
+        ));
         lines.push(Line::from(head));
         for w in &dr.candidates {
             let chosen = w.request == dr.chosen && !preview;
             let req = &exec.requests[w.request as usize];
             let mut spans = vec![
-                Span::styled(if chosen { " ● " } else { " ○ " }, if chosen { t.good() } else { t.dim() }),
-                Span::styled(format!("{:<8}", id(w.request)), if chosen { t.good().add_modifier(Modifier::BOLD) } else { Style::new() }),
-                Span::styled(format!(" {:<12}", Class::of(&req.agent, req.purpose).name()), t.dim()),
+                Span::styled(
+                    if chosen { " ● " } else { " ○ " },
+                    if chosen { t.good() } else { t.dim() },
+                ),
+                Span::styled(
+                    format!("{:<8}", id(w.request)),
+                    if chosen {
+                        t.good().add_modifier(Modifier::BOLD)
+                    } else {
+                        Style::new()
+                    },
+                ),
+                Span::styled(
+                    format!(" {:<12}", Class::of(&req.agent, req.purpose).name()),
+                    t.dim(),
+                ),
                 Span::raw(format!(" w={:>6} p={:.2}", w.weight, dr.probability(w))),
             ];
             if chosen {
@@ -436,11 +547,25 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
             Stop::Exhausted => "stopped: no candidate has unclaimed tokens left",
             Stop::NotDrawn => "not drawn",
         };
-        lines.push(Line::styled(stop, if adm.stop == Stop::JmaxReached { t.warn() } else { t.dim() }));
+        lines.push(Line::styled(
+            stop,
+            if adm.stop == Stop::JmaxReached {
+                t.warn()
+            } else {
+                t.dim()
+            },
+        ));
     }
     Paragraph::new(lines)
         .scroll((app.replay_scroll, 0))
-        .block(pane_block(app, Pane::Replay, format!(" Replay · draw {k}/{n} · J_max {} ", jmax_text(app.settings.jmax))))
+        .block(pane_block(
+            app,
+            Pane::Replay,
+            format!(
+                " Replay · draw {k}/{n} · J_max {} ",
+                jmax_text(app.settings.jmax)
+            ),
+        ))
         .render_ref(area, buf);
 }
 
@@ -514,10 +639,17 @@ fn assessments(app: &App, area: Rect, buf: &mut Buffer) {
                 let a = &exec.assessments[i].record;
                 let v = &views[i];
                 if lines.last().is_some_and(|l| l.spans.is_empty()) {
-                    let closure = if v.matches_closure { " · closure's version" } else { " · not the closure's version" };
+                    let closure = if v.matches_closure {
+                        " · closure's version"
+                    } else {
+                        " · not the closure's version"
+                    };
                     let n = lines.len() - 1;
                     lines[n] = Line::from(vec![
-                        Span::styled(format!("{} v{}", json_text(&a.artifact), json_text(&a.version)), t.strong()),
+                        Span::styled(
+                            format!("{} v{}", json_text(&a.artifact), json_text(&a.version)),
+                            t.strong(),
+                        ),
                         Span::styled(closure, t.dim()),
                     ]);
                 }
@@ -536,12 +668,21 @@ fn assessments(app: &App, area: Rect, buf: &mut Buffer) {
                 }
                 spans.push(Span::raw(format!("  t={}s", a.t)));
                 spans.push(if v.in_budget {
-                    Span::styled(match budget { Some(b) => format!(" ≤ {b}s"), None => " (no budget)".into() }, t.dim())
+                    Span::styled(
+                        match budget {
+                            Some(b) => format!(" ≤ {b}s"),
+                            None => " (no budget)".into(),
+                        },
+                        t.dim(),
+                    )
                 } else {
                     Span::styled(format!(" > budget {}s", budget.unwrap_or(0.0)), t.warn())
                 });
                 if v.is_reward {
-                    spans.push(Span::styled(" ◀ reward", t.good().add_modifier(Modifier::BOLD)));
+                    spans.push(Span::styled(
+                        " ◀ reward",
+                        t.good().add_modifier(Modifier::BOLD),
+                    ));
                 } else if a.valid && v.matches_closure && v.in_budget {
                     spans.push(Span::styled(" (later than the reward)", t.dim()));
                 }
@@ -589,7 +730,10 @@ impl Looks<'_> {
         let output = exec.tree.nodes[n as usize].kind == NodeKind::Output;
         if self.mode == ColorMode::Claims && output {
             let (view, mode, step) = (self.view, self.mode, self.step);
-            *self.nodes.entry(n).or_insert_with(|| view.tone(n, i, mode, step))
+            *self
+                .nodes
+                .entry(n)
+                .or_insert_with(|| view.tone(n, i, mode, step))
         } else {
             self.view.tone(n, i, self.mode, self.step)
         }
@@ -685,13 +829,19 @@ fn tokens(app: &App, area: Rect, buf: &mut Buffer) {
 
 /// A log-prob with its probability, e.g. `−0.4100 (p 0.66)`.
 fn logprob_text(l: f64) -> String {
-    let v = if l != 0.0 && l.abs() < 1e-3 { format!("{l:.2e}") } else { format!("{l:.4}") };
+    let v = if l != 0.0 && l.abs() < 1e-3 {
+        format!("{l:.2e}")
+    } else {
+        format!("{l:.4}")
+    };
     format!("{} (p {:.3})", v.replace('-', "−"), l.exp())
 }
 
 /// The why line of the token at `pos` of the current path.
 pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
-    let Some(d) = &app.data else { return Vec::new() };
+    let Some(d) = &app.data else {
+        return Vec::new();
+    };
     let exec = &d.batch.executions[app.cur];
     let t = &app.theme;
     if pos >= app.path.len {
@@ -711,21 +861,39 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
     match exec.identity(n, i) {
         TokenIdentity::Output { request, offset } => {
             let r = &exec.requests[request as usize];
-            let who = if r.actor == Actor::Evaluator { "evaluator" } else { "policy" };
-            spans.push(Span::raw(format!("output token {offset} of {}", sanitize(&r.id))));
+            let who = if r.actor == Actor::Evaluator {
+                "evaluator"
+            } else {
+                "policy"
+            };
+            spans.push(Span::raw(format!(
+                "output token {offset} of {}",
+                sanitize(&r.id)
+            )));
             spans.push(Span::styled(
                 format!(
                     " ({}, {who}, logprob {})",
                     sanitize(&r.agent),
-                    r.logprob(offset).map_or("none (reconstructed)".into(), logprob_text)
+                    r.logprob(offset)
+                        .map_or("none (reconstructed)".into(), logprob_text)
                 ),
                 t.dim(),
             ));
         }
-        TokenIdentity::Context { request, offset, source } => {
+        TokenIdentity::Context {
+            request,
+            offset,
+            source,
+        } => {
             let r = &exec.requests[request as usize];
-            spans.push(Span::raw(format!("input token {offset} of {}", sanitize(&r.id))));
-            spans.push(Span::styled(format!(" (first seen there, span {source})"), t.dim()));
+            spans.push(Span::raw(format!(
+                "input token {offset} of {}",
+                sanitize(&r.id)
+            )));
+            spans.push(Span::styled(
+                format!(" (first seen there, span {source})"),
+                t.dim(),
+            ));
         }
     }
     spans.push(Span::raw(" · "));
@@ -769,7 +937,10 @@ fn legend(app: &App) -> Line<'static> {
 
 fn status(app: &App, area: Rect, buf: &mut Buffer) {
     let line = match &app.message {
-        Some(m) => Line::from(vec![Span::styled(format!(" {}", sanitize(m)), app.theme.strong())]),
+        Some(m) => Line::from(vec![Span::styled(
+            format!(" {}", sanitize(m)),
+            app.theme.strong(),
+        )]),
         None => legend(app),
     };
     Paragraph::new(line).render_ref(area, buf);
@@ -816,7 +987,10 @@ fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
     for b in BINDINGS {
         if b.group != group {
             group = b.group;
-            groups.push(vec![Line::styled(group, t.strong().add_modifier(Modifier::UNDERLINED))]);
+            groups.push(vec![Line::styled(
+                group,
+                t.strong().add_modifier(Modifier::UNDERLINED),
+            )]);
         }
         let last = groups.last_mut().expect("a group");
         last.push(Line::from(vec![
@@ -826,24 +1000,40 @@ fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
     }
     let total: usize = groups.iter().map(|g| g.len() + 1).sum();
     let mut left: Vec<Line> = vec![
-        Line::styled("gyre inspector: which tokens your policy is trained on, and why", t.strong()),
+        Line::styled(
+            "gyre inspector: which tokens your policy is trained on, and why",
+            t.strong(),
+        ),
         Line::default(),
     ];
     let mut right: Vec<Line> = vec![
-        Line::styled("Keys come from one table (docs/keys.md is generated from it)", t.dim()),
+        Line::styled(
+            "Keys come from one table (docs/keys.md is generated from it)",
+            t.dim(),
+        ),
         Line::default(),
     ];
     let two = area.width >= 100;
     let mut n = 0;
     for g in groups {
-        let col = if two && n >= total / 2 { &mut right } else { &mut left };
+        let col = if two && n >= total / 2 {
+            &mut right
+        } else {
+            &mut left
+        };
         n += g.len() + 1;
         col.extend(g);
         col.push(Line::default());
     }
     let tail = if two { &mut right } else { &mut left };
-    tail.push(Line::styled("Mouse: click a pane, a row or a token;", t.dim()));
-    tail.push(Line::styled("the wheel scrolls the pane under the pointer.", t.dim()));
+    tail.push(Line::styled(
+        "Mouse: click a pane, a row or a token;",
+        t.dim(),
+    ));
+    tail.push(Line::styled(
+        "the wheel scrolls the pane under the pointer.",
+        t.dim(),
+    ));
     tail.push(Line::styled("Esc or ? closes this overlay.", t.dim()));
     Clear.render_ref(area, buf);
     let block = Block::bordered()
@@ -852,18 +1042,24 @@ fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
     let inner = block.inner(area);
     block.render_ref(area, buf);
     if two {
-        let [l, r] = RLayout::horizontal([Constraint::Percentage(50), Constraint::Fill(1)]).areas(inner);
+        let [l, r] =
+            RLayout::horizontal([Constraint::Percentage(50), Constraint::Fill(1)]).areas(inner);
         Paragraph::new(left).scroll((scroll, 0)).render_ref(l, buf);
         Paragraph::new(right).scroll((scroll, 0)).render_ref(r, buf);
     } else {
-        Paragraph::new(left).scroll((scroll, 0)).render_ref(inner, buf);
+        Paragraph::new(left)
+            .scroll((scroll, 0))
+            .render_ref(inner, buf);
     }
 }
 
 fn export_prompt(app: &App, path: &str, full: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let area = centered(full, 70, 30);
-    let area = Rect { height: area.height.max(7), ..area };
+    let area = Rect {
+        height: area.height.max(7),
+        ..area
+    };
     let s = &app.settings;
     let lines = vec![
         Line::raw("Export the admitted set (gyre/admitted-1): the same bytes `gyre admit` writes"),
@@ -882,12 +1078,19 @@ fn export_prompt(app: &App, path: &str, full: Rect, buf: &mut Buffer) {
             Span::styled(sanitize(path), t.strong()),
             Span::styled("█", t.dim()),
         ]),
-        Line::styled(format!("in {}", sanitize(&app.cwd.display().to_string())), t.dim()),
+        Line::styled(
+            format!("in {}", sanitize(&app.cwd.display().to_string())),
+            t.dim(),
+        ),
         Line::styled("Enter writes (never overwrites) · Esc cancels", t.dim()),
     ];
     Clear.render_ref(area, buf);
     Paragraph::new(lines)
         .wrap(Wrap { trim: false })
-        .block(Block::bordered().border_type(BorderType::Double).title(" export "))
+        .block(
+            Block::bordered()
+                .border_type(BorderType::Double)
+                .title(" export "),
+        )
         .render_ref(area, buf);
 }

@@ -13,9 +13,19 @@ use ratatui::buffer::Buffer;
 
 /// The inspector on the bundled demo, at `w`×`h`.
 pub fn demo_app(w: u16, h: u16, color: bool) -> App {
-    let batch = load_bytes(gyre::demo::NAME, gyre::demo::RECORDING, &LoadOptions::default())
-        .expect("demo loads");
-    App::with_batch("demo: example.jsonl", batch, Settings::default(), Theme { color }, (w, h))
+    let batch = load_bytes(
+        gyre::demo::NAME,
+        gyre::demo::RECORDING,
+        &LoadOptions::default(),
+    )
+    .expect("demo loads");
+    App::with_batch(
+        "demo: example.jsonl",
+        batch,
+        Settings::default(),
+        Theme { color },
+        (w, h),
+    )
 }
 
 /// Renders the app into a buffer of its size.
