@@ -325,3 +325,28 @@ fn quit_sets_the_flag() {
     cmds(&mut app, &[C::Quit]);
     assert!(app.quit);
 }
+
+#[test]
+fn bundled_demo_opens_with_qwen3_text() {
+    let (name, bytes) = gyre::tui::DEMO;
+    let batch = gyre::engine::load::load_bytes(name, bytes, &Default::default()).unwrap();
+    let text = gyre::cli::token_text(None, &batch).expect("the demo names a bundled tokenizer");
+    assert_eq!(text.label(), "qwen3");
+    let mut app = gyre::tui::app::App::new(
+        "demo",
+        Default::default(),
+        gyre::tui::theme::Theme { color: true },
+    );
+    app.step(Action::Resize(200, 55));
+    app.step(Action::Text(text));
+    app.step(Action::Loaded(Ok(Box::new(batch))));
+    assert!(app.draws() > 1);
+    let s = screen(&app);
+    assert!(s.contains("tokens: qwen3"));
+    assert!(s.contains("<|im_start|>") || s.contains("<think>"), "{s}");
+    assert!(s.contains("sub-agent") && s.contains("compaction"), "{s}");
+    assert!(
+        s.contains("↳ retry of") && s.contains("diverges inside"),
+        "{s}"
+    );
+}

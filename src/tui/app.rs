@@ -1241,9 +1241,16 @@ impl App {
                 }
             }
             Pane::Assessments if y > a.assess.y => {
-                let i = (y - a.assess.y - 1) as usize;
                 if let Some(exec) = self.exec() {
                     let rows = super::ui::assessment_rows(exec);
+                    // The pane scrolls to keep the selection visible; undo that.
+                    let sel_line = rows
+                        .iter()
+                        .position(|r| *r == Some(self.assess))
+                        .unwrap_or(0)
+                        + usize::from(exec.assessments.is_empty());
+                    let scroll = super::ui::assessment_scroll(sel_line, a.assess.height) as usize;
+                    let i = (y - a.assess.y - 1) as usize + scroll;
                     if let Some(Some(k)) = rows.get(i) {
                         self.assess = *k;
                     }

@@ -116,35 +116,40 @@ fn title(app: &App, area: Rect, buf: &mut Buffer) {
         Span::styled(" gyre ", t.strong().add_modifier(Modifier::REVERSED)),
         Span::raw(" "),
     ];
-    spans.push(Span::raw(sanitize(&app.label)));
+    let sep = || Span::styled(" · ", t.dim());
+    // What must always be visible comes first: the draw shown and J_max.
     if let Some(d) = &app.data {
         let s = &app.settings;
-        spans.push(Span::styled(
-            format!(" · {} executions · ", d.batch.executions.len()),
-            t.dim(),
-        ));
-        spans.push(Span::raw(format!("seed {}", s.seed)));
-        spans.push(Span::styled(" · ", t.dim()));
-        spans.push(Span::styled(
-            format!("J_max {}", jmax_text(s.jmax)),
-            t.strong(),
-        ));
-        spans.push(Span::styled(" · ", t.dim()));
-        spans.push(Span::raw(format!(
-            "priority {}",
-            priority_text(&s.priority)
-        )));
-        spans.push(Span::styled(" · ", t.dim()));
         let exec = &d.batch.executions[app.cur];
         spans.push(Span::raw(format!("{} ", sanitize(&exec.id))));
         spans.push(Span::styled(
             format!("draw {}/{}", app.step, app.draws()),
             t.strong(),
         ));
+        spans.push(sep());
         spans.push(Span::styled(
-            format!(" · tokens: {}", sanitize(&app.tokenizer)),
+            format!("J_max {}", jmax_text(s.jmax)),
+            t.strong(),
+        ));
+        spans.push(sep());
+        spans.push(Span::raw(format!("seed {}", s.seed)));
+        spans.push(sep());
+        spans.push(Span::raw(format!(
+            "priority {}",
+            priority_text(&s.priority)
+        )));
+        spans.push(sep());
+        spans.push(Span::raw(sanitize(&app.label)));
+        spans.push(Span::styled(
+            format!(
+                " · {} executions · tokens: {}",
+                d.batch.executions.len(),
+                sanitize(&app.tokenizer)
+            ),
             t.dim(),
         ));
+    } else {
+        spans.push(Span::raw(sanitize(&app.label)));
     }
     Paragraph::new(Line::from(spans)).render_ref(area, buf);
 }
@@ -605,6 +610,12 @@ pub fn assessment_rows(exec: &Execution) -> Vec<Option<usize>> {
     rows
 }
 
+/// First line shown in the assessments pane so the selected line (`sel_line`) is visible.
+pub fn assessment_scroll(sel_line: usize, height: u16) -> u16 {
+    let inner_h = height.saturating_sub(2) as usize;
+    sel_line.saturating_sub(inner_h.saturating_sub(1)) as u16
+}
+
 fn json_text(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => sanitize(s),
@@ -702,8 +713,7 @@ fn assessments(app: &App, area: Rect, buf: &mut Buffer) {
             }
         }
     }
-    let inner_h = area.height.saturating_sub(2) as usize;
-    let scroll = sel_line.saturating_sub(inner_h.saturating_sub(1)) as u16;
+    let scroll = assessment_scroll(sel_line, area.height);
     let title = match outcome {
         Outcome::Scored { reward, .. } => format!(" Assessments · reward {reward:.2} "),
         Outcome::Dummy => " Assessments · dummy (no artifact) ".into(),
