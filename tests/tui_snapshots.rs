@@ -350,3 +350,36 @@ fn bundled_demo_opens_with_qwen3_text() {
         "{s}"
     );
 }
+
+#[test]
+fn loading_shows_a_gauge_and_q_still_quits() {
+    let mut app = gyre::tui::app::App::new(
+        "big.jsonl",
+        Default::default(),
+        gyre::tui::theme::Theme { color: true },
+    );
+    app.step(Action::Resize(100, 30));
+    app.step(Action::Progress(25_000_000, 100_000_000));
+    let s = screen(&app);
+    assert!(s.contains("loading big.jsonl"), "{s}");
+    assert!(s.contains("25.0 / 100.0 MB"), "{s}");
+    assert!(s.contains("? help"));
+    // Keys other than q do nothing yet; q quits.
+    cmds(&mut app, &[C::DrawPrev, C::Colour, C::Export]);
+    assert_eq!(app.overlay, Overlay::None);
+    cmds(&mut app, &[C::Quit]);
+    assert!(app.quit);
+}
+
+#[test]
+fn a_load_error_is_shown() {
+    let mut app = gyre::tui::app::App::new(
+        "bad.jsonl",
+        Default::default(),
+        gyre::tui::theme::Theme { color: false },
+    );
+    app.step(Action::Resize(100, 30));
+    app.step(Action::Loaded(Err("bad.jsonl:1: missing field `id`".into())));
+    let s = screen(&app);
+    assert!(s.contains("could not load") && s.contains("bad.jsonl:1"), "{s}");
+}

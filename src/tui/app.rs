@@ -294,6 +294,8 @@ pub enum Action {
     Progress(u64, u64),
     /// Loading finished.
     Loaded(Result<Box<Batch>, String>),
+    /// Loading finished and the engine already ran with the app's settings (off the UI thread).
+    Processed(Box<(Batch, Results)>),
     /// The tokenizer to show token text with.
     Text(TokenText),
     /// A message for the status line.
@@ -417,7 +419,19 @@ impl App {
                 }
             }
             Action::Loaded(Err(e)) => self.load = Load::Failed(e),
-            Action::Loaded(Ok(batch)) => self.loaded(*batch),
+            Action::Loaded(Ok(batch)) => {
+                let results = engine::process(&batch, &self.settings, ADVANTAGE);
+                self.loaded(*batch, results)
+            }
+            Action::Processed(b) => {
+                let (batch, results) = *b;
+                if results.settings == self.settings {
+                    self.loaded(batch, results)
+                } else {
+                    let results = engine::process(&batch, &self.settings, ADVANTAGE);
+                    self.loaded(batch, results)
+                }
+            }
             Action::Text(t) => {
                 self.tokenizer = t.label().to_string();
                 self.text = t;
@@ -440,8 +454,7 @@ impl App {
         }
     }
 
-    fn loaded(&mut self, batch: Batch) {
-        let results = engine::process(&batch, &self.settings, ADVANTAGE);
+    fn loaded(&mut self, batch: Batch, results: Results) {
         self.data = Some(Data { batch, results });
         self.load = Load::Ready;
         self.refilter();

@@ -126,7 +126,8 @@ fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
                     )));
                 }
             }
-            let _ = tx.send(Action::Loaded(Ok(Box::new(batch))));
+            let results = crate::engine::process(&batch, &opts.settings, app::ADVANTAGE);
+            let _ = tx.send(Action::Processed(Box::new((batch, results))));
         }
         Err(e) => {
             let _ = tx.send(Action::Loaded(Err(e.to_string())));

@@ -174,12 +174,27 @@ fn loading(app: &App, done: u64, total: u64, full: Rect, buf: &mut Buffer) {
             Style::new().add_modifier(Modifier::REVERSED)
         })
         .ratio(ratio)
-        .label(format!(
-            "{:.1} / {:.1} MB",
-            done as f64 / 1e6,
-            total as f64 / 1e6
-        ))
+        .label(if total > 0 && done >= total {
+            format!(
+                "{:.1} MB read · building trees, scoring, admitting…",
+                total as f64 / 1e6
+            )
+        } else {
+            format!("{:.1} / {:.1} MB", done as f64 / 1e6, total as f64 / 1e6)
+        })
         .render_ref(area, buf);
+    let hint = Rect {
+        y: area.bottom(),
+        height: 1,
+        ..area
+    };
+    if hint.bottom() <= full.bottom() {
+        Paragraph::new(Line::styled(
+            " the screen stays live: q quits",
+            app.theme.dim(),
+        ))
+        .render_ref(hint, buf);
+    }
 }
 
 /// Status word and reason of an execution.
