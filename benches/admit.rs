@@ -1,42 +1,36 @@
 //! Throughput and memory of `gyre admit` against a serde_json parse-only pass over the same file.
 //!
 //! Run: `cargo bench --bench admit` (GYRE_BENCH_MB sets the target size, default 120). The
-//! recording is generated once into `target/bench-data/` (full form: many executions, long
-//! growing contexts, compaction, sub-agents, retries), then:
+//! recording is written once into `target/bench-data/` by `gyre synth` (full form, Qwen3 tokens:
+//! many executions, contexts growing to 16k tokens, compaction, sub-agents, retries, critiques),
+//! then:
 //! - parse-only: every line through `serde_json::from_slice::<serde_json::Value>` (one thread),
 //!   and through `serde::de::IgnoredAny` (validation only, the cheapest serde_json pass);
 //! - `gyre admit FILE --out …` as a child process: wall time and peak RSS (getrusage).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use gyre::recgen::{self, GenOptions};
-
-fn data_file(target_mb: u64) -> PathBuf {
+/// Writes the recording with the `gyre synth` binary (in its own process, so the tokenizer it
+/// loads never inflates this process, whose image a spawned child briefly shares).
+fn data_file(bin: &Path, target_mb: u64) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("recording-{target_mb}mb.jsonl"));
+    let path = dir.join(format!("synth-{target_mb}mb.jsonl"));
     if !path.exists() {
         let t = Instant::now();
-        // ~1 MB per execution with these settings; scale executions to the target.
-        let opts = GenOptions {
-            executions: target_mb as usize,
-            turns: 60,
-            vocab: 151_000,
-            context: 6_000,
-            max_output: 300,
-            max_tool: 600,
-            group_size: 8,
-            seed: 1,
-        };
-        let tmp = path.with_extension("tmp");
-        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp).unwrap());
-        recgen::write_streaming(&opts, &mut w).unwrap();
-        drop(w);
-        std::fs::rename(&tmp, &path).unwrap();
+        // About 0.95 MB per execution with these settings; scale executions to the target.
+        let executions = (target_mb * 21).div_ceil(20).to_string();
+        let status = Command::new(bin)
+            .args(["synth", "--executions", &executions, "--turns", "24"])
+            .args(["--context", "16000", "--seed", "1", "--out"])
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(status.success(), "gyre synth failed");
         eprintln!(
             "generated {} in {:.1}s",
             path.display(),
@@ -84,19 +78,18 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(120);
-    let path = data_file(target_mb);
-    let size = std::fs::metadata(&path).unwrap().len() as f64;
-    let mb = size / 1e6;
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/gyre");
     let status = Command::new("cargo")
         .args(["build", "--release", "--quiet", "--bin", "gyre"])
         .status()
         .unwrap();
     assert!(status.success(), "cargo build --release failed");
+    let path = data_file(&bin, target_mb);
+    let size = std::fs::metadata(&path).unwrap().len() as f64;
+    let mb = size / 1e6;
     let out = std::env::temp_dir().join("gyre-bench-admitted.jsonl");
 
-    let value = parse_only::<serde_json::Value>(&path);
-    let ignored = parse_only::<serde::de::IgnoredAny>(&path);
+    // Children first: this process must stay small while they run (see `data_file`).
     let mut admit = f64::INFINITY;
     let mut rss_kb = 0;
     for _ in 0..3 {
@@ -112,6 +105,8 @@ fn main() {
         rss_kb = rss_kb.max(rss);
     }
     let rss_mb = rss_kb as f64 / 1024.0;
+    let value = parse_only::<serde_json::Value>(&path);
+    let ignored = parse_only::<serde::de::IgnoredAny>(&path);
     let out_mb = std::fs::metadata(&out).map_or(0.0, |m| m.len() as f64 / 1e6);
     std::fs::remove_file(&out).ok();
     println!("recording           {mb:.1} MB  ({})", path.display());

@@ -622,6 +622,7 @@ fn synth(options: &SynthOptions, out: &Path, force: bool) -> Result<ExitCode> {
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
+    export::publishable(tmp.as_file())?;
     if force {
         tmp.persist(out).map_err(|e| e.error)
     } else {

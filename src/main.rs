@@ -1,3 +1,19 @@
 fn main() -> std::process::ExitCode {
+    tune_allocator();
     gyre::cli::main()
 }
+
+/// glibc raises its mmap threshold after the first large free, after which every token array of
+/// a long request lands in the heap and fragments it; a fixed threshold returns them to the OS.
+/// A single arena keeps each parse worker from holding a fragmented heap of its own.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn tune_allocator() {
+    // SAFETY: mallopt only adjusts allocator parameters; called before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tune_allocator() {}

@@ -1,4 +1,4 @@
-//! Random gyre/1 recordings in token-id space, for property tests and benchmarks.
+//! Random gyre/1 recordings in token-id space, for property tests.
 //!
 //! Each execution is simulated as a harness would record it: a growing main conversation with
 //! tool calls and results, retries on the same context (some token-identical, continued by call
@@ -360,23 +360,6 @@ pub fn generate(opts: &GenOptions) -> Vec<GenExecution> {
         next_call: 0,
     };
     (0..opts.executions).map(|e| g.execution(e)).collect()
-}
-
-/// Generates executions one at a time into `out` (full form), for recordings too large to hold.
-pub fn write_streaming(opts: &GenOptions, out: &mut impl Write) -> io::Result<u64> {
-    let mut g = Gen {
-        rng: ChaCha8Rng::seed_from_u64(opts.seed),
-        opts: opts.clone(),
-        requests: Vec::new(),
-        next_req: 0,
-        next_call: 0,
-    };
-    let mut lines = 0;
-    for e in 0..opts.executions {
-        let exec = g.execution(e);
-        lines += write_execution(&exec, false, out)?;
-    }
-    Ok(lines)
 }
 
 /// Writes one execution's lines; with `delta`, each request extends the latest earlier request

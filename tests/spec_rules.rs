@@ -964,11 +964,11 @@ fn s4_timeout_with_a_valid_assessment_is_scored_normally() {
     assert_eq!(rows(&batch, &results)[0]["reward"], 0.5);
 }
 
-/// SPEC §4: the reward is "the score of the first valid assessment, in file order, whose
-/// artifact and version equal the closure's". The artifact state is named by artifact + version;
-/// `branch` is kept and shown, not matched (docs/decisions.md).
+/// SPEC §4: "Assessments of other versions or branches are kept and shown separately; they never
+/// overwrite each other." An assessment of another branch than the committed one is not the
+/// reward even with the closure's artifact and version (docs/decisions.md).
 #[test]
-fn s4_reward_matches_artifact_and_version_branch_is_shown() {
+fn s4_assessment_of_another_branch_is_not_the_reward() {
     let src = recording(&[
         rq("e1", "r1", &[1, 2], &[10]),
         rq("e1", "r2", &[1, 2], &[11]),
@@ -986,7 +986,7 @@ fn s4_reward_matches_artifact_and_version_branch_is_shown() {
         ),
     ]);
     let (batch, results) = run(&src, &uncapped());
-    assert_eq!(results.outcomes[0].reward(), Some(0.2));
+    assert_eq!(results.outcomes[0].reward(), Some(0.9));
     let branches: Vec<_> = batch.executions[0]
         .assessments
         .iter()

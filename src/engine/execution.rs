@@ -108,31 +108,55 @@ impl Request {
     }
 }
 
-/// Recorded behaviour log-probs, stored exactly but compactly: samplers compute them in
-/// float32, so most recordings hold values that a `f32` represents exactly.
+/// Recorded behaviour log-probs, stored exactly but compactly. Samplers compute them in float32,
+/// and loggers often round them to a few decimals; either form fits in 4 bytes per token without
+/// changing a single bit of the value read back.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Logprobs {
     /// Every value is exactly a float32.
     F32(Vec<f32>),
-    /// At least one value needs float64.
+    /// Every value is exactly `k / 10^decimals` for an integer `k` (the value a correctly
+    /// rounded parser reads from a decimal with that many places).
+    Decimal {
+        /// Decimal places.
+        decimals: u8,
+        /// The integers `k`.
+        scaled: Vec<i32>,
+    },
+    /// Anything else.
     F64(Vec<f64>),
 }
 
 impl Logprobs {
-    /// Stores `values` as float32 when that loses nothing.
+    /// Stores `values` in the smallest exact form.
     pub fn new(mut values: Vec<f64>) -> Self {
         if values.iter().all(|&v| (v as f32) as f64 == v) {
-            Logprobs::F32(values.iter().map(|&v| v as f32).collect())
-        } else {
-            values.shrink_to_fit();
-            Logprobs::F64(values)
+            return Logprobs::F32(values.iter().map(|&v| v as f32).collect());
         }
+        for decimals in 1..=8u8 {
+            let scale = 10f64.powi(decimals as i32);
+            let exact = |v: f64| {
+                let k = (v * scale).round();
+                k.abs() < i32::MAX as f64 && k / scale == v
+            };
+            if values.iter().all(|&v| exact(v)) {
+                return Logprobs::Decimal {
+                    decimals,
+                    scaled: values.iter().map(|&v| (v * scale).round() as i32).collect(),
+                };
+            }
+        }
+        values.shrink_to_fit();
+        Logprobs::F64(values)
     }
 
     /// Value `j`, exactly as recorded.
     pub fn get(&self, j: usize) -> f64 {
         match self {
             Logprobs::F32(v) => v[j] as f64,
+            Logprobs::Decimal { decimals, scaled } => {
+                scaled[j] as f64 / 10f64.powi(*decimals as i32)
+            }
             Logprobs::F64(v) => v[j],
         }
     }
@@ -141,6 +165,7 @@ impl Logprobs {
     pub fn len(&self) -> usize {
         match self {
             Logprobs::F32(v) => v.len(),
+            Logprobs::Decimal { scaled, .. } => scaled.len(),
             Logprobs::F64(v) => v.len(),
         }
     }
@@ -148,6 +173,38 @@ impl Logprobs {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Logprobs;
+
+    #[test]
+    fn logprobs_read_back_bit_for_bit() {
+        let cases: [&[f64]; 4] = [
+            &[-0.5, -0.25, -1.0],
+            &[-0.1234, -2.5, -0.0001, -13.0],
+            &[-0.412_014_544_010_162_35, -0.1],
+            &[-1e-300, -0.3],
+        ];
+        for values in cases {
+            let parsed: Vec<f64> = values
+                .iter()
+                .map(|v| format!("{v}").parse().unwrap())
+                .collect();
+            let lp = Logprobs::new(parsed.clone());
+            let back: Vec<f64> = (0..lp.len()).map(|j| lp.get(j)).collect();
+            assert_eq!(
+                back.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                parsed.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            );
+        }
+        assert!(matches!(Logprobs::new(vec![-0.5, -0.25]), Logprobs::F32(_)));
+        assert!(matches!(
+            Logprobs::new(vec![-0.1234, -0.1]),
+            Logprobs::Decimal { decimals: 4, .. }
+        ));
     }
 }
 

@@ -270,6 +270,19 @@ impl std::fmt::Display for ExportError {
 
 impl std::error::Error for ExportError {}
 
+/// Gives a temporary file (created private, 0600) the permissions of an ordinary new file before
+/// it is renamed into place.
+pub fn publishable(file: &std::fs::File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    #[cfg(not(unix))]
+    let _ = file;
+    Ok(())
+}
+
 /// Writes the rows to `path` atomically: a temporary file beside it, renamed into place, so a
 /// failure never leaves a partial file. Without `force`, an existing file is left alone.
 pub fn write_file(
@@ -294,6 +307,7 @@ pub fn write_file(
     let rows = write_rows(batch, results, &mut w).map_err(io_err)?;
     let tmp = w.into_inner().map_err(|e| io_err(e.into_error()))?;
     tmp.as_file().sync_all().map_err(io_err)?;
+    publishable(tmp.as_file()).map_err(io_err)?;
     if force {
         tmp.persist(path).map_err(|e| io_err(e.error))?;
     } else {

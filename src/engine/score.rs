@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use super::execution::Execution;
+use super::execution::{Assessment, Execution};
 
 /// Why an execution yields no trajectories.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,7 +67,7 @@ impl Outcome {
 /// How one assessment relates to the closure, for display.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AssessmentView {
-    /// Same artifact and version as the closure.
+    /// Of the state at closure: same artifact and version, not another branch.
     pub matches_closure: bool,
     /// `t ≤ execution.t + budget_s`.
     pub in_budget: bool,
@@ -80,19 +80,13 @@ pub fn score(exec: &Execution) -> Outcome {
     let Some(closure) = &exec.closure else {
         return Outcome::Excluded(Exclusion::Open);
     };
-    let Some(artifact) = &closure.record.artifact else {
+    if closure.record.artifact.is_none() {
         return Outcome::Dummy;
-    };
-    let version = closure.record.version.as_ref();
+    }
     exec.assessments
         .iter()
         .enumerate()
-        .find(|(_, a)| {
-            a.record.valid
-                && &a.record.artifact == artifact
-                && Some(&a.record.version) == version
-                && in_budget(exec, a.record.t)
-        })
+        .find(|(_, a)| a.record.valid && of_closure_state(exec, a) && in_budget(exec, a.record.t))
         .map_or(Outcome::Excluded(Exclusion::NoValidReward), |(i, a)| {
             Outcome::Scored {
                 reward: a.record.score.unwrap_or(0.0),
@@ -101,21 +95,33 @@ pub fn score(exec: &Execution) -> Outcome {
         })
 }
 
+/// Whether an assessment is of the artifact state available at closure: same artifact and
+/// version, and not of another branch (when both the assessment names its `branch` and the
+/// closure its `committed` request, they must agree).
+fn of_closure_state(exec: &Execution, a: &Assessment) -> bool {
+    let Some(c) = exec.closure.as_ref().map(|c| &c.record) else {
+        return false;
+    };
+    let same_branch = match (&a.record.branch, &c.committed) {
+        (Some(b), Some(committed)) => b == committed,
+        _ => true,
+    };
+    c.artifact.as_ref() == Some(&a.record.artifact)
+        && c.version.as_ref() == Some(&a.record.version)
+        && same_branch
+}
+
 fn in_budget(exec: &Execution, t: f64) -> bool {
     exec.budget().is_none_or(|b| t <= exec.start() + b)
 }
 
 /// Every assessment of `exec` with its relation to the closure and reward.
 pub fn assessment_views(exec: &Execution, outcome: &Outcome) -> Vec<AssessmentView> {
-    let closure = exec.closure.as_ref().map(|c| &c.record);
     exec.assessments
         .iter()
         .enumerate()
         .map(|(i, a)| AssessmentView {
-            matches_closure: closure.is_some_and(|c| {
-                c.artifact.as_ref() == Some(&a.record.artifact)
-                    && c.version.as_ref() == Some(&a.record.version)
-            }),
+            matches_closure: of_closure_state(exec, a),
             in_budget: in_budget(exec, a.record.t),
             is_reward: matches!(outcome, Outcome::Scored { assessment, .. } if *assessment == i),
         })

@@ -58,7 +58,8 @@ pub struct Stats {
     pub left_out_tokens: u64,
     /// Executions whose draws stopped at J_max.
     pub jmax_reached: u64,
-    /// Points inside an output where the tree branches (re-serialised or truncated content).
+    /// Points where a later input departs from a recorded output: branches strictly inside an
+    /// output, and harness-written `assistant` context beside an output it replaced.
     pub divergences_in_outputs: u64,
     /// Warnings raised while loading.
     pub warnings: u64,
@@ -129,6 +130,19 @@ pub fn stats(batch: &Batch, results: &Results) -> Stats {
                 NodeKind::Context => {
                     let req = &exec.requests[node.owner as usize];
                     count_sources(&mut s.tokens_by_source, req, node.offset, node.len);
+                    // Harness-written assistant content where a recorded output stands: the
+                    // output was re-rendered from its first token instead of restored.
+                    // (Beside a piece of a split output it is already counted above.)
+                    let parent = &exec.tree.nodes[node.parent as usize];
+                    let siblings = &parent.children;
+                    if parent.kind != NodeKind::Output
+                        && req.source_at(node.offset) == Source::Assistant
+                        && siblings
+                            .iter()
+                            .any(|&c| exec.tree.nodes[c as usize].kind == NodeKind::Output)
+                    {
+                        s.divergences_in_outputs += 1;
+                    }
                 }
             }
         }
