@@ -379,7 +379,12 @@ fn a_load_error_is_shown() {
         gyre::tui::theme::Theme { color: false },
     );
     app.step(Action::Resize(100, 30));
-    app.step(Action::Loaded(Err("bad.jsonl:1: missing field `id`".into())));
+    app.step(Action::Loaded(
+        Err("bad.jsonl:1: missing field `id`".into()),
+    ));
     let s = screen(&app);
-    assert!(s.contains("could not load") && s.contains("bad.jsonl:1"), "{s}");
+    assert!(
+        s.contains("could not load") && s.contains("bad.jsonl:1"),
+        "{s}"
+    );
 }

@@ -127,16 +127,36 @@ impl RequestTree {
                 .map(|&c| tree.nodes[c as usize].owner)
                 .filter(|&o| o < i)
                 .min();
-            // The nearest output above this request's own output.
+            // The nearest output above this request's own output; on the way, harness-written
+            // assistant context standing beside a recorded output means that output was
+            // re-rendered from its first token (the divergence `gyre stats` counts).
             let mut above = attach;
             let mut first_below = out;
+            let mut rerendered: Option<u32> = None;
             while above != ROOT && tree.nodes[above as usize].kind != NodeKind::Output {
+                let node = &tree.nodes[above as usize];
+                // (Beside a piece of a split output, the branch is inside that output instead.)
+                if rerendered.is_none()
+                    && tree.nodes[node.parent as usize].kind != NodeKind::Output
+                    && exec.requests[node.owner as usize].source_at(node.offset)
+                        == Source::Assistant
+                {
+                    rerendered = tree.nodes[node.parent as usize]
+                        .children
+                        .iter()
+                        .filter(|&&c| c != above && tree.nodes[c as usize].kind == NodeKind::Output)
+                        .map(|&c| tree.nodes[c as usize].owner)
+                        .filter(|&o| o < i)
+                        .min();
+                }
                 first_below = above;
-                above = tree.nodes[above as usize].parent;
+                above = node.parent;
             }
             let (link, parent) = if let Some(of) = retry_of {
                 // Beside the earlier sample, under the request both continue.
                 (Link::Retry { of }, places[of as usize].parent)
+            } else if let Some(of) = rerendered {
+                (Link::Diverge { of, offset: 0 }, Some(of))
             } else if above == ROOT {
                 (root_link(exec, i, &places), None)
             } else {
