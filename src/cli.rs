@@ -177,6 +177,22 @@ Same options and seed give the same bytes. .gz and .zst outputs are compressed."
         #[arg(long)]
         force: bool,
     },
+    /// Open the interactive inspector on recordings (`gyre` alone opens it on the bundled demo).
+    #[command(after_help = "\
+Examples:
+  gyre inspect runs.jsonl
+  gyre inspect a.jsonl b.jsonl.zst --seed 3 --jmax 0 --tokenizer qwen3
+
+Keys: ? help, q quit (docs/keys.md lists them all).")]
+    Inspect {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        admission: AdmissionArgs,
+        /// Tokenizer: a bundled name (qwen3) or a tokenizer.json path (default: the header's).
+        #[arg(long, value_name = "NAME|PATH")]
+        tokenizer: Option<String>,
+    },
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -295,7 +311,26 @@ fn is_broken_pipe(e: &color_eyre::Report) -> bool {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        // The inspector when a person is watching; the text demo for scripts and CI.
+        None if io::stdout().is_terminal() && io::stdin().is_terminal() => {
+            crate::tui::run(crate::tui::Options {
+                input: crate::tui::Input::Demo,
+                settings: Settings::default(),
+                lenient: false,
+                tokenizer: None,
+            })
+        }
         None => demo(),
+        Some(Command::Inspect {
+            input,
+            admission,
+            tokenizer,
+        }) => crate::tui::run(crate::tui::Options {
+            input: crate::tui::Input::Files(input.files),
+            settings: admission.settings(),
+            lenient: input.lenient,
+            tokenizer,
+        }),
         Some(Command::Validate { files }) => validate(&files),
         Some(Command::Admit {
             input,

@@ -13,3 +13,4 @@ pub mod recgen;
 pub mod show;
 pub mod synth;
 pub mod text;
+pub mod tui;

@@ -1,0 +1,234 @@
+//! Renders inspector screens into PNGs under `screenshots/`, reproducibly:
+//!
+//! ```text
+//! cargo run --example screenshots
+//! ```
+//!
+//! Each screen is the inspector's `TestBackend` buffer after a few `App::step` actions on the
+//! bundled demo, painted cell by cell with DejaVu Sans Mono (from the `dejavu` crate; DejaVu
+//! fonts are under a free licence, see the crate) — no terminal or screenshot tool involved.
+
+use std::path::Path;
+
+use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
+use gyre::engine::admit::Settings;
+use gyre::engine::load::{LoadOptions, load_bytes};
+use gyre::tui::app::{Action, App, Pane};
+use gyre::tui::keys::Command as C;
+use gyre::tui::theme::Theme;
+use gyre::tui::{DEMO, ui};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier};
+
+const CELL_W: u32 = 10;
+const CELL_H: u32 = 20;
+const SCALE: f32 = 16.5;
+const BG: [u8; 3] = [0x1c, 0x1c, 0x1c];
+const FG: [u8; 3] = [0xd0, 0xd0, 0xd0];
+
+struct Fonts<'a> {
+    regular: FontRef<'a>,
+    bold: FontRef<'a>,
+    italic: FontRef<'a>,
+    fallback: FontRef<'a>,
+}
+
+fn xterm(i: u8) -> [u8; 3] {
+    const BASE: [[u8; 3]; 16] = [
+        [0, 0, 0],
+        [205, 49, 49],
+        [13, 188, 121],
+        [229, 229, 16],
+        [36, 114, 200],
+        [188, 63, 188],
+        [17, 168, 205],
+        [229, 229, 229],
+        [102, 102, 102],
+        [241, 76, 76],
+        [35, 209, 139],
+        [245, 245, 67],
+        [59, 142, 234],
+        [214, 112, 214],
+        [41, 184, 219],
+        [255, 255, 255],
+    ];
+    match i {
+        0..=15 => BASE[i as usize],
+        16..=231 => {
+            let i = i - 16;
+            let v = |c: u8| if c == 0 { 0 } else { 55 + c * 40 };
+            [v(i / 36), v((i / 6) % 6), v(i % 6)]
+        }
+        _ => {
+            let g = 8 + (i - 232) * 10;
+            [g, g, g]
+        }
+    }
+}
+
+fn rgb(c: Color, default: [u8; 3]) -> [u8; 3] {
+    match c {
+        Color::Reset => default,
+        Color::Black => xterm(0),
+        Color::Red => xterm(1),
+        Color::Green => xterm(2),
+        Color::Yellow => xterm(3),
+        Color::Blue => xterm(4),
+        Color::Magenta => xterm(5),
+        Color::Cyan => xterm(6),
+        Color::Gray => xterm(7),
+        Color::DarkGray => xterm(8),
+        Color::LightRed => xterm(9),
+        Color::LightGreen => xterm(10),
+        Color::LightYellow => xterm(11),
+        Color::LightBlue => xterm(12),
+        Color::LightMagenta => xterm(13),
+        Color::LightCyan => xterm(14),
+        Color::White => xterm(15),
+        Color::Indexed(i) => xterm(i),
+        Color::Rgb(r, g, b) => [r, g, b],
+    }
+}
+
+fn paint(buf: &Buffer, fonts: &Fonts<'_>, path: &Path) {
+    let (cols, rows) = (buf.area.width as u32, buf.area.height as u32);
+    let (w, h) = (cols * CELL_W, rows * CELL_H);
+    let mut px = vec![0u8; (w * h * 3) as usize];
+    for y in 0..rows {
+        for x in 0..cols {
+            let cell = &buf[(x as u16, y as u16)];
+            let mut fg = rgb(cell.fg, FG);
+            let mut bg = rgb(cell.bg, BG);
+            if cell.modifier.contains(Modifier::REVERSED) {
+                std::mem::swap(&mut fg, &mut bg);
+            }
+            if cell.modifier.contains(Modifier::DIM) {
+                fg = [0, 1, 2].map(|i| ((fg[i] as u16 + bg[i] as u16) / 2) as u8);
+            }
+            let (x0, y0) = (x * CELL_W, y * CELL_H);
+            for yy in y0..y0 + CELL_H {
+                for xx in x0..x0 + CELL_W {
+                    let i = ((yy * w + xx) * 3) as usize;
+                    px[i..i + 3].copy_from_slice(&bg);
+                }
+            }
+            let mut put = |xx: u32, yy: u32, a: f32| {
+                if xx < w && yy < h {
+                    let i = ((yy * w + xx) * 3) as usize;
+                    for k in 0..3 {
+                        let v = px[i + k] as f32 * (1.0 - a) + fg[k] as f32 * a;
+                        px[i + k] = v.round() as u8;
+                    }
+                }
+            };
+            if let Some(ch) = cell.symbol().chars().next().filter(|c| *c != ' ') {
+                let font = if cell.modifier.contains(Modifier::BOLD) {
+                    &fonts.bold
+                } else if cell.modifier.contains(Modifier::ITALIC) {
+                    &fonts.italic
+                } else {
+                    &fonts.regular
+                };
+                let font = if font.glyph_id(ch).0 == 0 {
+                    &fonts.fallback
+                } else {
+                    font
+                };
+                let scaled = font.as_scaled(PxScale::from(SCALE));
+                let glyph = font.glyph_id(ch).with_scale_and_position(
+                    SCALE,
+                    point(x0 as f32, y0 as f32 + 2.0 + scaled.ascent()),
+                );
+                if let Some(og) = font.outline_glyph(glyph) {
+                    let b = og.px_bounds();
+                    og.draw(|gx, gy, a| {
+                        let xx = b.min.x as i32 + gx as i32;
+                        let yy = b.min.y as i32 + gy as i32;
+                        if xx >= 0 && yy >= 0 {
+                            put(xx as u32, yy as u32, a.min(1.0));
+                        }
+                    });
+                }
+            }
+            if cell.modifier.contains(Modifier::UNDERLINED) {
+                for xx in x0..x0 + CELL_W {
+                    put(xx, y0 + CELL_H - 3, 1.0);
+                }
+            }
+            if cell.modifier.contains(Modifier::CROSSED_OUT) {
+                for xx in x0..x0 + CELL_W {
+                    put(xx, y0 + CELL_H / 2 + 1, 1.0);
+                }
+            }
+        }
+    }
+    let file = std::fs::File::create(path).unwrap();
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::High);
+    enc.write_header().unwrap().write_image_data(&px).unwrap();
+    println!("wrote {} ({w}×{h})", path.display());
+}
+
+fn render(app: &App) -> Buffer {
+    let mut t = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
+    t.draw(|f| ui::render(app, f)).unwrap();
+    t.backend().buffer().clone()
+}
+
+fn demo(size: (u16, u16)) -> App {
+    let batch = load_bytes(DEMO.0, DEMO.1, &LoadOptions::default()).unwrap();
+    let text = gyre::cli::token_text(None, &batch).unwrap();
+    let mut app = App::new(
+        format!("demo: {}", DEMO.0),
+        Settings::default(),
+        Theme { color: true },
+    );
+    app.step(Action::Resize(size.0, size.1));
+    app.step(Action::Text(text));
+    app.step(Action::Loaded(Ok(Box::new(batch))));
+    app
+}
+
+fn main() {
+    let fonts = Fonts {
+        regular: FontRef::try_from_slice(dejavu::sans_mono::regular()).unwrap(),
+        bold: FontRef::try_from_slice(dejavu::sans_mono::bold()).unwrap(),
+        italic: FontRef::try_from_slice(dejavu::sans_mono::oblique()).unwrap(),
+        fallback: FontRef::try_from_slice(dejavu::sans::regular()).unwrap(),
+    };
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("screenshots");
+    std::fs::create_dir_all(&out).unwrap();
+    let size = (200, 56);
+
+    // 1. Overview: opens at draw n/n on the execution with the most draws.
+    let app = demo(size);
+    paint(&render(&app), &fonts, &out.join("overview.png"));
+
+    // 2. Replay mid-way: two draws back; the pane lists the class, weights and probabilities.
+    let mut app = demo(size);
+    for c in [C::DrawFirst, C::DrawNext, C::DrawNext] {
+        app.step(Action::Cmd(c));
+    }
+    paint(&render(&app), &fonts, &out.join("replay.png"));
+
+    // 3. Provenance audit: colour by provenance, cursor on a tool result, the why line says why.
+    let mut app = demo(size);
+    app.step(Action::Cmd(C::Colour));
+    app.step(Action::Cmd(C::Colour));
+    app.step(Action::Cmd(C::Search));
+    for ch in "src/csv.rs:9".chars() {
+        app.step(Action::Input(ch));
+    }
+    app.step(Action::Cmd(C::Enter));
+    app.focus = Pane::Tokens;
+    paint(&render(&app), &fonts, &out.join("provenance.png"));
+
+    // 4. Help overlay generated from the key table.
+    let mut app = demo(size);
+    app.step(Action::Cmd(C::Help));
+    paint(&render(&app), &fonts, &out.join("help.png"));
+}

@@ -1,0 +1,62 @@
+//! Helpers shared by the TUI tests.
+#![allow(dead_code)]
+
+use gyre::engine::admit::Settings;
+use gyre::engine::load::{LoadOptions, load_bytes};
+use gyre::tui::app::{Action, App};
+use gyre::tui::keys::Command;
+use gyre::tui::theme::Theme;
+use gyre::tui::ui;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+
+/// The inspector on the bundled demo, at `w`×`h`.
+pub fn demo_app(w: u16, h: u16, color: bool) -> App {
+    let batch = load_bytes(
+        gyre::demo::NAME,
+        gyre::demo::RECORDING,
+        &LoadOptions::default(),
+    )
+    .expect("demo loads");
+    App::with_batch(
+        "demo: example.jsonl",
+        batch,
+        Settings::default(),
+        Theme { color },
+        (w, h),
+    )
+}
+
+/// Renders the app into a buffer of its size.
+pub fn render(app: &App) -> Buffer {
+    let mut t = Terminal::new(TestBackend::new(app.size.0, app.size.1)).expect("test terminal");
+    t.draw(|f| ui::render(app, f)).expect("draw");
+    t.backend().buffer().clone()
+}
+
+/// The buffer as text, one line per row, trailing blanks trimmed.
+pub fn text(buf: &Buffer) -> String {
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let mut line = String::new();
+        for x in 0..buf.area.width {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Applies commands in order.
+pub fn cmds(app: &mut App, cs: &[Command]) {
+    for &c in cs {
+        app.step(Action::Cmd(c));
+    }
+}
+
+/// Screen text after the commands.
+pub fn screen(app: &App) -> String {
+    text(&render(app))
+}

@@ -1,0 +1,179 @@
+//! The real binary in a real terminal (tmux): open, replay, help, export, quit.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    socket: std::path::PathBuf,
+}
+
+impl Tmux {
+    fn available() -> bool {
+        Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    fn start(dir: &Path, cmd: &str) -> Tmux {
+        let socket = dir.join("tmux.sock");
+        let ok = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(["new-session", "-d", "-x", "160", "-y", "45", "-c"])
+            .arg(dir)
+            .arg(cmd)
+            .env_remove("NO_COLOR")
+            .status()
+            .unwrap();
+        assert!(ok.success(), "tmux new-session");
+        Tmux { socket }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            let ok = Command::new("tmux")
+                .arg("-S")
+                .arg(&self.socket)
+                .args(["send-keys", "-t", "0", k])
+                .status()
+                .unwrap();
+            assert!(ok.success());
+            std::thread::sleep(Duration::from_millis(120));
+        }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["capture-pane", "-p", "-t", "0"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, what: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(what) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                panic!("timed out waiting for {what:?}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+fn wait_file(p: &Path) -> String {
+    let start = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(p) {
+            if !s.is_empty() {
+                return s;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no {}",
+            p.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn inspector_in_tmux_replays_exports_and_quits_with_0() {
+    if !Tmux::available() {
+        eprintln!(
+            "SKIPPED: tmux is not installed (.ci/run installs it); the end-to-end test did not run"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("example.jsonl"), gyre::demo::RECORDING).unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect example.jsonl --jmax 3; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    let s = t.wait_for("draw 3/3");
+    assert!(
+        s.contains("J_max 3") && s.contains("? help") && s.contains("q quit"),
+        "{s}"
+    );
+    t.keys(&["["]);
+    t.wait_for("draw 2/3");
+    t.keys(&["{"]);
+    t.wait_for("nothing claimed yet");
+    t.keys(&["}"]);
+    t.wait_for("draw 3/3");
+    t.keys(&["+"]);
+    t.wait_for("J_max 4");
+    t.keys(&["?"]);
+    t.wait_for("help · Esc closes");
+    t.keys(&["Escape"]);
+    let start = Instant::now();
+    while t.screen().contains("help · Esc closes") {
+        assert!(start.elapsed() < Duration::from_secs(10), "Esc closes help");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t.keys(&["e"]);
+    t.wait_for("admitted.jsonl");
+    t.keys(&["Enter"]);
+    t.wait_for("exported");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+    // The export is what `gyre admit` writes for the same settings.
+    let out = Command::new(bin)
+        .current_dir(dir.path())
+        .args(["admit", "example.jsonl", "--jmax", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::fs::read(dir.path().join("admitted.jsonl")).unwrap(),
+        out.stdout
+    );
+}
+
+#[test]
+fn invalid_input_shows_the_problem_and_exits_2() {
+    if !Tmux::available() {
+        eprintln!(
+            "SKIPPED: tmux is not installed (.ci/run installs it); the end-to-end test did not run"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.jsonl"), "{\"kind\":\"request\"}\n").unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect bad.jsonl; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    t.wait_for("could not load");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=2");
+}
+
+#[test]
+fn gyre_without_a_terminal_prints_the_text_demo() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gyre")).output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("bundled demo"), "{s}");
+}

@@ -1,0 +1,62 @@
+//! `e` in the inspector writes exactly what `gyre admit` writes.
+
+mod tui_common;
+
+use std::process::Command;
+
+use gyre::tui::app::Action;
+use gyre::tui::keys::Command as C;
+use tui_common::*;
+
+#[test]
+fn export_writes_the_bytes_gyre_admit_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = demo_app(160, 45, true);
+    app.cwd = dir.path().to_path_buf();
+    // Change the settings first: the export follows what is on screen.
+    cmds(&mut app, &[C::SeedUp, C::SeedUp, C::JmaxDown, C::JmaxDown]);
+    cmds(&mut app, &[C::Export]);
+    assert!(screen(&app).contains("admitted.jsonl"));
+    app.step(Action::Cmd(C::Enter));
+    let path = dir.path().join("admitted.jsonl");
+    let written = std::fs::read(&path).expect("export written");
+    let msg = app.message.clone().unwrap();
+    assert!(
+        msg.contains("rows") && msg.contains("admitted.jsonl"),
+        "{msg}"
+    );
+
+    let demo = dir.path().join("example.jsonl");
+    std::fs::write(&demo, gyre::demo::RECORDING).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gyre"))
+        .args([
+            "admit",
+            demo.to_str().unwrap(),
+            "--seed",
+            "2",
+            "--jmax",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(written, out.stdout, "TUI export == gyre admit");
+    let rows = written.iter().filter(|&&b| b == b'\n').count();
+    assert!(msg.starts_with(&format!("exported {rows} rows")), "{msg}");
+
+    // A second export proposes the next free name and never overwrites.
+    cmds(&mut app, &[C::Export]);
+    assert!(screen(&app).contains("admitted-1.jsonl"));
+    app.step(Action::Cmd(C::Enter));
+    assert!(dir.path().join("admitted-1.jsonl").exists());
+    cmds(&mut app, &[C::Export]);
+    for _ in 0.."admitted-2.jsonl".len() {
+        app.step(Action::Backspace);
+    }
+    for c in "admitted.jsonl".chars() {
+        app.step(Action::Input(c));
+    }
+    app.step(Action::Cmd(C::Enter));
+    assert!(app.message.as_deref().unwrap().contains("export failed"));
+    assert_eq!(std::fs::read(&path).unwrap(), written);
+}
