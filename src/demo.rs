@@ -11,14 +11,14 @@ and a request after closure";
 /// The recording (gyre/1 JSONL).
 pub const RECORDING: &[u8] = include_bytes!("../assets/demo/example.jsonl");
 
-/// File name shown for the simulated demo recording.
-pub const SYNTH_NAME: &str = "synth-demo.jsonl.zst";
+/// File name shown for the simulated demo recording (the inspector's demo).
+pub const SYNTH_NAME: &str = "inspector.jsonl.zst";
 
 /// The command that wrote [`SYNTH_RECORDING`] (same bytes every time).
-pub const SYNTH_COMMAND: &str = "gyre synth --out assets/demo/synth-demo.jsonl.zst --executions 8 \
---turns 8 --context 2500 --seed 3 --delta";
+pub const SYNTH_COMMAND: &str =
+    "gyre synth --out assets/demo/inspector.jsonl.zst --executions 8 --seed 0";
 
 /// A `gyre synth` recording with real Qwen3 text: eight executions, one per scoring fate, with
 /// compaction, sub-agents, retries, re-serialised tool calls and critiques (zstd-compressed
 /// gyre/1).
-pub const SYNTH_RECORDING: &[u8] = include_bytes!("../assets/demo/synth-demo.jsonl.zst");
+pub const SYNTH_RECORDING: &[u8] = include_bytes!("../assets/demo/inspector.jsonl.zst");

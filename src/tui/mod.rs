@@ -90,13 +90,10 @@ fn key_action(app: &App, k: &KeyEvent) -> Option<Action> {
 }
 
 /// The recording `gyre` opens when run with no arguments on a terminal (one constant to swap):
-/// `gyre synth --out assets/demo/inspector.jsonl.zst --executions 8 --seed 0` — a simulated
-/// Claude-Code-style harness with Qwen3 tokens: retries, sub-agents, compaction, re-serialised
-/// tool calls, critiques, failed and late assessments, a dummy, an open execution.
-pub const DEMO: (&str, &[u8]) = (
-    "inspector.jsonl.zst",
-    include_bytes!("../../assets/demo/inspector.jsonl.zst"),
-);
+/// see [`crate::demo::SYNTH_RECORDING`] — a simulated Claude-Code-style harness with Qwen3
+/// tokens: retries, sub-agents, compaction, re-serialised tool calls, critiques, failed and late
+/// assessments, a dummy, an open execution.
+pub const DEMO: (&str, &[u8]) = (crate::demo::SYNTH_NAME, crate::demo::SYNTH_RECORDING);
 
 /// Loads the input (on the calling thread) and sends the tokenizer, then the batch.
 fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
