@@ -186,8 +186,111 @@ pub fn parse_timestamp(s: &str) -> Option<f64> {
     Some(secs as f64 + frac)
 }
 
+/// 1-based line numbers where the elements of a top-level JSON array start: the document's
+/// root array (`key = None`) or the array under the root object's `key`. A scanner, not a
+/// parser: it assumes the text is valid JSON (parse it first) and only tracks strings and depth.
+pub fn json_element_lines(text: &str, key: Option<&str>) -> Vec<u64> {
+    let b = text.as_bytes();
+    let mut lines = Vec::new();
+    let mut line = 1u64;
+    let mut depth = 0usize;
+    let mut i = 0;
+    // Depth of the array whose elements we want, once found.
+    let mut target: Option<usize> = if key.is_none() { Some(1) } else { None };
+    let mut expect_element = false;
+    let mut last_key: Option<(usize, usize)> = None;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' {
+            line += 1;
+        } else if c == b'"' {
+            let start = i + 1;
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' {
+                    i += 1;
+                } else if b[i] == b'\n' {
+                    line += 1;
+                }
+                i += 1;
+            }
+            if expect_element && Some(depth) == target {
+                lines.push(line);
+                expect_element = false;
+            }
+            if depth == 1 && target.is_none() {
+                last_key = Some((start, i));
+            }
+        } else if c == b'[' || c == b'{' {
+            if expect_element && Some(depth) == target {
+                lines.push(line);
+                expect_element = false;
+            }
+            depth += 1;
+            if c == b'[' && target.is_none() && depth == 2 {
+                if let (Some((s, e)), Some(k)) = (last_key, key) {
+                    if &text[s..e] == k {
+                        target = Some(2);
+                    }
+                }
+            }
+            if Some(depth) == target && c == b'[' {
+                expect_element = true;
+            }
+        } else if c == b']' || c == b'}' {
+            if Some(depth) == target && c == b']' {
+                return lines;
+            }
+            depth = depth.saturating_sub(1);
+            expect_element = false;
+        } else if c == b',' {
+            if Some(depth) == target {
+                expect_element = true;
+            }
+        } else if !c.is_ascii_whitespace() && c != b':' && expect_element && Some(depth) == target {
+            lines.push(line);
+            expect_element = false;
+        }
+        i += 1;
+    }
+    lines
+}
+
+/// The line of element `i` (0 when unknown).
+pub fn line_of(lines: &[u64], i: usize) -> u64 {
+    lines.get(i).copied().unwrap_or(0)
+}
+
+/// Parses a JSON document; a syntax error becomes `file:line: malformed JSON`.
+pub fn parse_json_document(path: &Path, text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| {
+        error::bad(
+            path,
+            e.line() as u64,
+            format!("malformed JSON: {}", strip_position(&e.to_string())),
+            None,
+        )
+    })
+}
+
+/// serde_json appends " at line L column C"; the line is named already.
+pub fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn element_lines() {
+        let doc = "{\n \"a\": [1, 2],\n \"history\": [\n  {\"x\": \"[,]\"},\n  {\"y\": [1,\n 2]},\n  3\n ]\n}";
+        assert_eq!(json_element_lines(doc, Some("history")), vec![4, 5, 7]);
+        assert_eq!(json_element_lines("[\n{},\n{}\n]", None), vec![2, 3]);
+        assert_eq!(json_element_lines("[]", None), Vec::<u64>::new());
+    }
+
     use super::*;
 
     #[test]
