@@ -142,6 +142,25 @@ pub fn read_text(path: &Path) -> Result<String> {
     Ok(s)
 }
 
+/// Outputs whose first token is a branch point of the tree: a later context shared the
+/// output's context but did not continue with the output. `divergences_in_outputs` (SPEC
+/// statistics) counts branch points strictly inside an output; a re-rendered history that drops
+/// a leading `<think>` block (Qwen3 without restoration) diverges here instead.
+pub fn divergences_at_output_start(exec: &crate::engine::execution::Execution) -> u64 {
+    use crate::engine::tree::NodeKind;
+    let nodes = &exec.tree.nodes;
+    nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Output && n.offset == 0)
+        .filter(|n| {
+            nodes[n.parent as usize]
+                .children
+                .iter()
+                .any(|&c| nodes[c as usize].kind == NodeKind::Context)
+        })
+        .count() as u64
+}
+
 /// Seconds since the Unix epoch of an RFC 3339 / ISO 8601 timestamp
 /// (`2026-02-10T21:11:56.906Z`, `2025-01-27T22:44:56.900854`, `…+02:00`); no zone = UTC.
 pub fn parse_timestamp(s: &str) -> Option<f64> {
