@@ -78,8 +78,14 @@ fn closure_status(exit: Option<&str>) -> &'static str {
     match exit {
         None => "completed",
         Some(s) if s.starts_with("submitted") => "completed",
-        Some(s) if s.contains("timeout") || s.contains("time") || s == "exit_cost" => "timeout",
-        Some(s) if s == "exit_context" => "timeout",
+        Some(s)
+            if s.contains("timeout")
+                || s.contains("time")
+                || s == "exit_cost"
+                || s == "exit_context" =>
+        {
+            "timeout"
+        }
         Some(_) => "error",
     }
 }

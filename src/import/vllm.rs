@@ -42,7 +42,7 @@ fn id_string(v: &Value) -> Option<String> {
 fn token_ids(v: Option<&Value>, field: &str) -> Result<Vec<u32>, (String, String)> {
     let Some(Value::Array(a)) = v else {
         return Err((
-            format!("missing token ids (vLLM returns them with \"return_token_ids\": true)"),
+            "missing token ids (vLLM returns them with \"return_token_ids\": true)".to_owned(),
             field.to_owned(),
         ));
     };
