@@ -311,3 +311,71 @@ fn encoder_matches_the_tokenizer() {
     assert_eq!(ids.len(), starts.len());
     assert!(starts.windows(2).all(|w| w[0] <= w[1]));
 }
+
+/// A sub-agent that compacts its own context: the compaction call belongs to that sub-agent
+/// (class `sub-summary`), found through the chain it continues.
+#[test]
+fn subagent_compaction_is_sub_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20");
+    let dst = dir.path().join("8463c716-a2ea-4c14-9efa-87158ebd9f20");
+    std::fs::create_dir_all(dst.join("subagents")).unwrap();
+    std::fs::copy(
+        fixture(BIG),
+        dir.path()
+            .join("8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"),
+    )
+    .unwrap();
+    for f in ["agent-a7be2f0.jsonl", "agent-acompact-f46190.jsonl"] {
+        std::fs::copy(src.join("subagents").join(f), dst.join("subagents").join(f)).unwrap();
+    }
+    let sub = std::fs::read_to_string(src.join("subagents/agent-a7be2f0.jsonl")).unwrap();
+    let last: Value = serde_json::from_str(sub.lines().last().unwrap()).unwrap();
+    let base = |ty: &str, uuid: &str, parent: &str, ts: &str| {
+        serde_json::json!({"type": ty, "uuid": uuid, "parentUuid": parent, "isSidechain": true,
+            "agentId": "acompact-sub1", "sessionId": "8463c716-a2ea-4c14-9efa-87158ebd9f20",
+            "timestamp": ts})
+    };
+    let mut prompt = base(
+        "user",
+        "c-1",
+        last["uuid"].as_str().unwrap(),
+        "2026-02-11T23:59:00.000Z",
+    );
+    prompt["message"] =
+        serde_json::json!({"role": "user", "content": "Summarise the conversation."});
+    let mut answer = base("assistant", "c-2", "c-1", "2026-02-11T23:59:30.000Z");
+    answer["message"] = serde_json::json!({"id": "msg_sub_compact", "model": "claude-haiku-4-5",
+        "role": "assistant", "content": [{"type": "text", "text": "Summary: tmux is handled."}]});
+    std::fs::write(
+        dst.join("subagents/agent-acompact-sub1.jsonl"),
+        format!("{prompt}\n{answer}\n"),
+    )
+    .unwrap();
+    let (_d, out, summary) = claude_code(
+        &dir.path()
+            .join("8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"),
+        true,
+        Some(1.0),
+    );
+    assert_eq!(summary.requests, 158);
+    let reqs = requests(&out);
+    let (r, _) = reqs
+        .iter()
+        .find(|(r, _)| r["meta"]["message_id"] == "msg_sub_compact")
+        .unwrap();
+    assert_eq!(
+        (&r["agent"], &r["purpose"]),
+        (&Value::from("sub-a7be2f0"), &Value::from("summary"))
+    );
+    let s = stats(&load(&out));
+    assert_eq!(
+        (
+            class(&s, "main"),
+            class(&s, "main-summary"),
+            class(&s, "sub"),
+            class(&s, "sub-summary")
+        ),
+        (1, 1, 0, 1)
+    );
+}

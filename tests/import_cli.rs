@@ -230,3 +230,56 @@ fn help_has_examples() {
         );
     }
 }
+
+#[test]
+fn tokenizer_by_path() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tokenizers/qwen3");
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(assets.join("tokenizer.json.gz")).unwrap())
+        .read_to_end(&mut json)
+        .unwrap();
+    std::fs::write(dir.path().join("tokenizer.json"), json).unwrap();
+    std::fs::copy(
+        assets.join("tokenizer_config.json"),
+        dir.path().join("tokenizer_config.json"),
+    )
+    .unwrap();
+    let src = fixture("claude-code/tool_heavy.jsonl");
+    let by_path = dir.path().join("by-path.jsonl");
+    let by_name = dir.path().join("by-name.jsonl");
+    let tok = dir.path().join("tokenizer.json");
+    for (out, t) in [(&by_path, tok.to_str().unwrap()), (&by_name, "qwen3")] {
+        let (code, _, err) = gyre(&[
+            "import",
+            "claude-code",
+            src.to_str().unwrap(),
+            "--tokenizer",
+            t,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let a = import_common::lines(&by_path);
+    let b = import_common::lines(&by_name);
+    assert_eq!(
+        a[0]["tokenizer"]["path"],
+        tok.canonicalize().unwrap().to_str().unwrap()
+    );
+    assert_eq!(a[1..], b[1..]);
+    // Without a tokenizer_config.json beside it there is no chat template.
+    std::fs::remove_file(dir.path().join("tokenizer_config.json")).unwrap();
+    let (code, _, err) = gyre(&[
+        "import",
+        "claude-code",
+        src.to_str().unwrap(),
+        "--tokenizer",
+        tok.to_str().unwrap(),
+        "--out",
+        dir.path().join("x.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("tokenizer_config.json"), "{err}");
+}

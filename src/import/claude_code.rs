@@ -731,7 +731,19 @@ pub fn read_session(
             }
         }
         chain.reverse();
-        let (agent_name, system_text) = match &group.agent {
+        // A compaction call belongs to the agent whose conversation it summarises: the agent of
+        // the chain it continues (the main thread, or a sub-agent compacting its own context).
+        let owner = match &group.agent {
+            Agent::Compact(_) => chain
+                .iter()
+                .rev()
+                .map(|&i| &lines[i].agent)
+                .find(|a| !matches!(a, Agent::Compact(_)))
+                .cloned()
+                .unwrap_or(Agent::Main),
+            a => a.clone(),
+        };
+        let (agent_name, system_text) = match &owner {
             Agent::Main | Agent::Compact(_) => ("main".to_owned(), SYSTEM_NOTE.to_owned()),
             Agent::Sub(id) => {
                 let kind = links
@@ -913,7 +925,10 @@ pub fn read_session(
         );
         meta.insert("log_lines".into(), json!(group.lines.len()));
         let summary = matches!(group.agent, Agent::Compact(_));
-        match &group.agent {
+        if let Agent::Compact(id) = &group.agent {
+            meta.insert("compaction".into(), json!(id));
+        }
+        match &owner {
             Agent::Sub(id) => {
                 meta.insert("subagent".into(), json!(id));
                 if let Some(link) = links.get(id) {
@@ -926,10 +941,7 @@ pub fn read_session(
                     }
                 }
             }
-            Agent::Compact(id) => {
-                meta.insert("compaction".into(), json!(id));
-            }
-            Agent::Main => {}
+            Agent::Main | Agent::Compact(_) => {}
         }
         responses.push(Response {
             context: ctx,

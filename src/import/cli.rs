@@ -149,6 +149,17 @@ pub fn run(cmd: ImportCommand) -> Result<ExitCode> {
     }
 }
 
+/// The `--tokenizer` argument loaded; a bad one is a usage error (exit 2).
+fn tokenizer_arg(
+    arg: &str,
+) -> Result<(
+    crate::text::TokenText,
+    crate::text::ChatTemplate,
+    serde_json::Value,
+)> {
+    load_tokenizer(arg).map_err(|e| UsageError(format!("--tokenizer {arg}: {e:#}")).into())
+}
+
 fn input_size(paths: &[&Path]) -> u64 {
     paths
         .iter()
@@ -217,13 +228,13 @@ fn run_inner(cmd: ImportCommand) -> Result<()> {
         ImportCommand::Vllm {
             files, tokenizer, ..
         } => {
-            let (tok, tmpl, header) = load_tokenizer(tokenizer)?;
+            let (tok, tmpl, header) = tokenizer_arg(tokenizer)?;
             let mut builder = Builder::new(tok, tmpl)?;
             super::vllm::import(files, &mut builder, &header, &mut sink, &mut progress)?
         }
         ImportCommand::ClaudeCode { session, common } => {
             let opts = common.options();
-            let (tok, tmpl, header) = load_tokenizer(&opts.tokenizer)?;
+            let (tok, tmpl, header) = tokenizer_arg(&opts.tokenizer)?;
             let mut builder = Builder::new(tok, tmpl)?;
             super::claude_code::import(
                 session,
@@ -236,13 +247,13 @@ fn run_inner(cmd: ImportCommand) -> Result<()> {
         }
         ImportCommand::SweAgent { traj, common } => {
             let opts = common.options();
-            let (tok, tmpl, header) = load_tokenizer(&opts.tokenizer)?;
+            let (tok, tmpl, header) = tokenizer_arg(&opts.tokenizer)?;
             let mut builder = Builder::new(tok, tmpl)?;
             super::swe_agent::import(traj, &opts, &mut builder, &header, &mut sink, &mut progress)?
         }
         ImportCommand::Openhands { events, common } => {
             let opts = common.options();
-            let (tok, tmpl, header) = load_tokenizer(&opts.tokenizer)?;
+            let (tok, tmpl, header) = tokenizer_arg(&opts.tokenizer)?;
             let mut builder = Builder::new(tok, tmpl)?;
             super::openhands::import(
                 events,
