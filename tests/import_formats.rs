@@ -226,6 +226,7 @@ fn vllm_records_are_exact() {
     // The client re-sent its history without the <think> blocks: every turn a new leaf, as
     // the SWE-agent import without restoration shows.
     assert_eq!(s.candidates, 6);
+    assert_eq!(output_start_divergences(&batch), 4);
     check_requests(&out, &TokenText::qwen3().unwrap());
 }
 
