@@ -144,9 +144,48 @@ pub fn align(prompt: &[u32], rendered: &[u32], spans: &[Span]) -> (Vec<Span>, us
     (out, k + m)
 }
 
+/// An earlier request, remembered by the length and hash of its input + output (memory stays
+/// flat however many executions interleave).
 struct Prev {
     id: String,
-    full: Vec<u32>,
+    len: usize,
+    hash: PrefixHash,
+}
+
+/// Two independent polynomial hashes mod 2^61 − 1 (128 bits): equal prefixes hash equal; a
+/// collision between different token sequences is out of reach in practice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PrefixHash(u64, u64);
+
+impl PrefixHash {
+    const P: u128 = (1 << 61) - 1;
+
+    fn push(self, id: u32) -> Self {
+        let step = |h: u64, base: u128| ((h as u128 * base + id as u128 + 1) % Self::P) as u64;
+        PrefixHash(step(self.0, 1_000_003), step(self.1, 2_147_483_629))
+    }
+
+    fn of(ids: &[u32]) -> Self {
+        ids.iter().fold(Self::default(), |h, &id| h.push(id))
+    }
+}
+
+/// The longest earlier request whose input + output is a prefix of `prompt`.
+fn longest_prefix<'a>(prompt: &[u32], history: &'a [Prev]) -> Option<&'a Prev> {
+    let mut best: Option<&Prev> = None;
+    let mut h = PrefixHash::default();
+    let wanted =
+        |n: usize, h: PrefixHash| history.iter().filter(move |p| p.len == n && p.hash == h);
+    for (n, &id) in prompt.iter().enumerate() {
+        if let Some(p) = wanted(n, h).next() {
+            best = Some(p);
+        }
+        h = h.push(id);
+    }
+    if let Some(p) = wanted(prompt.len(), h).next() {
+        best = Some(p);
+    }
+    best
 }
 
 /// Imports vLLM traffic logs into `sink` (header first).
@@ -231,6 +270,11 @@ pub fn import(
             if let Some(kind) = obj.get("kind") {
                 if kind != "header" {
                     sink.line(&v)?;
+                }
+                if kind == "closure" {
+                    if let Some(e) = obj.get("execution").and_then(id_string) {
+                        prev.remove(&e);
+                    }
                 }
                 continue;
             }
@@ -394,12 +438,8 @@ pub fn import(
             };
             // Delta encoding against an earlier request of the execution.
             let history = prev.entry(execution.clone()).or_default();
-            let base = history
-                .iter()
-                .filter(|p| prompt.starts_with(&p.full))
-                .max_by_key(|p| p.full.len());
-            let (extends, covered) = match base {
-                Some(p) => (Some(p.id.clone()), p.full.len()),
+            let (extends, covered) = match longest_prefix(&prompt, history) {
+                Some(p) => (Some(p.id.clone()), p.len),
                 None => (None, 0),
             };
             let count = counts.entry(execution.clone()).or_default();
@@ -456,9 +496,15 @@ pub fn import(
             summary.input_tokens += prompt.len() as u64;
             summary.output_tokens += output.len() as u64;
             summary.written_input_tokens += (prompt.len() - covered) as u64;
-            let mut full = prompt;
-            full.extend_from_slice(&output);
-            history.push(Prev { id, full });
+            let mut hash = PrefixHash::of(&prompt);
+            for &t in &output {
+                hash = hash.push(t);
+            }
+            history.push(Prev {
+                id,
+                len: prompt.len() + output.len(),
+                hash,
+            });
             if history.len() > DELTA_CANDIDATES {
                 history.remove(0);
             }
