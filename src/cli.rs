@@ -193,6 +193,19 @@ Keys: ? help, q quit (docs/keys.md lists them all).")]
         #[arg(long, value_name = "NAME|PATH")]
         tokenizer: Option<String>,
     },
+    /// Turn harness logs (Claude Code, SWE-agent, OpenHands, vLLM) into gyre/1 records.
+    #[command(after_help = "\
+Examples:
+  gyre import claude-code SESSION.jsonl --score 1 --out session.jsonl
+  gyre import swe-agent run.traj --out run.jsonl
+  gyre import openhands events.json --out events.jsonl
+  gyre import vllm traffic.jsonl --out runs.jsonl
+
+docs/import.md describes every mapping.")]
+    Import {
+        #[command(subcommand)]
+        source: crate::import::cli::ImportCommand,
+    },
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -331,6 +344,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             lenient: input.lenient,
             tokenizer,
         }),
+        Some(Command::Import { source }) => import(source),
         Some(Command::Validate { files }) => validate(&files),
         Some(Command::Admit {
             input,
@@ -952,6 +966,11 @@ pub fn replay_json(batch: &Batch, results: &Results, i: usize) -> serde_json::Va
             "is_reward": v.is_reward,
         })).collect::<Vec<_>>(),
     })
+}
+
+/// `gyre import …`: harness logs → gyre/1 records (exit 2 on invalid input or an existing --out).
+fn import(source: crate::import::cli::ImportCommand) -> Result<ExitCode> {
+    crate::import::cli::run(source)
 }
 
 /// `gyre` with no subcommand: the engine at work on the bundled example recording.

@@ -59,7 +59,7 @@ pub struct Stats {
     /// Executions whose draws stopped at J_max.
     pub jmax_reached: u64,
     /// Points where a later input departs from a recorded output: branches strictly inside an
-    /// output, and harness-written `assistant` context beside an output it replaced.
+    /// output, and outputs whose first token has a context sibling (re-rendered from the start).
     pub divergences_in_outputs: u64,
     /// Warnings raised while loading.
     pub warnings: u64,
@@ -126,23 +126,20 @@ pub fn stats(batch: &Batch, results: &Results) -> Stats {
                     if !last_piece && node.children.len() > 1 {
                         s.divergences_in_outputs += 1;
                     }
+                    // A later context beside the output's first token: the history was
+                    // re-rendered from the start of this output instead of restoring it.
+                    let siblings = &exec.tree.nodes[node.parent as usize].children;
+                    if node.offset == 0
+                        && siblings
+                            .iter()
+                            .any(|&c| exec.tree.nodes[c as usize].kind == NodeKind::Context)
+                    {
+                        s.divergences_in_outputs += 1;
+                    }
                 }
                 NodeKind::Context => {
                     let req = &exec.requests[node.owner as usize];
                     count_sources(&mut s.tokens_by_source, req, node.offset, node.len);
-                    // Harness-written assistant content where a recorded output stands: the
-                    // output was re-rendered from its first token instead of restored.
-                    // (Beside a piece of a split output it is already counted above.)
-                    let parent = &exec.tree.nodes[node.parent as usize];
-                    let siblings = &parent.children;
-                    if parent.kind != NodeKind::Output
-                        && req.source_at(node.offset) == Source::Assistant
-                        && siblings
-                            .iter()
-                            .any(|&c| exec.tree.nodes[c as usize].kind == NodeKind::Output)
-                    {
-                        s.divergences_in_outputs += 1;
-                    }
                 }
             }
         }
