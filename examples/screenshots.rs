@@ -11,12 +11,13 @@
 use std::path::Path;
 
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
+use gyre::demo::Demo;
 use gyre::engine::admit::Settings;
 use gyre::engine::load::{LoadOptions, load_bytes};
 use gyre::tui::app::{Action, App, Pane};
 use gyre::tui::keys::Command as C;
 use gyre::tui::theme::Theme;
-use gyre::tui::{DEMO, ui};
+use gyre::tui::ui;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -180,10 +181,11 @@ fn render(app: &App) -> Buffer {
 }
 
 fn demo(size: (u16, u16)) -> App {
-    let batch = load_bytes(DEMO.0, DEMO.1, &LoadOptions::default()).unwrap();
+    let demo = Demo::default();
+    let batch = load_bytes(demo.name(), demo.bytes(), &LoadOptions::default()).unwrap();
     let text = gyre::cli::token_text(None, &batch).unwrap();
     let mut app = App::new(
-        format!("demo: {}", DEMO.0),
+        format!("demo: {}", demo.name()),
         Settings::default(),
         Theme { color: true },
     );

@@ -182,11 +182,19 @@ Same options and seed give the same bytes. .gz and .zst outputs are compressed."
 Examples:
   gyre inspect runs.jsonl
   gyre inspect a.jsonl b.jsonl.zst --seed 3 --jmax 0 --tokenizer qwen3
+  gyre inspect --demo claude-code        # a real Claude Code session, imported
 
 Keys: ? help, q quit (docs/keys.md lists them all).")]
     Inspect {
-        #[command(flatten)]
-        input: InputArgs,
+        /// gyre/1 files (.jsonl, .jsonl.gz, .jsonl.zst), read in order.
+        #[arg(required_unless_present = "demo")]
+        files: Vec<PathBuf>,
+        /// Open a bundled recording instead of files.
+        #[arg(long, value_enum, conflicts_with = "files")]
+        demo: Option<crate::demo::Demo>,
+        /// Skip invalid lines (counted, reported as warnings) instead of failing.
+        #[arg(long)]
+        lenient: bool,
         #[command(flatten)]
         admission: AdmissionArgs,
         /// Tokenizer: a bundled name (qwen3) or a tokenizer.json path (default: the header's).
@@ -327,7 +335,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         // The inspector when a person is watching; the text demo for scripts and CI.
         None if io::stdout().is_terminal() && io::stdin().is_terminal() => {
             crate::tui::run(crate::tui::Options {
-                input: crate::tui::Input::Demo,
+                input: crate::tui::Input::Demo(crate::demo::Demo::default()),
                 settings: Settings::default(),
                 lenient: false,
                 tokenizer: None,
@@ -335,13 +343,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         None => demo(),
         Some(Command::Inspect {
-            input,
+            files,
+            demo,
+            lenient,
             admission,
             tokenizer,
         }) => crate::tui::run(crate::tui::Options {
-            input: crate::tui::Input::Files(input.files),
+            input: match demo {
+                Some(d) => crate::tui::Input::Demo(d),
+                None => crate::tui::Input::Files(files),
+            },
             settings: admission.settings(),
-            lenient: input.lenient,
+            lenient,
             tokenizer,
         }),
         Some(Command::Import { source }) => import(source),

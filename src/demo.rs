@@ -22,3 +22,31 @@ pub const SYNTH_COMMAND: &str =
 /// compaction, sub-agents, retries, re-serialised tool calls and critiques (zstd-compressed
 /// gyre/1).
 pub const SYNTH_RECORDING: &[u8] = include_bytes!("../assets/demo/inspector.jsonl.zst");
+
+/// A recording bundled in the binary that the inspector can open (`gyre inspect --demo NAME`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Demo {
+    /// The `gyre synth` recording: every concept of the paper in eight executions.
+    #[default]
+    Synth,
+    /// A real Claude Code session, imported: compaction and a sub-agent from a real run.
+    ClaudeCode,
+}
+
+impl Demo {
+    /// File name shown for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Demo::Synth => SYNTH_NAME,
+            Demo::ClaudeCode => crate::import::demo::CLAUDE_CODE_NAME,
+        }
+    }
+
+    /// Its bytes (gyre/1, zstd-compressed).
+    pub fn bytes(self) -> &'static [u8] {
+        match self {
+            Demo::Synth => SYNTH_RECORDING,
+            Demo::ClaudeCode => crate::import::demo::CLAUDE_CODE_RECORDING,
+        }
+    }
+}

@@ -328,8 +328,9 @@ fn quit_sets_the_flag() {
 
 #[test]
 fn bundled_demo_opens_with_qwen3_text() {
-    let (name, bytes) = gyre::tui::DEMO;
-    let batch = gyre::engine::load::load_bytes(name, bytes, &Default::default()).unwrap();
+    let demo = gyre::demo::Demo::default();
+    let batch =
+        gyre::engine::load::load_bytes(demo.name(), demo.bytes(), &Default::default()).unwrap();
     let text = gyre::cli::token_text(None, &batch).expect("the demo names a bundled tokenizer");
     assert_eq!(text.label(), "qwen3");
     let mut app = gyre::tui::app::App::new(

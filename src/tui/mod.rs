@@ -37,8 +37,8 @@ use theme::Theme;
 /// What the inspector opens.
 #[derive(Clone, Debug)]
 pub enum Input {
-    /// The recording bundled in the binary.
-    Demo,
+    /// A recording bundled in the binary.
+    Demo(crate::demo::Demo),
     /// Files, read in order.
     Files(Vec<PathBuf>),
 }
@@ -89,12 +89,6 @@ fn key_action(app: &App, k: &KeyEvent) -> Option<Action> {
     keys::command_for(k).map(Action::Cmd)
 }
 
-/// The recording `gyre` opens when run with no arguments on a terminal (one constant to swap):
-/// see [`crate::demo::SYNTH_RECORDING`] — a simulated Claude-Code-style harness with Qwen3
-/// tokens: retries, sub-agents, compaction, re-serialised tool calls, critiques, failed and late
-/// assessments, a dummy, an open execution.
-pub const DEMO: (&str, &[u8]) = (crate::demo::SYNTH_NAME, crate::demo::SYNTH_RECORDING);
-
 /// Loads the input (on the calling thread) and sends the tokenizer, then the batch.
 fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
     let progress_tx = tx.clone();
@@ -102,7 +96,7 @@ fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
         let _ = progress_tx.send(Action::Progress(done, total));
     };
     let loaded = match &opts.input {
-        Input::Demo => load::load_bytes(DEMO.0, DEMO.1, &LoadOptions::default()),
+        Input::Demo(demo) => load::load_bytes(demo.name(), demo.bytes(), &LoadOptions::default()),
         Input::Files(files) => load::load(
             files,
             &LoadOptions {
@@ -136,7 +130,7 @@ fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
 /// Exit status 0 on `q`; 2 when the input could not be loaded (the problems are printed).
 pub fn run(opts: Options) -> Result<ExitCode> {
     let label = match &opts.input {
-        Input::Demo => format!("demo: {}", DEMO.0),
+        Input::Demo(demo) => format!("demo: {}", demo.name()),
         Input::Files(f) => f
             .iter()
             .map(|p| p.display().to_string())
