@@ -1308,6 +1308,41 @@ fn s5_jmax_cut_leaves_tokens_unclaimed() {
     assert_eq!(all[0]["exec_targets"], 1);
 }
 
+/// docs/decisions.md: a `--priority` that leaves a class out never draws it; its tokens say so,
+/// even when J_max also stopped the draws.
+#[test]
+fn s5_classes_left_out_of_the_priority_are_never_drawn() {
+    let sub = |id: &str, input: &[u32], output: &[u32]| {
+        req("e1", id, input, output, json!({"agent": "sub-1"}))
+    };
+    let src = recording(&[
+        rq("e1", "r1", &[1, 2], &[10]),
+        rq("e1", "r2", &[1, 2], &[11]),
+        sub("s1", &[5, 6], &[20]),
+        scored("e1", 1.0),
+    ]);
+    let settings = Settings {
+        jmax: 1,
+        priority: vec![Class::Main],
+        ..Settings::default()
+    };
+    let (batch, results) = run(&src, &settings);
+    let (i, e) = ex(&batch, "e1");
+    let adm = &results.admissions[i];
+    assert_eq!(adm.draws.len(), 1);
+    assert_eq!(adm.draws[0].class, Class::Main);
+    let drawn = e.requests[adm.draws[0].chosen as usize].id.clone();
+    let other = if drawn == "r1" { "r2" } else { "r1" };
+    assert_eq!(
+        reason(&batch, &results, "e1", other, 2),
+        "left out: J_max reached"
+    );
+    assert_eq!(
+        reason(&batch, &results, "e1", "s1", 2),
+        "left out: class not in priority"
+    );
+}
+
 /// SPEC §5: "--jmax, default 5 … --jmax 0 = uncapped", through the CLI.
 #[test]
 fn s5_jmax_defaults_to_5_and_0_is_uncapped() {

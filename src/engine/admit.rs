@@ -178,6 +178,9 @@ pub struct Admission {
     pub stop: Stop,
     /// The class priority the draws used.
     pub priority: Vec<Class>,
+    /// For each tree node: it lies on the path of a candidate whose class is in the priority
+    /// (so an unclaimed trainable node there was left out by J_max, not by the priority).
+    pub drawable: Vec<bool>,
 }
 
 impl Admission {
@@ -247,6 +250,7 @@ fn below_n(rng: &mut ChaCha20Rng, n: u64) -> u64 {
 pub fn admit(exec: &Execution, outcome: &Outcome, settings: &Settings) -> Admission {
     let candidates = candidates(exec);
     let mut claimed_by = vec![None; exec.tree.nodes.len()];
+    let drawable = drawable_nodes(exec, &candidates, &settings.priority);
     if !matches!(outcome, Outcome::Scored { .. }) {
         return Admission {
             candidates,
@@ -254,6 +258,7 @@ pub fn admit(exec: &Execution, outcome: &Outcome, settings: &Settings) -> Admiss
             claimed_by,
             stop: Stop::NotDrawn,
             priority: settings.priority.clone(),
+            drawable,
         };
     }
     let tree = &exec.tree;
@@ -350,5 +355,20 @@ pub fn admit(exec: &Execution, outcome: &Outcome, settings: &Settings) -> Admiss
         claimed_by,
         stop,
         priority: settings.priority.clone(),
+        drawable,
     }
+}
+
+/// Nodes on the path of some candidate whose class the priority lists.
+fn drawable_nodes(exec: &Execution, candidates: &[Candidate], priority: &[Class]) -> Vec<bool> {
+    let mut on = vec![false; exec.tree.nodes.len()];
+    for c in candidates.iter().filter(|c| priority.contains(&c.class)) {
+        let mut n = exec.requests[c.request as usize].output_node;
+        // Paths share prefixes: stop at the first node another candidate already marked.
+        while n != ROOT && !on[n as usize] {
+            on[n as usize] = true;
+            n = exec.tree.nodes[n as usize].parent;
+        }
+    }
+    on
 }

@@ -95,7 +95,7 @@ pub fn node_reason(
             _ if step.is_some_and(|s| (s as usize) < admission.draws.len()) => {
                 Reason::NotYetClaimed
             }
-            _ if admission.stop == Stop::JmaxReached && reachable_by_listed(exec, admission, n) => {
+            _ if admission.stop == Stop::JmaxReached && admission.drawable[n as usize] => {
                 Reason::LeftOutJmax
             }
             _ => Reason::LeftOutClass,
@@ -117,14 +117,4 @@ pub fn token_reason(
         TokenIdentity::Output { .. } => node_reason(exec, outcome, admission, n, step)
             .expect("output nodes always have a reason"),
     }
-}
-
-/// Whether some candidate of a class in the priority has `n` on its path.
-fn reachable_by_listed(exec: &Execution, admission: &Admission, n: NodeId) -> bool {
-    admission.candidates.iter().any(|c| {
-        admission.priority.contains(&c.class)
-            && exec
-                .tree
-                .is_ancestor_or_self(n, exec.requests[c.request as usize].output_node)
-    })
 }
