@@ -14,8 +14,9 @@ use std::rc::Rc;
 
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
-use super::encode::{Encoder, Part, Span, extend_spans, label};
+use super::encode::{Part, Span, encode_labelled, extend_spans, label};
 use crate::engine::record::Source;
+use crate::text::CachedEncoder;
 use crate::text::{ChatTemplate, Message, RenderOptions, TokenText};
 
 /// One message of a conversation, with what its content is and where it came from.
@@ -105,7 +106,7 @@ struct Seg {
 
 /// Renders turns into token contexts and assistant messages into outputs.
 pub struct Builder {
-    enc: Encoder,
+    enc: CachedEncoder,
     tmpl: ChatTemplate,
     after_eos: String,
     gen_prompt: String,
@@ -132,7 +133,7 @@ impl Builder {
             .map(|(_, t)| t.to_owned())
             .unwrap_or_default();
         Ok(Self {
-            enc: Encoder::new(tok)?,
+            enc: CachedEncoder::new(tok)?,
             tmpl,
             after_eos,
             gen_prompt,
@@ -150,11 +151,6 @@ impl Builder {
     /// The chat template.
     pub fn template(&self) -> &ChatTemplate {
         &self.tmpl
-    }
-
-    /// The encoder (for callers that tokenise text of their own).
-    pub fn encoder(&mut self) -> &mut Encoder {
-        &mut self.enc
     }
 
     /// Renders `msg` as the template renders a generated assistant turn, tokenised, with its
@@ -241,7 +237,7 @@ impl Builder {
             let msgs: Vec<Message> = turns.iter().map(|t| t.msg.clone()).collect();
             let text = render_or_prompt(&self.tmpl, &msgs, true, &self.gen_prompt)?;
             let parts = self.parts(&text, 0, turns, outputs)?;
-            let (tokens, spans) = self.enc.encode_labelled(&text, &parts)?;
+            let (tokens, spans) = encode_labelled(&mut self.enc, &text, &parts)?;
             return Ok(Context {
                 tokens,
                 spans,
@@ -312,7 +308,7 @@ impl Builder {
                         .render_continuation(&msgs, RenderOptions::generation(true))?
                 };
                 let parts = self.parts(&text, 0, turns, outputs)?;
-                let (tokens, spans) = self.enc.encode_labelled(&text, &parts)?;
+                let (tokens, spans) = encode_labelled(&mut self.enc, &text, &parts)?;
                 let seg = Rc::new(Seg { tokens, spans });
                 self.segs.insert(key, Rc::clone(&seg));
                 seg
@@ -394,7 +390,7 @@ impl Builder {
 
     /// Tokenises labelled text of a caller's own (vLLM alignment).
     pub fn encode_labelled(&mut self, text: &str, parts: &[Part]) -> Result<(Vec<u32>, Vec<Span>)> {
-        self.enc.encode_labelled(text, parts)
+        encode_labelled(&mut self.enc, text, parts)
     }
 
     /// Renders a whole conversation (with `tools`) with the generation prompt and labels it, as
@@ -410,7 +406,7 @@ impl Builder {
             .render(&msgs, tools, RenderOptions::generation(true))
             .wrap_err("rendering the request's messages")?;
         let parts = self.parts(&text, 0, turns, &[])?;
-        self.enc.encode_labelled(&text, &parts)
+        encode_labelled(&mut self.enc, &text, &parts)
     }
 }
 

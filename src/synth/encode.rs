@@ -1,18 +1,10 @@
-//! Tokenising rendered chat text into ids plus SPEC §1 `spans`, with a cache.
-//!
-//! Exactness: HuggingFace splits text on added tokens (leftmost-longest) before the
-//! pre-tokenizer runs, so the pieces between added tokens tokenise independently. Caching the ids
-//! of those pieces therefore gives exactly `encode(text, add_special_tokens=False)` while most
-//! pieces of a synthetic conversation (tool definitions, file contents, test output) are
-//! tokenised only once.
+//! Tokenising rendered chat text into ids plus SPEC §1 `spans`, labelled by the message texts
+//! the simulator wrote (on top of the shared [`CachedEncoder`]).
 
-use std::collections::HashMap;
-
-use aho_corasick::{AhoCorasick, MatchKind};
-use color_eyre::eyre::{Result, bail, eyre};
+use color_eyre::eyre::{Result, bail};
 
 pub(crate) use crate::engine::record::Source;
-use crate::text::TokenText;
+use crate::text::{CachedEncoder, TokenText};
 
 /// A labelled run of tokens ending (exclusive) at `end`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,86 +32,17 @@ impl<'a> Part<'a> {
     }
 }
 
-/// Cached, labelled tokenisation with one tokenizer.
-pub(crate) struct Encoder {
-    tok: TokenText,
-    added: AhoCorasick,
-    added_ids: Vec<u32>,
-    cache: HashMap<String, Box<[u32]>>,
-}
-
-/// Past this many cached pieces the cache is cleared (bounds memory on huge runs).
-const CACHE_LIMIT: usize = 200_000;
+/// Cached tokenisation with labelling by message text.
+pub(crate) struct Encoder(CachedEncoder);
 
 impl Encoder {
     pub(crate) fn new(tok: TokenText) -> Result<Self> {
-        if tok.hf().is_none() {
-            bail!("synth needs a tokenizer.json tokenizer");
-        }
-        let (texts, ids): (Vec<String>, Vec<u32>) = tok.added_tokens().into_iter().unzip();
-        let added = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&texts)
-            .map_err(|e| eyre!("{e}"))?;
-        Ok(Self {
-            tok,
-            added,
-            added_ids: ids,
-            cache: HashMap::new(),
-        })
+        Ok(Self(CachedEncoder::new(tok)?))
     }
 
     /// Ids of `text` (as HuggingFace `encode(text, add_special_tokens=False)`).
     pub(crate) fn encode(&mut self, text: &str) -> Result<Vec<u32>> {
-        let mut ids = Vec::new();
-        self.encode_into(text, &mut ids, |_| {})?;
-        Ok(ids)
-    }
-
-    /// Appends the ids of `text` to `ids`, calling `on_token(byte_start)` for each token.
-    fn encode_into(
-        &mut self,
-        text: &str,
-        ids: &mut Vec<u32>,
-        mut on_token: impl FnMut(usize),
-    ) -> Result<()> {
-        let mut at = 0;
-        let matches: Vec<_> = self.added.find_iter(text).collect();
-        for m in matches {
-            self.encode_plain(&text[at..m.start()], at, ids, &mut on_token)?;
-            on_token(m.start());
-            ids.push(self.added_ids[m.pattern().as_usize()]);
-            at = m.end();
-        }
-        self.encode_plain(&text[at..], at, ids, &mut on_token)
-    }
-
-    /// Text without added tokens, starting at byte `start` of the whole text.
-    fn encode_plain(
-        &mut self,
-        seg: &str,
-        start: usize,
-        ids: &mut Vec<u32>,
-        on_token: &mut impl FnMut(usize),
-    ) -> Result<()> {
-        if seg.is_empty() {
-            return Ok(());
-        }
-        if !self.cache.contains_key(seg) {
-            if self.cache.len() >= CACHE_LIMIT {
-                self.cache.clear();
-            }
-            let hf = self.tok.hf().ok_or_else(|| eyre!("no tokenizer"))?;
-            let enc = hf.encode_fast(seg, false).map_err(|e| eyre!("{e}"))?;
-            self.cache.insert(seg.to_owned(), enc.get_ids().into());
-        }
-        let mut pos = start;
-        for &id in &self.cache[seg][..] {
-            on_token(pos);
-            ids.push(id);
-            pos += self.tok.piece_bytes(id).map_or(0, <[u8]>::len);
-        }
-        Ok(())
+        self.0.encode(text)
     }
 
     /// Tokenises `rendered`, labelling tokens by `parts`: each part's text is looked up in
@@ -149,14 +72,11 @@ impl Encoder {
                 _ => (Source::Template, None),
             }
         };
-        let mut ids = Vec::new();
-        let mut labels = Vec::new();
+        let (ids, starts) = self.0.encode_with_starts(rendered)?;
         let mut r = 0;
-        self.encode_into(rendered, &mut ids, |byte| {
-            labels.push(label_at(byte, &mut r))
-        })?;
         let mut spans: Vec<Span> = Vec::new();
-        for (i, (source, call)) in labels.into_iter().enumerate() {
+        for (i, &byte) in starts.iter().enumerate() {
+            let (source, call) = label_at(byte, &mut r);
             match spans.last_mut() {
                 Some(last) if last.source == source && last.call == call => last.end = i + 1,
                 _ => spans.push(Span {
