@@ -61,7 +61,7 @@ fn is_pictograph(c: char) -> bool {
     matches!(c, '\u{2600}'..='\u{27BF}' | '\u{2B00}'..='\u{2BFF}' | '\u{1F000}'..='\u{1FAFF}')
 }
 
-/// Short names for invisible characters; `Some("")` means "show as `⟨U+XXXX⟩`".
+/// Short names for invisible characters; `Some("")` means "show as the code point, `⟨U+E0041⟩`".
 fn name_of(c: char) -> Option<&'static str> {
     Some(match c {
         '\u{00AD}' => "SHY",
