@@ -36,6 +36,9 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
             title(app, a.title, buf);
             loading(app, *done, *total, a.full, buf);
             hints(app, a.hints, buf);
+            if let Overlay::Help(scroll) = app.overlay {
+                help(app, scroll, a.full, buf);
+            }
             return;
         }
         Load::Failed(e) => {
@@ -45,12 +48,22 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
             Paragraph::new(Text::from(
                 std::iter::once(Line::styled("could not load the input", app.theme.bad()))
                     .chain(e.lines().map(|l| Line::raw(sanitize(l))))
+                    .chain([
+                        Line::default(),
+                        Line::styled(
+                            "q quits (exit status 2) · --lenient skips invalid lines",
+                            app.theme.dim(),
+                        ),
+                    ])
                     .collect::<Vec<_>>(),
             ))
             .wrap(Wrap { trim: false })
             .block(Block::bordered().title(" gyre "))
             .render_ref(area, buf);
             hints(app, a.hints, buf);
+            if let Overlay::Help(scroll) = app.overlay {
+                help(app, scroll, a.full, buf);
+            }
             return;
         }
         Load::Ready => {}
@@ -210,40 +223,6 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
     let Some(d) = &app.data else { return };
     let t = &app.theme;
     let focused = app.focus == Pane::Executions;
-    let rows: Vec<TRow> = app
-        .rows
-        .iter()
-        .map(|&i| {
-            let e = &d.batch.executions[i];
-            let o = &d.results.outcomes[i];
-            let adm = &d.results.admissions[i];
-            let st = match o {
-                Outcome::Scored { .. } => t.good(),
-                Outcome::Dummy => t.warn(),
-                Outcome::Excluded(_) => t.bad(),
-            };
-            let closure = e.closure.as_ref().map(|c| c.record.status.name());
-            let status = match (o, closure) {
-                (Outcome::Excluded(_), _) | (_, None | Some("completed")) => status_text(o),
-                (_, Some(c)) => format!("{} ({c})", status_text(o)),
-            };
-            TRow::new(vec![
-                TCell::from(sanitize(&e.id)),
-                TCell::from(
-                    e.group()
-                        .map(|g| sanitize(g.to_string().trim_matches('"')))
-                        .unwrap_or_default(),
-                ),
-                TCell::from(Span::styled(status, st)),
-                TCell::from(o.reward().map_or("—".into(), |r| format!("{r:.2}"))),
-                TCell::from(d.results.advantages[i].map_or("—".into(), |a| format!("{a:+.2}"))),
-                TCell::from(format!("{}", adm.targets())),
-                TCell::from(format!("{}/{}", adm.draws.len(), adm.candidates.len())),
-            ])
-        })
-        .collect();
-    let header = TRow::new(["id", "group", "status", "reward", "adv", "L_i", "d/c"])
-        .style(t.dim().add_modifier(Modifier::BOLD));
     let id_w = app
         .rows
         .iter()
@@ -262,32 +241,100 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
         .max()
         .unwrap_or(0)
         .clamp(5, 8) as u16;
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(id_w),
-            Constraint::Length(group_w),
-            Constraint::Min(8),
-            Constraint::Length(6),
-            Constraint::Length(5),
-            Constraint::Length(6),
-            Constraint::Length(5),
-        ],
-    )
-    .header(header)
-    .column_spacing(1)
-    .row_highlight_style(t.selected(focused))
-    .block(pane_block(
-        app,
-        Pane::Executions,
-        format!(
-            " Executions {}/{} · sort {} · filter {} ",
-            app.rows.len(),
-            d.batch.executions.len(),
-            app.sort.name(),
-            app.filter.name()
-        ),
-    ));
+    // Numbers take what their widest value needs, so the status keeps the rest.
+    let num_w = |f: &dyn Fn(usize) -> String, head: &str| {
+        app.rows
+            .iter()
+            .map(|&i| f(i).chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(head.len()) as u16
+    };
+    let li_w = num_w(&|i| d.results.admissions[i].targets().to_string(), "L_i");
+    let dc_w = num_w(
+        &|i| {
+            let a = &d.results.admissions[i];
+            format!("{}/{}", a.draws.len(), a.candidates.len())
+        },
+        "d/c",
+    );
+    // What is left for the status: a narrow pane drops the group column, then the reasons
+    // (the replay and assessments panes give the selected execution's in full).
+    let fixed = id_w + 6 + 5 + li_w + dc_w + 5;
+    let room = area.width.saturating_sub(2 + fixed);
+    let show_group = room >= group_w + 1 + 16;
+    let compact = room < 18;
+    let rows: Vec<TRow> = app
+        .rows
+        .iter()
+        .map(|&i| {
+            let e = &d.batch.executions[i];
+            let o = &d.results.outcomes[i];
+            let adm = &d.results.admissions[i];
+            let st = match o {
+                Outcome::Scored { .. } => t.good(),
+                Outcome::Dummy => t.warn(),
+                Outcome::Excluded(_) => t.bad(),
+            };
+            let closure = e.closure.as_ref().map(|c| c.record.status.name());
+            let status = match (o, closure) {
+                _ if compact => match o {
+                    Outcome::Scored { .. } => "scored",
+                    Outcome::Dummy => "dummy",
+                    Outcome::Excluded(_) => "excluded",
+                }
+                .to_string(),
+                (Outcome::Excluded(_), _) | (_, None | Some("completed")) => status_text(o),
+                (_, Some(c)) => format!("{} ({c})", status_text(o)),
+            };
+            let mut cells = vec![TCell::from(sanitize(&e.id))];
+            if show_group {
+                cells.push(TCell::from(
+                    e.group()
+                        .map(|g| sanitize(g.to_string().trim_matches('"')))
+                        .unwrap_or_default(),
+                ));
+            }
+            cells.extend([
+                TCell::from(Span::styled(status, st)),
+                TCell::from(o.reward().map_or("—".into(), |r| format!("{r:.2}"))),
+                TCell::from(d.results.advantages[i].map_or("—".into(), |a| format!("{a:+.2}"))),
+                TCell::from(format!("{}", adm.targets())),
+                TCell::from(format!("{}/{}", adm.draws.len(), adm.candidates.len())),
+            ]);
+            TRow::new(cells)
+        })
+        .collect();
+    let mut header = vec!["id"];
+    let mut widths = vec![Constraint::Length(id_w)];
+    if show_group {
+        header.push("group");
+        widths.push(Constraint::Length(group_w));
+    }
+    header.extend(["status", "reward", "adv", "L_i", "d/c"]);
+    widths.extend([
+        Constraint::Fill(1),
+        Constraint::Length(6),
+        Constraint::Length(5),
+        Constraint::Length(li_w),
+        Constraint::Length(dc_w),
+    ]);
+    let header = TRow::new(header).style(t.dim().add_modifier(Modifier::BOLD));
+    let table = Table::new(rows, widths)
+        .header(header)
+        .column_spacing(1)
+        .row_highlight_style(t.selected(focused))
+        .block(pane_block(
+            app,
+            Pane::Executions,
+            format!(
+                " Executions {}/{} · sort {} · filter {} ",
+                app.rows.len(),
+                d.batch.executions.len(),
+                app.sort.name(),
+                app.filter.name()
+            ),
+        ));
     let mut state = TableState::default()
         .with_offset(app.row_offset)
         .with_selected(if app.rows.is_empty() {
@@ -511,6 +558,27 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
             t.dim(),
         ));
         lines.push(Line::from(head));
+        let id_w = dr
+            .candidates
+            .iter()
+            .map(|w| id(w.request).chars().count())
+            .max()
+            .unwrap_or(0);
+        let class_w = dr
+            .candidates
+            .iter()
+            .map(|w| {
+                let req = &exec.requests[w.request as usize];
+                Class::of(&req.agent, req.purpose).name().len()
+            })
+            .max()
+            .unwrap_or(0);
+        let weight_w = dr
+            .candidates
+            .iter()
+            .map(|w| w.weight.to_string().len())
+            .max()
+            .unwrap_or(0);
         for w in &dr.candidates {
             let chosen = w.request == dr.chosen && !preview;
             let req = &exec.requests[w.request as usize];
@@ -520,7 +588,7 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
                     if chosen { t.good() } else { t.dim() },
                 ),
                 Span::styled(
-                    format!("{:<8}", id(w.request)),
+                    format!("{:<id_w$}", id(w.request)),
                     if chosen {
                         t.good().add_modifier(Modifier::BOLD)
                     } else {
@@ -528,10 +596,14 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
                     },
                 ),
                 Span::styled(
-                    format!(" {:<12}", Class::of(&req.agent, req.purpose).name()),
+                    format!(" {:<class_w$}", Class::of(&req.agent, req.purpose).name()),
                     t.dim(),
                 ),
-                Span::raw(format!(" w={:>6} p={:.2}", w.weight, dr.probability(w))),
+                Span::raw(format!(
+                    " w={:>weight_w$} p={:.2}",
+                    w.weight,
+                    dr.probability(w)
+                )),
             ];
             if chosen {
                 spans.push(Span::styled(" ◀ drawn", t.good()));
@@ -577,6 +649,7 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
         ));
     }
     Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
         .scroll((app.replay_scroll, 0))
         .block(pane_block(
             app,
@@ -883,7 +956,10 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
         Span::styled(format!(" id {id}"), t.dim()),
         Span::raw(" · "),
     ];
-    match exec.identity(n, i) {
+    let identity = exec.identity(n, i);
+    let (TokenIdentity::Output { request: owner, .. }
+    | TokenIdentity::Context { request: owner, .. }) = identity;
+    match identity {
         TokenIdentity::Output { request, offset } => {
             let r = &exec.requests[request as usize];
             let who = if r.actor == Actor::Evaluator {
@@ -899,8 +975,7 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
                 format!(
                     " ({}, {who}, logprob {})",
                     sanitize(&r.agent),
-                    r.logprob(offset)
-                        .map_or("none (reconstructed)".into(), logprob_text)
+                    r.logprob(offset).map_or("none".into(), logprob_text)
                 ),
                 t.dim(),
             ));
@@ -920,6 +995,9 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
                 t.dim(),
             ));
         }
+    }
+    if exec.requests[owner as usize].reconstructed() {
+        spans.push(Span::styled(" · reconstructed, not recorded", t.warn()));
     }
     spans.push(Span::raw(" · "));
     let view = ExecView::new(exec, &d.results, app.cur);
@@ -975,7 +1053,14 @@ fn hints(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let mut spans = Vec::new();
     let mut width = 0usize;
-    for (k, label) in keys::hints() {
+    // Before the data is there only help and quit do anything.
+    let all = keys::hints();
+    let shown = if app.data.is_some() {
+        &all[..]
+    } else {
+        &all[..2]
+    };
+    for (k, label) in shown {
         let w = k.chars().count() + label.chars().count() + 3;
         if width + w > area.width as usize && width > 0 {
             break;
@@ -1087,7 +1172,9 @@ fn export_prompt(app: &App, path: &str, full: Rect, buf: &mut Buffer) {
     };
     let s = &app.settings;
     let lines = vec![
-        Line::raw("Export the admitted set (gyre/admitted-1): the same bytes `gyre admit` writes"),
+        Line::raw(
+            "Export the admitted set (format gyre/admitted-1): the bytes `gyre admit` writes",
+        ),
         Line::styled(
             format!(
                 "for these inputs with seed {} · J_max {} · priority {} · advantage drgrpo",

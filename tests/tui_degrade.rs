@@ -1,0 +1,197 @@
+//! Found by driving the binary: small terminals, reconstructed records, replay ends,
+//! the screens before the data is there.
+
+mod tui_common;
+
+use gyre::engine::admit::Settings;
+use gyre::engine::load::{LoadOptions, load_bytes};
+use gyre::tui::app::{Action, App, Overlay, Pane};
+use gyre::tui::keys::Command as C;
+use gyre::tui::theme::Theme;
+use ratatui::layout::Rect;
+use tui_common::*;
+
+fn panes(app: &App) -> Vec<(&'static str, Rect)> {
+    let a = app.areas();
+    vec![
+        ("execs", a.execs),
+        ("tree", a.tree),
+        ("replay", a.replay),
+        ("assess", a.assess),
+        ("tokens", a.tokens),
+        ("why", a.why),
+        ("detail", a.detail),
+    ]
+}
+
+#[test]
+fn small_terminals_keep_every_pane_readable() {
+    for (w, h) in [(80, 24), (100, 30), (109, 30)] {
+        let mut app = demo_app(w, h, true);
+        app.step(Action::Resize(w, h));
+        let ps = panes(&app);
+        for (name, r) in &ps {
+            if *name == "detail" {
+                assert_eq!(r.width, 0, "{w}x{h}: no room for the detail pane");
+                continue;
+            }
+            assert!(r.width >= 30 && r.height >= 3, "{w}x{h}: {name} is {r:?}");
+            for (other, o) in &ps {
+                assert!(
+                    other == name || !r.intersects(*o),
+                    "{w}x{h}: {name} overlaps {other}"
+                );
+            }
+        }
+        let s = screen(&app);
+        // Status words whole, the why line's reason not cut off, the replay pane there.
+        for word in [
+            "scored",
+            "dummy",
+            "excluded",
+            "Replay · draw 4/4",
+            "target of this draw",
+        ] {
+            assert!(s.contains(word), "{w}x{h}: {word:?} missing\n{s}");
+        }
+    }
+    // At 80 columns the reasons are left to the replay and assessments panes.
+    assert!(!screen(&demo_app(80, 24, true)).contains("excluded:"));
+    let app = demo_app(100, 30, true);
+    insta::assert_snapshot!("small_100x30", screen(&app));
+}
+
+#[test]
+fn tab_skips_a_hidden_detail_pane_and_d_says_why() {
+    let mut app = demo_app(80, 24, true);
+    let mut seen = Vec::new();
+    for _ in 0..12 {
+        cmds(&mut app, &[C::FocusNext]);
+        seen.push(app.focus);
+    }
+    assert!(!seen.contains(&Pane::Detail), "{seen:?}");
+    assert!(seen.contains(&Pane::Replay) && seen.contains(&Pane::Assessments));
+    cmds(&mut app, &[C::Detail, C::Detail]);
+    assert!(app.detail);
+    assert!(
+        app.message
+            .as_deref()
+            .unwrap()
+            .contains("at least 110 columns"),
+        "{:?}",
+        app.message
+    );
+    // Focus on the detail pane, then the terminal shrinks: the focus moves to a visible pane.
+    let mut app = demo_app(160, 45, true);
+    while app.focus != Pane::Detail {
+        cmds(&mut app, &[C::FocusNext]);
+    }
+    app.step(Action::Resize(80, 24));
+    assert_eq!(app.focus, Pane::Tokens);
+}
+
+#[test]
+fn replay_at_either_end_says_so() {
+    let mut app = demo_app(160, 45, true);
+    cmds(&mut app, &[C::DrawNext]);
+    assert_eq!(app.step, 4);
+    assert!(
+        app.message
+            .as_deref()
+            .unwrap()
+            .contains("already at draw 4/4")
+    );
+    cmds(&mut app, &[C::DrawFirst, C::DrawPrev]);
+    assert_eq!(app.step, 0);
+    assert!(
+        app.message
+            .as_deref()
+            .unwrap()
+            .contains("already at draw 0/4")
+    );
+}
+
+const RECONSTRUCTED: &str = concat!(
+    r#"{"kind":"request","execution":"e","id":"r1","input":[1,2,3],"output":[4,5],"meta":{"reconstructed":true}}"#,
+    "\n",
+    r#"{"kind":"request","execution":"e","id":"r2","input":[1,2,3,4,5,6],"output":[7],"logprobs":[-0.5]}"#,
+    "\n",
+    r#"{"kind":"closure","execution":"e","status":"completed","t":10}"#,
+    "\n",
+);
+
+#[test]
+fn reconstructed_records_say_so_in_the_why_line_and_the_detail() {
+    let batch = load_bytes(
+        "rec.jsonl",
+        RECONSTRUCTED.as_bytes(),
+        &LoadOptions::default(),
+    )
+    .expect("loads");
+    let mut app = App::with_batch(
+        "rec.jsonl",
+        batch,
+        Settings::default(),
+        Theme { color: true },
+        (160, 45),
+    );
+    let exec = &app.data.as_ref().unwrap().batch.executions[0];
+    let r1 = exec.request_index("r1").unwrap();
+    let r2 = exec.request_index("r2").unwrap();
+    app.select_request(r1);
+    app.focus = Pane::Tokens;
+    // The cursor starts on r1's first output token.
+    let s = screen(&app);
+    assert!(s.contains("output token 0 of r1"), "{s}");
+    let why = s
+        .lines()
+        .filter(|l| l.contains("of r1"))
+        .collect::<String>();
+    assert!(why.contains("reconstructed, not recorded"), "{s}");
+    let a = app.areas();
+    let detail: String = s
+        .lines()
+        .skip(a.detail.y as usize)
+        .map(|l| l.chars().skip(a.detail.x as usize).collect::<String>())
+        .collect();
+    assert!(detail.contains("reconstructed, not recorded"), "{s}");
+    // A recorded request says nothing of the kind, even where its context came from r1.
+    app.select_request(r2);
+    let s = screen(&app);
+    assert!(s.contains("output token 0 of r2"), "{s}");
+    assert!(!s.contains("reconstructed, not recorded"), "{s}");
+    cmds(&mut app, &[C::Home]);
+    let s = screen(&app);
+    assert!(s.contains("input token 0 of r1"), "{s}");
+    assert!(s.contains("reconstructed, not recorded"), "{s}");
+}
+
+#[test]
+fn help_works_while_loading_and_only_live_keys_are_hinted() {
+    let mut app = App::new("big.jsonl", Settings::default(), Theme { color: true });
+    app.step(Action::Resize(100, 30));
+    app.step(Action::Progress(1, 2));
+    let s = screen(&app);
+    let hints = s.lines().last().unwrap();
+    assert_eq!(hints.trim(), "? help  q quit", "{s}");
+    cmds(&mut app, &[C::Help]);
+    assert_eq!(app.overlay, Overlay::Help(0));
+    assert!(screen(&app).contains("help · Esc closes"));
+    cmds(&mut app, &[C::Escape]);
+    assert_eq!(app.overlay, Overlay::None);
+    app.step(Action::Loaded(
+        Err("bad.jsonl:1: missing field `id`".into()),
+    ));
+    let s = screen(&app);
+    assert!(s.contains("q quits (exit status 2)"), "{s}");
+    assert_eq!(s.lines().last().unwrap().trim(), "? help  q quit");
+}
+
+#[test]
+fn sibling_diff_counts_tokens_after_the_split() {
+    let app = demo_app(160, 45, true);
+    let s = screen(&app);
+    assert!(s.contains("this s1"), "{s}");
+    assert!(s.contains("(7 tokens after"), "{s}");
+    assert!(s.contains("sibling r1 "), "{s}");
+}
