@@ -258,12 +258,12 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
         },
         "d/c",
     );
-    // What is left for the status: a narrow pane drops the group column, then the reasons
-    // (the replay and assessments panes give the selected execution's in full).
+    // What is left for the status: a narrow pane drops the group column first; a status
+    // still too long ends in `…` (the replay and assessments panes give it in full).
     let fixed = id_w + 6 + 5 + li_w + dc_w + 5;
     let room = area.width.saturating_sub(2 + fixed);
     let show_group = room >= group_w + 1 + 16;
-    let compact = room < 18;
+    let status_w = if show_group { room - group_w - 1 } else { room } as usize;
     let rows: Vec<TRow> = app
         .rows
         .iter()
@@ -278,14 +278,14 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
             };
             let closure = e.closure.as_ref().map(|c| c.record.status.name());
             let status = match (o, closure) {
-                _ if compact => match o {
-                    Outcome::Scored { .. } => "scored",
-                    Outcome::Dummy => "dummy",
-                    Outcome::Excluded(_) => "excluded",
-                }
-                .to_string(),
                 (Outcome::Excluded(_), _) | (_, None | Some("completed")) => status_text(o),
                 (_, Some(c)) => format!("{} ({c})", status_text(o)),
+            };
+            let status = if status.chars().count() > status_w {
+                let cut: String = status.chars().take(status_w.saturating_sub(1)).collect();
+                format!("{cut}…")
+            } else {
+                status
             };
             let mut cells = vec![TCell::from(sanitize(&e.id))];
             if show_group {
