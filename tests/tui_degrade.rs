@@ -197,3 +197,30 @@ fn sibling_diff_counts_tokens_after_the_split() {
     assert!(s.contains("(7 tokens after"), "{s}");
     assert!(s.contains("sibling r1 "), "{s}");
 }
+
+#[test]
+fn help_scrolls_to_its_last_line_and_no_further() {
+    let mut app = demo_app(80, 24, true);
+    cmds(&mut app, &[C::Help]);
+    for _ in 0..200 {
+        cmds(&mut app, &[C::Down]);
+    }
+    let max = gyre::tui::ui::help_max_scroll(&app);
+    assert!(max > 0, "80x24 cannot show the whole help");
+    assert_eq!(app.overlay, Overlay::Help(max));
+    assert!(screen(&app).contains("Esc or ? closes this overlay."));
+    cmds(&mut app, &[C::Up]);
+    assert_eq!(
+        app.overlay,
+        Overlay::Help(max - 1),
+        "one key back is one line back"
+    );
+    app.step(Action::Wheel(10, 10, true));
+    app.step(Action::Wheel(10, 10, true));
+    assert_eq!(app.overlay, Overlay::Help(max));
+    app.step(Action::Resize(200, 60));
+    assert_eq!(
+        app.overlay,
+        Overlay::Help(gyre::tui::ui::help_max_scroll(&app))
+    );
+}

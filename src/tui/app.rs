@@ -423,6 +423,9 @@ impl App {
                 if self.focus == Pane::Detail && self.areas().detail.width == 0 {
                     self.focus = Pane::Tokens;
                 }
+                if let Overlay::Help(s) = self.overlay {
+                    self.overlay = Overlay::Help(s.min(super::ui::help_max_scroll(self)));
+                }
                 self.keep_cursor_visible();
                 self.keep_row_visible();
             }
@@ -647,8 +650,8 @@ impl App {
                 return;
             }
             (Overlay::Help(s), Command::Down | Command::PageDown) => {
-                self.overlay =
-                    Overlay::Help(s.saturating_add(if c == Command::Down { 1 } else { 10 }));
+                let s = s.saturating_add(if c == Command::Down { 1 } else { 10 });
+                self.overlay = Overlay::Help(s.min(super::ui::help_max_scroll(self)));
                 return;
             }
             (Overlay::Help(s), Command::Up | Command::PageUp) => {
@@ -1367,7 +1370,7 @@ impl App {
         }
         if let Overlay::Help(s) = self.overlay {
             self.overlay = Overlay::Help(if down {
-                s.saturating_add(3)
+                s.saturating_add(3).min(super::ui::help_max_scroll(self))
             } else {
                 s.saturating_sub(3)
             });

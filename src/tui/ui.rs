@@ -1088,7 +1088,9 @@ fn centered(area: Rect, pct_x: u16, pct_y: u16) -> Rect {
     h
 }
 
-fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
+/// The help overlay's box, its two columns (the right one empty when narrow) and whether
+/// it is split.
+fn help_columns(app: &App, full: Rect) -> (Rect, Vec<Line<'static>>, Vec<Line<'static>>, bool) {
     let t = &app.theme;
     let area = centered(full, 90, 90);
     // One block of lines per group, then the groups split over two columns.
@@ -1145,6 +1147,18 @@ fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
         t.dim(),
     ));
     tail.push(Line::styled("Esc or ? closes this overlay.", t.dim()));
+    (area, left, right, two)
+}
+
+/// How far the help overlay scrolls: until its last line is at the bottom.
+pub fn help_max_scroll(app: &App) -> u16 {
+    let (area, left, right, _) = help_columns(app, app.areas().full);
+    let lines = left.len().max(right.len()) as u16;
+    lines.saturating_sub(area.height.saturating_sub(2))
+}
+
+fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
+    let (area, left, right, two) = help_columns(app, full);
     Clear.render_ref(area, buf);
     let block = Block::bordered()
         .border_type(BorderType::Double)
