@@ -224,3 +224,43 @@ fn help_scrolls_to_its_last_line_and_no_further() {
         Overlay::Help(gyre::tui::ui::help_max_scroll(&app))
     );
 }
+
+#[test]
+fn replay_and_detail_scroll_no_further_than_their_text() {
+    let mut app = demo_app(160, 45, true);
+    for pane in [Pane::Replay, Pane::Detail] {
+        app.focus = pane;
+        for _ in 0..500 {
+            cmds(&mut app, &[C::Down]);
+        }
+        let at_end = if pane == Pane::Replay {
+            app.replay_scroll
+        } else {
+            app.detail_scroll
+        };
+        assert!(at_end < 40, "{pane:?} scrolled to {at_end}");
+        cmds(&mut app, &[C::Home]);
+        cmds(&mut app, &[C::End]);
+        let end = if pane == Pane::Replay {
+            app.replay_scroll
+        } else {
+            app.detail_scroll
+        };
+        assert_eq!(end, at_end, "{pane:?}: End goes to the same place");
+        // The pane still shows text there.
+        let a = app.areas();
+        let r = if pane == Pane::Replay {
+            a.replay
+        } else {
+            a.detail
+        };
+        let buf = render(&app);
+        let first_row: String = (r.x + 1..r.right() - 1)
+            .map(|x| buf[(x, r.y + 1)].symbol().to_string())
+            .collect();
+        assert!(
+            !first_row.trim().is_empty(),
+            "{pane:?} shows nothing at its end"
+        );
+    }
+}

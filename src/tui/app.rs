@@ -787,14 +787,23 @@ impl App {
             Pane::Executions => self.exec_command(c),
             Pane::Tree => self.tree_command(c),
             Pane::Tokens => self.token_command(c),
-            Pane::Replay => {
-                self.replay_scroll = scroll(self.replay_scroll, c, self.areas().replay.height);
-            }
+            Pane::Replay => self.scroll_replay(c),
             Pane::Assessments => self.assess_command(c),
-            Pane::Detail => {
-                self.detail_scroll = scroll(self.detail_scroll, c, self.areas().detail.height);
-            }
+            Pane::Detail => self.scroll_detail(c),
         }
+    }
+
+    fn scroll_replay(&mut self, c: Command) {
+        let r = self.areas().replay;
+        let max =
+            super::ui::scroll_limit(&super::ui::replay_lines(self), r.width.saturating_sub(2));
+        self.replay_scroll = scroll(self.replay_scroll, c, r.height.saturating_sub(2)).min(max);
+    }
+
+    fn scroll_detail(&mut self, c: Command) {
+        let r = self.areas().detail;
+        let max = super::ui::scroll_limit(&super::detail::lines(self), r.width.saturating_sub(2));
+        self.detail_scroll = scroll(self.detail_scroll, c, r.height.saturating_sub(2)).min(max);
     }
 
     fn exec_command(&mut self, c: Command) {
@@ -1400,12 +1409,12 @@ impl App {
             }
             Pane::Replay => {
                 for _ in 0..3 {
-                    self.replay_scroll = scroll(self.replay_scroll, dir, 0);
+                    self.scroll_replay(dir);
                 }
             }
             Pane::Detail => {
                 for _ in 0..3 {
-                    self.detail_scroll = scroll(self.detail_scroll, dir, 0);
+                    self.scroll_detail(dir);
                 }
             }
             Pane::Assessments => self.assess_command(dir),
@@ -1420,6 +1429,7 @@ fn scroll(v: u16, c: Command, page: u16) -> u16 {
         Command::PageUp => v.saturating_sub(page.max(1)),
         Command::PageDown => v.saturating_add(page.max(1)),
         Command::Home => 0,
+        Command::End => u16::MAX,
         _ => v,
     }
 }

@@ -503,8 +503,35 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
     ratatui::widgets::StatefulWidget::render(widget, area, buf, &mut *state);
 }
 
+/// How far a wrapped pane of `lines` scrolls at `width` columns: until its last line is at
+/// the top (wrapping estimated by width, so the end is always reachable).
+pub fn scroll_limit(lines: &[Line<'_>], width: u16) -> u16 {
+    let w = width.max(1) as usize;
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(w).max(1)).sum();
+    rows.saturating_sub(1).min(u16::MAX as usize) as u16
+}
+
 fn replay(app: &App, area: Rect, buf: &mut Buffer) {
-    let Some(d) = &app.data else { return };
+    let (k, n) = (app.step, app.draws());
+    Paragraph::new(replay_lines(app))
+        .wrap(Wrap { trim: false })
+        .scroll((app.replay_scroll, 0))
+        .block(pane_block(
+            app,
+            Pane::Replay,
+            format!(
+                " Replay · draw {k}/{n} · J_max {} ",
+                jmax_text(app.settings.jmax)
+            ),
+        ))
+        .render_ref(area, buf);
+}
+
+/// The replay pane's lines at the current step.
+pub fn replay_lines(app: &App) -> Vec<Line<'static>> {
+    let Some(d) = &app.data else {
+        return Vec::new();
+    };
     let exec = &d.batch.executions[app.cur];
     let adm = &d.results.admissions[app.cur];
     let outcome = &d.results.outcomes[app.cur];
@@ -648,18 +675,7 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
             },
         ));
     }
-    Paragraph::new(lines)
-        .wrap(Wrap { trim: false })
-        .scroll((app.replay_scroll, 0))
-        .block(pane_block(
-            app,
-            Pane::Replay,
-            format!(
-                " Replay · draw {k}/{n} · J_max {} ",
-                jmax_text(app.settings.jmax)
-            ),
-        ))
-        .render_ref(area, buf);
+    lines
 }
 
 /// Assessment indices grouped by artifact version (first appearance order), file order within.
