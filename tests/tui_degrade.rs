@@ -264,3 +264,19 @@ fn replay_and_detail_scroll_no_further_than_their_text() {
         );
     }
 }
+
+#[test]
+fn an_empty_filter_says_so_and_the_title_names_the_filter_first() {
+    let mut app = demo_app(120, 35, true);
+    // all → scored → dummy → excluded → J_max reached: nothing in the demo stops at J_max.
+    cmds(&mut app, &[C::Filter, C::Filter, C::Filter, C::Filter]);
+    assert!(app.rows.is_empty());
+    let s = screen(&app);
+    assert!(s.contains("Executions 0/4 · J_max reached ·"), "{s}");
+    assert!(s.contains("no execution matches filter"), "{s}");
+    // Keys on the empty list do nothing and break nothing.
+    app.focus = Pane::Executions;
+    cmds(&mut app, &[C::Down, C::End, C::Enter]);
+    cmds(&mut app, &[C::Filter]);
+    assert_eq!(app.rows.len(), 4);
+}

@@ -320,28 +320,46 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
         Constraint::Length(dc_w),
     ]);
     let header = TRow::new(header).style(t.dim().add_modifier(Modifier::BOLD));
+    // The filter comes first in the title: it explains the count, and a narrow pane cuts
+    // the end.
+    let block = pane_block(
+        app,
+        Pane::Executions,
+        format!(
+            " Executions {}/{} · {} · by {} ",
+            app.rows.len(),
+            d.batch.executions.len(),
+            app.filter.name(),
+            app.sort.name()
+        ),
+    );
+    if app.rows.is_empty() {
+        Paragraph::new(vec![
+            Line::styled(
+                format!("no execution matches filter {}", app.filter.name()),
+                t.dim(),
+            ),
+            Line::styled(
+                format!(
+                    "the panes show {} · f: next filter",
+                    sanitize(&d.batch.executions[app.cur].id)
+                ),
+                t.dim(),
+            ),
+        ])
+        .wrap(Wrap { trim: false })
+        .block(block)
+        .render_ref(area, buf);
+        return;
+    }
     let table = Table::new(rows, widths)
         .header(header)
         .column_spacing(1)
         .row_highlight_style(t.selected(focused))
-        .block(pane_block(
-            app,
-            Pane::Executions,
-            format!(
-                " Executions {}/{} · sort {} · filter {} ",
-                app.rows.len(),
-                d.batch.executions.len(),
-                app.sort.name(),
-                app.filter.name()
-            ),
-        ));
+        .block(block);
     let mut state = TableState::default()
         .with_offset(app.row_offset)
-        .with_selected(if app.rows.is_empty() {
-            None
-        } else {
-            Some(app.row)
-        });
+        .with_selected(Some(app.row));
     ratatui::widgets::StatefulWidget::render(table, area, buf, &mut state);
 }
 
