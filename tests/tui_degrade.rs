@@ -280,3 +280,22 @@ fn an_empty_filter_says_so_and_the_title_names_the_filter_first() {
     cmds(&mut app, &[C::Filter]);
     assert_eq!(app.rows.len(), 4);
 }
+
+#[test]
+fn the_export_prompt_shows_the_file_and_its_keys_on_small_terminals() {
+    for (w, h) in [(80, 24), (100, 30), (160, 45)] {
+        let mut app = demo_app(w, h, true);
+        cmds(&mut app, &[C::Export]);
+        let s = screen(&app);
+        for want in [
+            "file: admitted",
+            "Enter writes",
+            "Esc cancels",
+            "advantage drgrpo",
+        ] {
+            assert!(s.contains(want), "{w}x{h}: {want:?} missing\n{s}");
+        }
+        cmds(&mut app, &[C::Escape]);
+        assert_eq!(app.overlay, Overlay::None);
+    }
+}

@@ -1213,11 +1213,6 @@ fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
 
 fn export_prompt(app: &App, path: &str, full: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    let area = centered(full, 70, 30);
-    let area = Rect {
-        height: area.height.max(7),
-        ..area
-    };
     let s = &app.settings;
     let lines = vec![
         Line::raw(
@@ -1244,6 +1239,15 @@ fn export_prompt(app: &App, path: &str, full: Rect, buf: &mut Buffer) {
         ),
         Line::styled("Enter writes (never overwrites) · Esc cancels", t.dim()),
     ];
+    // Tall enough for every wrapped line: the file name and the keys must never be cut.
+    let width = (full.width * 7 / 10).max(full.width.min(76));
+    let height = (scroll_limit(&lines, width.saturating_sub(2)) + 3).min(full.height);
+    let area = Rect {
+        x: full.x + (full.width - width) / 2,
+        y: full.y + (full.height - height) / 2,
+        width,
+        height,
+    };
     Clear.render_ref(area, buf);
     Paragraph::new(lines)
         .wrap(Wrap { trim: false })
