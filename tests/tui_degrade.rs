@@ -26,7 +26,7 @@ fn panes(app: &App) -> Vec<(&'static str, Rect)> {
 
 #[test]
 fn small_terminals_keep_every_pane_readable() {
-    for (w, h) in [(80, 24), (100, 30), (109, 30)] {
+    for (w, h) in [(80, 24), (100, 30), (129, 30)] {
         let mut app = demo_app(w, h, true);
         app.step(Action::Resize(w, h));
         let ps = panes(&app);
@@ -79,7 +79,7 @@ fn tab_skips_a_hidden_detail_pane_and_d_says_why() {
         app.message
             .as_deref()
             .unwrap()
-            .contains("at least 110 columns"),
+            .contains("at least 130 columns"),
         "{:?}",
         app.message
     );
@@ -297,5 +297,45 @@ fn the_export_prompt_shows_the_file_and_its_keys_on_small_terminals() {
         }
         cmds(&mut app, &[C::Escape]);
         assert_eq!(app.overlay, Overlay::None);
+    }
+}
+
+#[test]
+fn the_why_line_of_a_reconstructed_token_is_never_cut_off() {
+    let demo = gyre::demo::Demo::ClaudeCode;
+    let batch = load_bytes(demo.name(), demo.bytes(), &LoadOptions::default()).unwrap();
+    let text = gyre::cli::token_text(None, &batch).unwrap();
+    let mut app = App::new("claude-code", Settings::default(), Theme { color: true });
+    app.step(Action::Text(text));
+    app.step(Action::Loaded(Ok(Box::new(batch))));
+    for (w, h) in [
+        (80, 24),
+        (110, 35),
+        (129, 40),
+        (130, 40),
+        (160, 45),
+        (200, 55),
+    ] {
+        app.step(Action::Resize(w, h));
+        let a = app.areas();
+        let s = screen(&app);
+        let why: String = s
+            .lines()
+            .skip(a.why.y as usize)
+            .take(a.why.height as usize)
+            .collect();
+        assert!(why.contains("reconstructed, not recorded"), "{w}x{h}\n{s}");
+        assert!(
+            why.contains("path pos"),
+            "{w}x{h}: the why line is cut\n{s}"
+        );
+        // A long execution id gives way to the status.
+        let execs: String = s
+            .lines()
+            .skip(a.execs.y as usize)
+            .take(a.execs.height as usize)
+            .map(|l| l.chars().take(a.execs.right() as usize).collect::<String>())
+            .collect();
+        assert!(execs.contains("scored"), "{w}x{h}: no status\n{s}");
     }
 }

@@ -33,7 +33,13 @@ pub struct Areas {
 /// Below this width three panes side by side are too narrow to read: the replay and
 /// assessments column moves under the executions and tree, beside the tokens, and the
 /// detail pane is left out.
-pub const NARROW: u16 = 110;
+pub const NARROW: u16 = 130;
+
+/// Rows of the why pane at `width`: a why line runs to about 220 characters (long agent
+/// names, a reconstructed record), and its reason at the end must not be cut off.
+fn why_height(width: u16) -> u16 {
+    (220u16.div_ceil(width.saturating_sub(2).max(1)) + 2).clamp(4, 6)
+}
 
 /// The layout for a terminal of `size` (columns, rows).
 pub fn areas(size: (u16, u16), detail: bool) -> Areas {
@@ -53,8 +59,11 @@ pub fn areas(size: (u16, u16), detail: bool) -> Areas {
         // The why line spans the width so the reason of the token is never cut off.
         let [execs, tree] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Fill(1)]).areas(top);
-        let [middle, why] =
-            Layout::vertical([Constraint::Fill(1), Constraint::Length(5)]).areas(bottom);
+        let [middle, why] = Layout::vertical([
+            Constraint::Fill(1),
+            Constraint::Length(why_height(bottom.width)),
+        ])
+        .areas(bottom);
         let [tokens, right] =
             Layout::horizontal([Constraint::Percentage(60), Constraint::Fill(1)]).areas(middle);
         let [replay, assess] =
@@ -86,7 +95,11 @@ pub fn areas(size: (u16, u16), detail: bool) -> Areas {
     } else {
         [bottom, Rect::default()]
     };
-    let [tokens, why] = Layout::vertical([Constraint::Fill(1), Constraint::Length(4)]).areas(left);
+    let [tokens, why] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(why_height(left.width)),
+    ])
+    .areas(left);
     Areas {
         title,
         execs,

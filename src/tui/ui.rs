@@ -259,9 +259,12 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
         "d/c",
     );
     // What is left for the status: a narrow pane drops the group column first; a status
-    // still too long ends in `…` (the replay and assessments panes give it in full).
-    let fixed = id_w + 6 + 5 + li_w + dc_w + 5;
-    let room = area.width.saturating_sub(2 + fixed);
+    // still too long ends in `…` (the replay and assessments panes give it in full). Long
+    // ids give way so that the status keeps at least "excluded…".
+    let numbers = 6 + 5 + li_w + dc_w + 5;
+    let inner = area.width.saturating_sub(2);
+    let id_w = id_w.min(inner.saturating_sub(numbers + 9)).max(2);
+    let room = inner.saturating_sub(id_w + numbers);
     let show_group = room >= group_w + 1 + 16;
     let status_w = if show_group { room - group_w - 1 } else { room } as usize;
     let rows: Vec<TRow> = app
@@ -1007,9 +1010,10 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
             )));
             spans.push(Span::styled(
                 format!(
-                    " ({}, {who}, logprob {})",
+                    " ({}, {who}{})",
                     sanitize(&r.agent),
-                    r.logprob(offset).map_or("none".into(), logprob_text)
+                    r.logprob(offset)
+                        .map_or(String::new(), |l| format!(", logprob {}", logprob_text(l)))
                 ),
                 t.dim(),
             ));
