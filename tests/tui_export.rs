@@ -60,3 +60,35 @@ fn export_writes_the_bytes_gyre_admit_writes() {
     assert!(app.message.as_deref().unwrap().contains("export failed"));
     assert_eq!(std::fs::read(&path).unwrap(), written);
 }
+
+#[test]
+fn export_runs_on_a_worker_and_reports_back_through_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = demo_app(160, 45, true);
+    app.cwd = dir.path().to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    app.jobs = Some(tx);
+    cmds(&mut app, &[C::Export]);
+    app.step(Action::Cmd(C::Enter));
+    let path = dir.path().join("admitted.jsonl");
+    assert_eq!(app.exporting, vec![path.clone()]);
+    assert!(
+        app.message.as_deref().unwrap().starts_with("exporting to"),
+        "{:?}",
+        app.message
+    );
+    // A second export while the first is written proposes another name.
+    assert_eq!(app.proposed_export(), "admitted-1.jsonl");
+    // Quitting waits for the file (the run loop keeps going while `exporting` is not empty).
+    cmds(&mut app, &[C::Quit]);
+    assert!(app.message.as_deref().unwrap().starts_with("quitting once"));
+    let done = rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+    app.step(done);
+    assert!(app.exporting.is_empty());
+    let msg = app.message.clone().unwrap();
+    assert!(
+        msg.starts_with("exported ") && msg.contains("admitted.jsonl"),
+        "{msg}"
+    );
+    assert!(path.exists());
+}

@@ -3,6 +3,8 @@
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
 
 use tui_tree_widget::TreeState;
 
@@ -14,7 +16,7 @@ use crate::engine::score::{AdvantageMode, Outcome};
 use crate::engine::{self, Results};
 
 use super::keys::Command;
-use super::layout::{Areas, areas};
+use super::layout::{Areas, NARROW, areas};
 use super::model::{HEADER_BASE, RequestTree};
 use super::theme::Theme;
 use super::tokens::{Layout, PathIndex, RowStart};
@@ -24,12 +26,12 @@ use crate::text::TokenText;
 /// Advantages as `gyre admit` computes them by default, so exports match byte for byte.
 pub const ADVANTAGE: AdvantageMode = AdvantageMode::DrGrpo;
 
-/// A loaded batch and what the engine decided about it.
+/// A loaded batch and what the engine decided about it, shared with export workers.
 pub struct Data {
     /// The records.
-    pub batch: Batch,
+    pub batch: Arc<Batch>,
     /// The engine's decisions under the current settings.
-    pub results: Results,
+    pub results: Arc<Results>,
 }
 
 /// Loading state.
@@ -273,6 +275,10 @@ pub struct App {
     pub tokenizer: String,
     /// Where exports go.
     pub cwd: PathBuf,
+    /// Exports still being written, by path.
+    pub exporting: Vec<PathBuf>,
+    /// Where background work reports back; without it, exports are written in place.
+    pub jobs: Option<Sender<Action>>,
 }
 
 /// One change to the state.
@@ -300,6 +306,8 @@ pub enum Action {
     Text(TokenText),
     /// A message for the status line.
     Message(String),
+    /// An export finished: its path and the status line to show.
+    Exported(PathBuf, String),
 }
 
 impl App {
@@ -361,6 +369,8 @@ impl App {
             text: TokenText::none(),
             tokenizer: "none (ids shown as ⟨id⟩)".into(),
             cwd: PathBuf::from("."),
+            exporting: Vec::new(),
+            jobs: None,
         }
     }
 
@@ -410,6 +420,12 @@ impl App {
         match action {
             Action::Resize(w, h) => {
                 self.size = (w, h);
+                if self.focus == Pane::Detail && self.areas().detail.width == 0 {
+                    self.focus = Pane::Tokens;
+                }
+                if let Overlay::Help(s) = self.overlay {
+                    self.overlay = Overlay::Help(s.min(super::ui::help_max_scroll(self)));
+                }
                 self.keep_cursor_visible();
                 self.keep_row_visible();
             }
@@ -438,6 +454,10 @@ impl App {
                 self.keep_cursor_visible();
             }
             Action::Message(m) => self.message = Some(m),
+            Action::Exported(path, m) => {
+                self.exporting.retain(|p| *p != path);
+                self.message = Some(m);
+            }
             Action::Input(c) => match &mut self.overlay {
                 Overlay::Search(s) | Overlay::Export(s) => s.push(c),
                 _ => {}
@@ -455,7 +475,10 @@ impl App {
     }
 
     fn loaded(&mut self, batch: Batch, results: Results) {
-        self.data = Some(Data { batch, results });
+        self.data = Some(Data {
+            batch: Arc::new(batch),
+            results: Arc::new(results),
+        });
         self.load = Load::Ready;
         self.refilter();
         // Open on the execution with the most draws (the first such), at draw n/n.
@@ -599,7 +622,7 @@ impl App {
 
     fn rerun(&mut self, what: &str) {
         let Some(d) = &mut self.data else { return };
-        d.results = engine::process(&d.batch, &self.settings, ADVANTAGE);
+        d.results = Arc::new(engine::process(&d.batch, &self.settings, ADVANTAGE));
         let draws: usize = d.results.admissions.iter().map(|a| a.draws.len()).sum();
         self.message = Some(format!(
             "{what} → engine re-ran: {draws} draws in {} executions",
@@ -617,6 +640,9 @@ impl App {
         match (&self.overlay, c) {
             (_, Command::Quit) => {
                 self.quit = true;
+                if let Some(p) = self.exporting.first() {
+                    self.message = Some(format!("quitting once {} is written…", p.display()));
+                }
                 return;
             }
             (Overlay::Help(_), Command::Help | Command::Escape) => {
@@ -624,8 +650,8 @@ impl App {
                 return;
             }
             (Overlay::Help(s), Command::Down | Command::PageDown) => {
-                self.overlay =
-                    Overlay::Help(s.saturating_add(if c == Command::Down { 1 } else { 10 }));
+                let s = s.saturating_add(if c == Command::Down { 1 } else { 10 });
+                self.overlay = Overlay::Help(s.min(super::ui::help_max_scroll(self)));
                 return;
             }
             (Overlay::Help(s), Command::Up | Command::PageUp) => {
@@ -653,11 +679,10 @@ impl App {
             (Overlay::Search(_) | Overlay::Export(_), _) => return,
             (Overlay::None, _) => {}
         }
-        if self.data.is_none() {
+        if self.data.is_none() && c != Command::Help {
             return;
         }
         match c {
-            Command::Quit => self.quit = true,
             Command::Help => self.overlay = Overlay::Help(0),
             Command::Escape => {
                 if self.search.take().is_none() {
@@ -665,9 +690,10 @@ impl App {
                 }
             }
             Command::FocusNext | Command::FocusPrev => {
+                let a = self.areas();
                 let order: Vec<Pane> = Pane::ORDER
                     .into_iter()
-                    .filter(|p| *p != Pane::Detail || self.detail)
+                    .filter(|p| *p != Pane::Detail || a.detail.width > 0)
                     .collect();
                 let i = order.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let n = order.len();
@@ -677,8 +703,20 @@ impl App {
                     (i + n - 1) % n
                 }];
             }
+            Command::DrawNext if self.step == self.draws() => {
+                self.message = Some(format!(
+                    "already at draw {0}/{0}: the admitted state ([ steps back)",
+                    self.step
+                ));
+            }
+            Command::DrawPrev if self.step == 0 => {
+                self.message = Some(format!(
+                    "already at draw 0/{}: nothing claimed yet (] steps forward)",
+                    self.draws()
+                ));
+            }
             Command::DrawNext => self.set_step(self.step + 1),
-            Command::DrawPrev => self.set_step(self.step.saturating_sub(1)),
+            Command::DrawPrev => self.set_step(self.step - 1),
             Command::DrawFirst => self.set_step(0),
             Command::DrawLast => self.set_step(self.draws()),
             Command::Colour => self.colour = self.colour.next(),
@@ -687,6 +725,11 @@ impl App {
                 self.detail = !self.detail;
                 if !self.detail && self.focus == Pane::Detail {
                     self.focus = Pane::Tokens;
+                }
+                if self.detail && self.areas().detail.width == 0 {
+                    self.message = Some(format!(
+                        "the detail pane needs a terminal at least {NARROW} columns wide"
+                    ));
                 }
                 self.keep_cursor_visible();
             }
@@ -744,14 +787,23 @@ impl App {
             Pane::Executions => self.exec_command(c),
             Pane::Tree => self.tree_command(c),
             Pane::Tokens => self.token_command(c),
-            Pane::Replay => {
-                self.replay_scroll = scroll(self.replay_scroll, c, self.areas().replay.height);
-            }
+            Pane::Replay => self.scroll_replay(c),
             Pane::Assessments => self.assess_command(c),
-            Pane::Detail => {
-                self.detail_scroll = scroll(self.detail_scroll, c, self.areas().detail.height);
-            }
+            Pane::Detail => self.scroll_detail(c),
         }
+    }
+
+    fn scroll_replay(&mut self, c: Command) {
+        let r = self.areas().replay;
+        let max =
+            super::ui::scroll_limit(&super::ui::replay_lines(self), r.width.saturating_sub(2));
+        self.replay_scroll = scroll(self.replay_scroll, c, r.height.saturating_sub(2)).min(max);
+    }
+
+    fn scroll_detail(&mut self, c: Command) {
+        let r = self.areas().detail;
+        let max = super::ui::scroll_limit(&super::detail::lines(self), r.width.saturating_sub(2));
+        self.detail_scroll = scroll(self.detail_scroll, c, r.height.saturating_sub(2)).min(max);
     }
 
     fn exec_command(&mut self, c: Command) {
@@ -1166,7 +1218,10 @@ impl App {
 
     /// `./admitted.jsonl`, or the next free `admitted-N.jsonl`.
     pub fn proposed_export(&self) -> String {
-        let free = |name: &str| !self.cwd.join(name).exists();
+        let free = |name: &str| {
+            let p = self.cwd.join(name);
+            !p.exists() && !self.exporting.contains(&p)
+        };
         if free("admitted.jsonl") {
             return "admitted.jsonl".into();
         }
@@ -1188,20 +1243,43 @@ impl App {
         } else {
             self.cwd.join(name)
         };
-        self.message = Some(
-            match export::write_file(&d.batch, &d.results, &path, false) {
-                Ok(rows) => format!(
-                    "exported {rows} rows ({} executions, B = {}) to {} · seed {} · J_max {} · priority {}",
-                    d.batch.executions.len(),
-                    d.results.batch_executions,
-                    path.display(),
-                    self.settings.seed,
-                    jmax_text(self.settings.jmax),
-                    priority_text(&self.settings.priority)
-                ),
-                Err(e) => format!("export failed: {e}"),
-            },
+        let (batch, results) = (Arc::clone(&d.batch), Arc::clone(&d.results));
+        let settings = format!(
+            "seed {} · J_max {} · priority {}",
+            self.settings.seed,
+            jmax_text(self.settings.jmax),
+            priority_text(&self.settings.priority)
         );
+        let write = {
+            let path = path.clone();
+            move || {
+                let m = match export::write_file(&batch, &results, &path, false) {
+                    Ok(rows) => format!(
+                        "exported {rows} rows ({} executions, B = {}) to {} · {settings}",
+                        batch.executions.len(),
+                        results.batch_executions,
+                        path.display(),
+                    ),
+                    Err(e) => format!("export failed: {e}"),
+                };
+                Action::Exported(path, m)
+            }
+        };
+        self.exporting.push(path.clone());
+        match &self.jobs {
+            // A big admitted set takes seconds to write: the screen stays live meanwhile.
+            Some(tx) => {
+                let tx = tx.clone();
+                self.message = Some(format!("exporting to {}…", path.display()));
+                std::thread::spawn(move || {
+                    let _ = tx.send(write());
+                });
+            }
+            None => {
+                let done = write();
+                self.step(done);
+            }
+        }
     }
 
     fn pane_at(&self, x: u16, y: u16) -> Option<Pane> {
@@ -1301,7 +1379,7 @@ impl App {
         }
         if let Overlay::Help(s) = self.overlay {
             self.overlay = Overlay::Help(if down {
-                s.saturating_add(3)
+                s.saturating_add(3).min(super::ui::help_max_scroll(self))
             } else {
                 s.saturating_sub(3)
             });
@@ -1331,12 +1409,12 @@ impl App {
             }
             Pane::Replay => {
                 for _ in 0..3 {
-                    self.replay_scroll = scroll(self.replay_scroll, dir, 0);
+                    self.scroll_replay(dir);
                 }
             }
             Pane::Detail => {
                 for _ in 0..3 {
-                    self.detail_scroll = scroll(self.detail_scroll, dir, 0);
+                    self.scroll_detail(dir);
                 }
             }
             Pane::Assessments => self.assess_command(dir),
@@ -1351,6 +1429,7 @@ fn scroll(v: u16, c: Command, page: u16) -> u16 {
         Command::PageUp => v.saturating_sub(page.max(1)),
         Command::PageDown => v.saturating_add(page.max(1)),
         Command::Home => 0,
+        Command::End => u16::MAX,
         _ => v,
     }
 }

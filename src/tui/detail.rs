@@ -150,6 +150,12 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             t.dim(),
         ),
     ]));
+    if r.reconstructed() {
+        out.push(Line::styled(
+            "reconstructed, not recorded: rebuilt from logs (meta.reconstructed), no behaviour log-probs",
+            t.warn(),
+        ));
+    }
     if let Some(m) = &r.model {
         out.push(Line::styled(format!("model {}", sanitize(m)), t.dim()));
     }
@@ -332,10 +338,13 @@ pub fn sibling_diff(app: &App, exec: &Execution) -> Vec<Line<'static>> {
         let text = text_of(app, exec, p, common, common + SHOWN);
         let more = if p.len > common + SHOWN { "…" } else { "" };
         Line::from(vec![
-            Span::styled(format!("{label:<10}"), t.key()),
+            Span::styled(format!("{label:<10} "), t.key()),
             Span::styled(format!("{}{more}", sanitize(&text)), t.strong()),
             Span::styled(
-                format!("  ({} more tokens)", p.len.saturating_sub(common)),
+                format!(
+                    "  ({} tokens after the split)",
+                    p.len.saturating_sub(common)
+                ),
                 t.dim(),
             ),
         ])

@@ -30,6 +30,17 @@ pub struct Areas {
     pub full: Rect,
 }
 
+/// Below this width three panes side by side are too narrow to read: the replay and
+/// assessments column moves under the executions and tree, beside the tokens, and the
+/// detail pane is left out.
+pub const NARROW: u16 = 130;
+
+/// Rows of the why pane at `width`: a why line runs to about 220 characters (long agent
+/// names, a reconstructed record), and its reason at the end must not be cut off.
+fn why_height(width: u16) -> u16 {
+    (220u16.div_ceil(width.saturating_sub(2).max(1)) + 2).clamp(4, 6)
+}
+
 /// The layout for a terminal of `size` (columns, rows).
 pub fn areas(size: (u16, u16), detail: bool) -> Areas {
     let full = Rect::new(0, 0, size.0, size.1);
@@ -43,6 +54,34 @@ pub fn areas(size: (u16, u16), detail: bool) -> Areas {
     let top_h = (body.height * 2 / 5).max(8).min(body.height);
     let [top, bottom] =
         Layout::vertical([Constraint::Length(top_h), Constraint::Fill(1)]).areas(body);
+    let narrow = size.0 < NARROW;
+    if narrow {
+        // The why line spans the width so the reason of the token is never cut off.
+        let [execs, tree] =
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Fill(1)]).areas(top);
+        let [middle, why] = Layout::vertical([
+            Constraint::Fill(1),
+            Constraint::Length(why_height(bottom.width)),
+        ])
+        .areas(bottom);
+        let [tokens, right] =
+            Layout::horizontal([Constraint::Percentage(60), Constraint::Fill(1)]).areas(middle);
+        let [replay, assess] =
+            Layout::vertical([Constraint::Percentage(60), Constraint::Fill(1)]).areas(right);
+        return Areas {
+            title,
+            execs,
+            tree,
+            replay,
+            assess,
+            tokens,
+            why,
+            detail: Rect::default(),
+            status,
+            hints,
+            full,
+        };
+    }
     let [execs, tree, right] = Layout::horizontal([
         Constraint::Percentage(30),
         Constraint::Percentage(35),
@@ -51,13 +90,16 @@ pub fn areas(size: (u16, u16), detail: bool) -> Areas {
     .areas(top);
     let [replay, assess] =
         Layout::vertical([Constraint::Percentage(60), Constraint::Fill(1)]).areas(right);
-    let show_detail = detail && size.0 >= 90;
-    let [left, detail_area] = if show_detail {
+    let [left, detail_area] = if detail {
         Layout::horizontal([Constraint::Percentage(62), Constraint::Fill(1)]).areas(bottom)
     } else {
         [bottom, Rect::default()]
     };
-    let [tokens, why] = Layout::vertical([Constraint::Fill(1), Constraint::Length(4)]).areas(left);
+    let [tokens, why] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(why_height(left.width)),
+    ])
+    .areas(left);
     Areas {
         title,
         execs,

@@ -139,6 +139,10 @@ pub fn run(opts: Options) -> Result<ExitCode> {
     };
     let mut app = App::new(label, opts.settings.clone(), Theme::from_env());
     let (tx, rx) = mpsc::channel::<Action>();
+    app.jobs = Some(tx.clone());
+    if let Ok(cwd) = std::env::current_dir() {
+        app.cwd = cwd;
+    }
     {
         let opts = opts.clone();
         std::thread::spawn(move || load_input(&opts, &tx));
@@ -158,7 +162,8 @@ pub fn run(opts: Options) -> Result<ExitCode> {
                 app.step(a);
             }
             terminal.draw(|f| ui::render(&app, f))?;
-            if app.quit {
+            // An export still being written would leave a temporary file behind.
+            if app.quit && app.exporting.is_empty() {
                 return Ok(());
             }
             if event::poll(Duration::from_millis(50))? {

@@ -36,6 +36,9 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
             title(app, a.title, buf);
             loading(app, *done, *total, a.full, buf);
             hints(app, a.hints, buf);
+            if let Overlay::Help(scroll) = app.overlay {
+                help(app, scroll, a.full, buf);
+            }
             return;
         }
         Load::Failed(e) => {
@@ -45,12 +48,22 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
             Paragraph::new(Text::from(
                 std::iter::once(Line::styled("could not load the input", app.theme.bad()))
                     .chain(e.lines().map(|l| Line::raw(sanitize(l))))
+                    .chain([
+                        Line::default(),
+                        Line::styled(
+                            "q quits (exit status 2) · --lenient skips invalid lines",
+                            app.theme.dim(),
+                        ),
+                    ])
                     .collect::<Vec<_>>(),
             ))
             .wrap(Wrap { trim: false })
             .block(Block::bordered().title(" gyre "))
             .render_ref(area, buf);
             hints(app, a.hints, buf);
+            if let Overlay::Help(scroll) = app.overlay {
+                help(app, scroll, a.full, buf);
+            }
             return;
         }
         Load::Ready => {}
@@ -210,40 +223,6 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
     let Some(d) = &app.data else { return };
     let t = &app.theme;
     let focused = app.focus == Pane::Executions;
-    let rows: Vec<TRow> = app
-        .rows
-        .iter()
-        .map(|&i| {
-            let e = &d.batch.executions[i];
-            let o = &d.results.outcomes[i];
-            let adm = &d.results.admissions[i];
-            let st = match o {
-                Outcome::Scored { .. } => t.good(),
-                Outcome::Dummy => t.warn(),
-                Outcome::Excluded(_) => t.bad(),
-            };
-            let closure = e.closure.as_ref().map(|c| c.record.status.name());
-            let status = match (o, closure) {
-                (Outcome::Excluded(_), _) | (_, None | Some("completed")) => status_text(o),
-                (_, Some(c)) => format!("{} ({c})", status_text(o)),
-            };
-            TRow::new(vec![
-                TCell::from(sanitize(&e.id)),
-                TCell::from(
-                    e.group()
-                        .map(|g| sanitize(g.to_string().trim_matches('"')))
-                        .unwrap_or_default(),
-                ),
-                TCell::from(Span::styled(status, st)),
-                TCell::from(o.reward().map_or("—".into(), |r| format!("{r:.2}"))),
-                TCell::from(d.results.advantages[i].map_or("—".into(), |a| format!("{a:+.2}"))),
-                TCell::from(format!("{}", adm.targets())),
-                TCell::from(format!("{}/{}", adm.draws.len(), adm.candidates.len())),
-            ])
-        })
-        .collect();
-    let header = TRow::new(["id", "group", "status", "reward", "adv", "L_i", "d/c"])
-        .style(t.dim().add_modifier(Modifier::BOLD));
     let id_w = app
         .rows
         .iter()
@@ -262,39 +241,128 @@ fn executions(app: &App, area: Rect, buf: &mut Buffer) {
         .max()
         .unwrap_or(0)
         .clamp(5, 8) as u16;
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(id_w),
-            Constraint::Length(group_w),
-            Constraint::Min(8),
-            Constraint::Length(6),
-            Constraint::Length(5),
-            Constraint::Length(6),
-            Constraint::Length(5),
-        ],
-    )
-    .header(header)
-    .column_spacing(1)
-    .row_highlight_style(t.selected(focused))
-    .block(pane_block(
+    // Numbers take what their widest value needs, so the status keeps the rest.
+    let num_w = |f: &dyn Fn(usize) -> String, head: &str| {
+        app.rows
+            .iter()
+            .map(|&i| f(i).chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(head.len()) as u16
+    };
+    let li_w = num_w(&|i| d.results.admissions[i].targets().to_string(), "L_i");
+    let dc_w = num_w(
+        &|i| {
+            let a = &d.results.admissions[i];
+            format!("{}/{}", a.draws.len(), a.candidates.len())
+        },
+        "d/c",
+    );
+    // What is left for the status: a narrow pane drops the group column first; a status
+    // still too long ends in `…` (the replay and assessments panes give it in full). Long
+    // ids give way so that the status keeps at least "excluded…".
+    let numbers = 6 + 5 + li_w + dc_w + 5;
+    let inner = area.width.saturating_sub(2);
+    let id_w = id_w.min(inner.saturating_sub(numbers + 9)).max(2);
+    let room = inner.saturating_sub(id_w + numbers);
+    let show_group = room >= group_w + 1 + 16;
+    let status_w = if show_group { room - group_w - 1 } else { room } as usize;
+    let rows: Vec<TRow> = app
+        .rows
+        .iter()
+        .map(|&i| {
+            let e = &d.batch.executions[i];
+            let o = &d.results.outcomes[i];
+            let adm = &d.results.admissions[i];
+            let st = match o {
+                Outcome::Scored { .. } => t.good(),
+                Outcome::Dummy => t.warn(),
+                Outcome::Excluded(_) => t.bad(),
+            };
+            let closure = e.closure.as_ref().map(|c| c.record.status.name());
+            let status = match (o, closure) {
+                (Outcome::Excluded(_), _) | (_, None | Some("completed")) => status_text(o),
+                (_, Some(c)) => format!("{} ({c})", status_text(o)),
+            };
+            let status = if status.chars().count() > status_w {
+                let cut: String = status.chars().take(status_w.saturating_sub(1)).collect();
+                format!("{cut}…")
+            } else {
+                status
+            };
+            let mut cells = vec![TCell::from(sanitize(&e.id))];
+            if show_group {
+                cells.push(TCell::from(
+                    e.group()
+                        .map(|g| sanitize(g.to_string().trim_matches('"')))
+                        .unwrap_or_default(),
+                ));
+            }
+            cells.extend([
+                TCell::from(Span::styled(status, st)),
+                TCell::from(o.reward().map_or("—".into(), |r| format!("{r:.2}"))),
+                TCell::from(d.results.advantages[i].map_or("—".into(), |a| format!("{a:+.2}"))),
+                TCell::from(format!("{}", adm.targets())),
+                TCell::from(format!("{}/{}", adm.draws.len(), adm.candidates.len())),
+            ]);
+            TRow::new(cells)
+        })
+        .collect();
+    let mut header = vec!["id"];
+    let mut widths = vec![Constraint::Length(id_w)];
+    if show_group {
+        header.push("group");
+        widths.push(Constraint::Length(group_w));
+    }
+    header.extend(["status", "reward", "adv", "L_i", "d/c"]);
+    widths.extend([
+        Constraint::Fill(1),
+        Constraint::Length(6),
+        Constraint::Length(5),
+        Constraint::Length(li_w),
+        Constraint::Length(dc_w),
+    ]);
+    let header = TRow::new(header).style(t.dim().add_modifier(Modifier::BOLD));
+    // The filter comes first in the title: it explains the count, and a narrow pane cuts
+    // the end.
+    let block = pane_block(
         app,
         Pane::Executions,
         format!(
-            " Executions {}/{} · sort {} · filter {} ",
+            " Executions {}/{} · {} · by {} ",
             app.rows.len(),
             d.batch.executions.len(),
-            app.sort.name(),
-            app.filter.name()
+            app.filter.name(),
+            app.sort.name()
         ),
-    ));
+    );
+    if app.rows.is_empty() {
+        Paragraph::new(vec![
+            Line::styled(
+                format!("no execution matches filter {}", app.filter.name()),
+                t.dim(),
+            ),
+            Line::styled(
+                format!(
+                    "the panes show {} · f: next filter",
+                    sanitize(&d.batch.executions[app.cur].id)
+                ),
+                t.dim(),
+            ),
+        ])
+        .wrap(Wrap { trim: false })
+        .block(block)
+        .render_ref(area, buf);
+        return;
+    }
+    let table = Table::new(rows, widths)
+        .header(header)
+        .column_spacing(1)
+        .row_highlight_style(t.selected(focused))
+        .block(block);
     let mut state = TableState::default()
         .with_offset(app.row_offset)
-        .with_selected(if app.rows.is_empty() {
-            None
-        } else {
-            Some(app.row)
-        });
+        .with_selected(Some(app.row));
     ratatui::widgets::StatefulWidget::render(table, area, buf, &mut state);
 }
 
@@ -456,8 +524,35 @@ fn tree(app: &App, area: Rect, buf: &mut Buffer) {
     ratatui::widgets::StatefulWidget::render(widget, area, buf, &mut *state);
 }
 
+/// How far a wrapped pane of `lines` scrolls at `width` columns: until its last line is at
+/// the top (wrapping estimated by width, so the end is always reachable).
+pub fn scroll_limit(lines: &[Line<'_>], width: u16) -> u16 {
+    let w = width.max(1) as usize;
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(w).max(1)).sum();
+    rows.saturating_sub(1).min(u16::MAX as usize) as u16
+}
+
 fn replay(app: &App, area: Rect, buf: &mut Buffer) {
-    let Some(d) = &app.data else { return };
+    let (k, n) = (app.step, app.draws());
+    Paragraph::new(replay_lines(app))
+        .wrap(Wrap { trim: false })
+        .scroll((app.replay_scroll, 0))
+        .block(pane_block(
+            app,
+            Pane::Replay,
+            format!(
+                " Replay · draw {k}/{n} · J_max {} ",
+                jmax_text(app.settings.jmax)
+            ),
+        ))
+        .render_ref(area, buf);
+}
+
+/// The replay pane's lines at the current step.
+pub fn replay_lines(app: &App) -> Vec<Line<'static>> {
+    let Some(d) = &app.data else {
+        return Vec::new();
+    };
     let exec = &d.batch.executions[app.cur];
     let adm = &d.results.admissions[app.cur];
     let outcome = &d.results.outcomes[app.cur];
@@ -511,6 +606,27 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
             t.dim(),
         ));
         lines.push(Line::from(head));
+        let id_w = dr
+            .candidates
+            .iter()
+            .map(|w| id(w.request).chars().count())
+            .max()
+            .unwrap_or(0);
+        let class_w = dr
+            .candidates
+            .iter()
+            .map(|w| {
+                let req = &exec.requests[w.request as usize];
+                Class::of(&req.agent, req.purpose).name().len()
+            })
+            .max()
+            .unwrap_or(0);
+        let weight_w = dr
+            .candidates
+            .iter()
+            .map(|w| w.weight.to_string().len())
+            .max()
+            .unwrap_or(0);
         for w in &dr.candidates {
             let chosen = w.request == dr.chosen && !preview;
             let req = &exec.requests[w.request as usize];
@@ -520,7 +636,7 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
                     if chosen { t.good() } else { t.dim() },
                 ),
                 Span::styled(
-                    format!("{:<8}", id(w.request)),
+                    format!("{:<id_w$}", id(w.request)),
                     if chosen {
                         t.good().add_modifier(Modifier::BOLD)
                     } else {
@@ -528,10 +644,14 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
                     },
                 ),
                 Span::styled(
-                    format!(" {:<12}", Class::of(&req.agent, req.purpose).name()),
+                    format!(" {:<class_w$}", Class::of(&req.agent, req.purpose).name()),
                     t.dim(),
                 ),
-                Span::raw(format!(" w={:>6} p={:.2}", w.weight, dr.probability(w))),
+                Span::raw(format!(
+                    " w={:>weight_w$} p={:.2}",
+                    w.weight,
+                    dr.probability(w)
+                )),
             ];
             if chosen {
                 spans.push(Span::styled(" ◀ drawn", t.good()));
@@ -576,17 +696,7 @@ fn replay(app: &App, area: Rect, buf: &mut Buffer) {
             },
         ));
     }
-    Paragraph::new(lines)
-        .scroll((app.replay_scroll, 0))
-        .block(pane_block(
-            app,
-            Pane::Replay,
-            format!(
-                " Replay · draw {k}/{n} · J_max {} ",
-                jmax_text(app.settings.jmax)
-            ),
-        ))
-        .render_ref(area, buf);
+    lines
 }
 
 /// Assessment indices grouped by artifact version (first appearance order), file order within.
@@ -883,7 +993,10 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
         Span::styled(format!(" id {id}"), t.dim()),
         Span::raw(" · "),
     ];
-    match exec.identity(n, i) {
+    let identity = exec.identity(n, i);
+    let (TokenIdentity::Output { request: owner, .. }
+    | TokenIdentity::Context { request: owner, .. }) = identity;
+    match identity {
         TokenIdentity::Output { request, offset } => {
             let r = &exec.requests[request as usize];
             let who = if r.actor == Actor::Evaluator {
@@ -897,10 +1010,10 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
             )));
             spans.push(Span::styled(
                 format!(
-                    " ({}, {who}, logprob {})",
+                    " ({}, {who}{})",
                     sanitize(&r.agent),
                     r.logprob(offset)
-                        .map_or("none (reconstructed)".into(), logprob_text)
+                        .map_or(String::new(), |l| format!(", logprob {}", logprob_text(l)))
                 ),
                 t.dim(),
             ));
@@ -920,6 +1033,9 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
                 t.dim(),
             ));
         }
+    }
+    if exec.requests[owner as usize].reconstructed() {
+        spans.push(Span::styled(" · reconstructed, not recorded", t.warn()));
     }
     spans.push(Span::raw(" · "));
     let view = ExecView::new(exec, &d.results, app.cur);
@@ -975,7 +1091,14 @@ fn hints(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let mut spans = Vec::new();
     let mut width = 0usize;
-    for (k, label) in keys::hints() {
+    // Before the data is there only help and quit do anything.
+    let all = keys::hints();
+    let shown = if app.data.is_some() {
+        &all[..]
+    } else {
+        &all[..2]
+    };
+    for (k, label) in shown {
         let w = k.chars().count() + label.chars().count() + 3;
         if width + w > area.width as usize && width > 0 {
             break;
@@ -1003,7 +1126,9 @@ fn centered(area: Rect, pct_x: u16, pct_y: u16) -> Rect {
     h
 }
 
-fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
+/// The help overlay's box, its two columns (the right one empty when narrow) and whether
+/// it is split.
+fn help_columns(app: &App, full: Rect) -> (Rect, Vec<Line<'static>>, Vec<Line<'static>>, bool) {
     let t = &app.theme;
     let area = centered(full, 90, 90);
     // One block of lines per group, then the groups split over two columns.
@@ -1060,6 +1185,18 @@ fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
         t.dim(),
     ));
     tail.push(Line::styled("Esc or ? closes this overlay.", t.dim()));
+    (area, left, right, two)
+}
+
+/// How far the help overlay scrolls: until its last line is at the bottom.
+pub fn help_max_scroll(app: &App) -> u16 {
+    let (area, left, right, _) = help_columns(app, app.areas().full);
+    let lines = left.len().max(right.len()) as u16;
+    lines.saturating_sub(area.height.saturating_sub(2))
+}
+
+fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
+    let (area, left, right, two) = help_columns(app, full);
     Clear.render_ref(area, buf);
     let block = Block::bordered()
         .border_type(BorderType::Double)
@@ -1080,14 +1217,11 @@ fn help(app: &App, scroll: u16, full: Rect, buf: &mut Buffer) {
 
 fn export_prompt(app: &App, path: &str, full: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    let area = centered(full, 70, 30);
-    let area = Rect {
-        height: area.height.max(7),
-        ..area
-    };
     let s = &app.settings;
     let lines = vec![
-        Line::raw("Export the admitted set (gyre/admitted-1): the same bytes `gyre admit` writes"),
+        Line::raw(
+            "Export the admitted set (format gyre/admitted-1): the bytes `gyre admit` writes",
+        ),
         Line::styled(
             format!(
                 "for these inputs with seed {} · J_max {} · priority {} · advantage drgrpo",
@@ -1109,6 +1243,15 @@ fn export_prompt(app: &App, path: &str, full: Rect, buf: &mut Buffer) {
         ),
         Line::styled("Enter writes (never overwrites) · Esc cancels", t.dim()),
     ];
+    // Tall enough for every wrapped line: the file name and the keys must never be cut.
+    let width = (full.width * 7 / 10).max(full.width.min(76));
+    let height = (scroll_limit(&lines, width.saturating_sub(2)) + 3).min(full.height);
+    let area = Rect {
+        x: full.x + (full.width - width) / 2,
+        y: full.y + (full.height - height) / 2,
+        width,
+        height,
+    };
     Clear.render_ref(area, buf);
     Paragraph::new(lines)
         .wrap(Wrap { trim: false })
