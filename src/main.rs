@@ -5,13 +5,14 @@ fn main() -> std::process::ExitCode {
 
 /// glibc raises its mmap threshold after the first large free, after which every token array of
 /// a long request lands in the heap and fragments it; a fixed threshold returns them to the OS.
-/// A single arena keeps each parse worker from holding a fragmented heap of its own.
+/// Two arenas (one per core) keep the parse workers from each holding a fragmented heap of its
+/// own without serialising their allocations on one lock.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn tune_allocator() {
     // SAFETY: mallopt only adjusts allocator parameters; called before any other thread exists.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10);
-        libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 

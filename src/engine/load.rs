@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use super::execution::{Execution, LineRef};
-use super::record::{LineError, Record, parse_line};
+use super::record::{LineError, Parsed, Record, parse_line};
 
 /// A problem (or warning) at a place in the input.
 #[derive(Clone, Debug, PartialEq)]
@@ -195,6 +195,9 @@ pub fn load_inputs(
         lenient: options.lenient,
     };
     let (tx, rx) = sync_channel::<Result<Chunk, Diagnostic>>(1);
+    // Three stages, one bounded queue between each: read → parse (rayon) → apply. Parsing chunk
+    // N+1 overlaps applying chunk N.
+    let (parsed_tx, parsed_rx) = sync_channel::<Result<ParsedChunk, Diagnostic>>(1);
     std::thread::scope(|s| {
         let done_reader = Arc::clone(&done);
         s.spawn(move || {
@@ -205,7 +208,14 @@ pub fn load_inputs(
                 }
             }
         });
-        for item in rx {
+        s.spawn(move || {
+            for item in rx {
+                if parsed_tx.send(item.map(parse_chunk)).is_err() {
+                    return;
+                }
+            }
+        });
+        for item in parsed_rx {
             match item {
                 Ok(chunk) => state.consume(chunk),
                 Err(d) => state.errors.push(d),
@@ -306,6 +316,30 @@ fn read_input(
     }
 }
 
+/// A chunk's lines parsed (`None` for blank lines), still in file order.
+struct ParsedChunk {
+    file: u32,
+    first_line: u64,
+    parsed: Vec<Option<Result<Parsed, LineError>>>,
+}
+
+/// Parses a chunk's lines on the rayon pool.
+fn parse_chunk(chunk: Chunk) -> ParsedChunk {
+    let parsed = chunk
+        .lines
+        .par_iter()
+        .map(|&(s, e)| {
+            let line = &chunk.data[s..e];
+            (!line.iter().all(u8::is_ascii_whitespace)).then(|| parse_line(line))
+        })
+        .collect();
+    ParsedChunk {
+        file: chunk.file,
+        first_line: chunk.first_line,
+        parsed,
+    }
+}
+
 /// One execution taken out of its slot with the records a chunk has for it.
 type Work = (usize, Execution, Vec<(Record, LineRef)>);
 
@@ -344,28 +378,20 @@ impl Loader {
         }
     }
 
-    fn consume(&mut self, chunk: Chunk) {
-        let parsed: Vec<_> = chunk
-            .lines
-            .par_iter()
-            .map(|&(s, e)| {
-                let line = &chunk.data[s..e];
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    None
-                } else {
-                    Some(parse_line(line))
-                }
-            })
-            .collect();
-        drop(chunk.data);
+    fn consume(&mut self, chunk: ParsedChunk) {
+        let ParsedChunk {
+            file,
+            first_line,
+            parsed,
+        } = chunk;
         // Route records to executions in file order; remember which executions this chunk
         // touches so each can be built by its own task.
         let mut groups: Vec<(usize, Vec<(Record, LineRef)>)> = Vec::new();
         let mut group_of: HashMap<usize, usize> = HashMap::new();
         for (i, p) in parsed.into_iter().enumerate() {
             let at = LineRef {
-                file: chunk.file,
-                line: chunk.first_line + i as u64,
+                file,
+                line: first_line + i as u64,
             };
             let parsed = match p {
                 None => continue,
