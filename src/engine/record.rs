@@ -373,7 +373,20 @@ struct RawLine<'a> {
 
 /// Parses and checks one line (without its trailing newline).
 pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
-    let raw: RawLine = match serde_json::from_slice(line) {
+    // Fast path: token arrays read by hand, the rest by serde_json. Anything unusual in the
+    // arrays (or the line) falls back to serde_json for all of it, which also words the errors.
+    let mut split = split_token_arrays(line);
+    let parsed = match &mut split {
+        Some(s) => serde_json::from_slice::<RawLine>(&s.rest)
+            .map(|mut raw| {
+                raw.input = s.input.take();
+                raw.output = s.output.take();
+                raw
+            })
+            .or_else(|_| serde_json::from_slice(line)),
+        None => serde_json::from_slice(line),
+    };
+    let raw: RawLine = match parsed {
         Ok(raw) => raw,
         Err(_) => return Err(describe_json_error(line)),
     };
@@ -648,6 +661,161 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
+/// A line with its `input` and `output` arrays taken out and read.
+struct SplitLine {
+    /// The line without those two members (still a JSON object).
+    rest: Vec<u8>,
+    input: Option<Vec<u32>>,
+    output: Option<Vec<u32>>,
+}
+
+/// Splits the `input` and `output` token arrays out of a record line, reading them with a
+/// digit loop (serde_json spends most of a load in its per-element path otherwise). Returns
+/// `None` whenever the line is not a plain JSON object whose two arrays hold only canonical
+/// integers below 2^32, so every unusual or invalid line takes the serde_json path.
+fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
+    let mut p = skip_ws(line, 0);
+    if line.get(p) != Some(&b'{') {
+        return None;
+    }
+    p += 1;
+    let mut out = SplitLine {
+        rest: Vec::with_capacity(line.len().min(4096)),
+        input: None,
+        output: None,
+    };
+    out.rest.push(b'{');
+    let mut first = true;
+    let mut members = 0;
+    loop {
+        p = skip_ws(line, p);
+        match line.get(p)? {
+            b'}' => break,
+            b',' if members > 0 => p = skip_ws(line, p + 1),
+            _ if members == 0 => {}
+            _ => return None,
+        }
+        members += 1;
+        let key_start = p;
+        if line.get(p) != Some(&b'"') {
+            return None;
+        }
+        let key_end = key_start + 1 + line[key_start + 1..].iter().position(|&b| b == b'"')?;
+        let key = &line[key_start + 1..key_end];
+        if key.contains(&b'\\') {
+            return None;
+        }
+        p = skip_ws(line, key_end + 1);
+        if line.get(p) != Some(&b':') {
+            return None;
+        }
+        p = skip_ws(line, p + 1);
+        let slot = match key {
+            b"input" => Some(&mut out.input),
+            b"output" => Some(&mut out.output),
+            _ => None,
+        };
+        match slot {
+            Some(slot) if line.get(p) == Some(&b'[') => {
+                if slot.is_some() {
+                    return None;
+                }
+                let (ids, end) = read_token_array(line, p)?;
+                *slot = Some(ids);
+                p = end;
+            }
+            _ => {
+                let end = skip_value(line, p)?;
+                if !first {
+                    out.rest.push(b',');
+                }
+                out.rest.extend_from_slice(&line[key_start..key_end + 1]);
+                out.rest.push(b':');
+                out.rest.extend_from_slice(&line[p..end]);
+                first = false;
+                p = end;
+            }
+        }
+    }
+    if skip_ws(line, p + 1) != line.len() {
+        return None;
+    }
+    out.rest.push(b'}');
+    Some(out)
+}
+
+fn skip_ws(line: &[u8], mut p: usize) -> usize {
+    while p < line.len() && matches!(line[p], b' ' | b'\t' | b'\n' | b'\r') {
+        p += 1;
+    }
+    p
+}
+
+/// Reads `[1, 2, 3]` starting at `p`; `None` unless every element is a canonical integer below
+/// 2^32. Returns the ids and the position after `]`.
+fn read_token_array(line: &[u8], mut p: usize) -> Option<(Vec<u32>, usize)> {
+    p += 1;
+    let mut ids = Vec::with_capacity((line.len() - p) / 4);
+    p = skip_ws(line, p);
+    if line.get(p) == Some(&b']') {
+        return Some((ids, p + 1));
+    }
+    loop {
+        let start = p;
+        let mut v: u64 = 0;
+        while let Some(&d) = line.get(p).filter(|d| d.is_ascii_digit()) {
+            v = v * 10 + (d - b'0') as u64;
+            p += 1;
+            if p - start > 10 {
+                return None;
+            }
+        }
+        let digits = p - start;
+        if digits == 0 || (digits > 1 && line[start] == b'0') || v > u32::MAX as u64 {
+            return None;
+        }
+        ids.push(v as u32);
+        p = skip_ws(line, p);
+        match line.get(p)? {
+            b',' => p = skip_ws(line, p + 1),
+            b']' => return Some((ids, p + 1)),
+            _ => return None,
+        }
+    }
+}
+
+/// Where the member value starting at `p` ends: the `,` or `}` after it at depth 0 (strings
+/// with escapes, nested arrays and objects skipped). serde_json validates what this skips.
+fn skip_value(line: &[u8], mut p: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    loop {
+        match *line.get(p)? {
+            b'"' => {
+                p += 1;
+                loop {
+                    match *line.get(p)? {
+                        b'\\' => p += 2,
+                        b'"' => break,
+                        _ => p += 1,
+                    }
+                }
+                p += 1;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                p += 1;
+            }
+            b']' | b'}' if depth > 0 => {
+                depth -= 1;
+                p += 1;
+            }
+            b',' | b'}' if depth == 0 => return Some(p),
+            b']' => return None,
+            _ => p += 1,
+        }
+    }
+}
+
 /// Slow path, taken only for lines that failed: re-parse tracking the JSON path to name the field.
 fn describe_json_error(line: &[u8]) -> LineError {
     let de = &mut serde_json::Deserializer::from_slice(line);
@@ -678,5 +846,63 @@ fn strip_position(msg: &str) -> String {
     match msg.rfind(" at line ") {
         Some(i) => msg[..i].to_owned(),
         None => msg.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_token_arrays;
+    use serde_json::Value;
+
+    /// The split line says what serde_json says of the whole line: same arrays, same other
+    /// members; or it declines (`None`) and serde_json reads the line alone.
+    fn agrees(line: &str) {
+        let Some(split) = split_token_arrays(line.as_bytes()) else {
+            return;
+        };
+        let mut whole: Value =
+            serde_json::from_str(line).expect("the fast path accepted a line serde_json rejects");
+        let rest: Value = serde_json::from_slice(&split.rest).unwrap();
+        for (key, ids) in [("input", &split.input), ("output", &split.output)] {
+            if let Some(ids) = ids {
+                assert_eq!(whole[key], Value::from(ids.clone()), "{key} of {line}");
+                assert!(rest.get(key).is_none(), "{key} left in the rest of {line}");
+                whole.as_object_mut().unwrap().remove(key);
+            }
+        }
+        assert_eq!(rest, whole, "{line}");
+    }
+
+    #[test]
+    fn token_arrays_split_exactly_as_serde_json_reads_them() {
+        let lines = [
+            r#"{"kind":"request","execution":"e1","id":"r1","input":[1,2,3],"output":[4],"logprobs":[-0.5]}"#,
+            r#" { "input" : [ 0 , 4294967295 ] , "kind" : "request" , "output" : [ ] } "#,
+            r#"{"meta":{"input":[9,9],"s":"a,]}\"[{"},"input":[7],"output":[8,9]}"#,
+            r#"{"spans":[{"end":2,"source":"tool","call_id":"c\\\"1"}],"input":[1,2],"output":[3]}"#,
+            r#"{"input":[1,2],"input":[3],"output":[4]}"#,
+            r#"{"input":[01],"output":[1]}"#,
+            r#"{"input":[-1],"output":[1]}"#,
+            r#"{"input":[1.0],"output":[1]}"#,
+            r#"{"input":[4294967296],"output":[1]}"#,
+            r#"{"input":[1,],"output":[1]}"#,
+            r#"{"input":"x","output":[1]}"#,
+            r#"{"input":[1],"output":[1]} trailing"#,
+            r#"{"input":[1] "output":[1]}"#,
+            r#"{"kind":"closure","artifact":null,"t":1e3,"x":[true,false,null]}"#,
+            r#"{}"#,
+        ];
+        for line in lines {
+            agrees(line);
+        }
+        // Invalid token arrays are left to serde_json, which names the field.
+        for bad in [
+            r#"{"input":[01],"output":[1]}"#,
+            r#"{"input":[-1],"output":[1]}"#,
+            r#"{"input":[4294967296],"output":[1]}"#,
+            r#"{"input":[1] "output":[1]}"#,
+        ] {
+            assert!(split_token_arrays(bad.as_bytes()).is_none(), "{bad}");
+        }
     }
 }
