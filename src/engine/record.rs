@@ -381,6 +381,9 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
             .map(|mut raw| {
                 raw.input = s.input.take();
                 raw.output = s.output.take();
+                if s.logprobs.is_some() {
+                    raw.logprobs = s.logprobs.take();
+                }
                 raw
             })
             .or_else(|_| serde_json::from_slice(line)),
@@ -663,10 +666,11 @@ fn json_type(v: &Value) -> &'static str {
 
 /// A line with its `input` and `output` arrays taken out and read.
 struct SplitLine {
-    /// The line without those two members (still a JSON object).
+    /// The line without those members (still a JSON object).
     rest: Vec<u8>,
     input: Option<Vec<u32>>,
     output: Option<Vec<u32>>,
+    logprobs: Option<Vec<f64>>,
 }
 
 /// Splits the `input` and `output` token arrays out of a record line, reading them with a
@@ -683,6 +687,7 @@ fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
         rest: Vec::with_capacity(line.len().min(4096)),
         input: None,
         output: None,
+        logprobs: None,
     };
     out.rest.push(b'{');
     let mut first = true;
@@ -710,18 +715,27 @@ fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
             return None;
         }
         p = skip_ws(line, p + 1);
+        let array = line.get(p) == Some(&b'[');
         let slot = match key {
             b"input" => Some(&mut out.input),
             b"output" => Some(&mut out.output),
             _ => None,
         };
         match slot {
-            Some(slot) if line.get(p) == Some(&b'[') => {
+            Some(slot) if array => {
                 if slot.is_some() {
                     return None;
                 }
                 let (ids, end) = read_token_array(line, p)?;
                 *slot = Some(ids);
+                p = end;
+            }
+            None if array && key == b"logprobs" => {
+                if out.logprobs.is_some() {
+                    return None;
+                }
+                let (values, end) = read_number_array(line, p)?;
+                out.logprobs = Some(values);
                 p = end;
             }
             _ => {
@@ -782,6 +796,62 @@ fn read_token_array(line: &[u8], mut p: usize) -> Option<(Vec<u32>, usize)> {
             _ => return None,
         }
     }
+}
+
+/// Reads `[-0.5, -1e-3]` starting at `p`; `None` unless every element is a JSON number with a
+/// finite value. Rust's `f64` parsing is correctly rounded, like serde_json's `float_roundtrip`,
+/// so the values are bit for bit the same.
+fn read_number_array(line: &[u8], mut p: usize) -> Option<(Vec<f64>, usize)> {
+    p += 1;
+    let mut values = Vec::new();
+    p = skip_ws(line, p);
+    if line.get(p) == Some(&b']') {
+        return Some((values, p + 1));
+    }
+    loop {
+        let end = json_number_end(line, p)?;
+        let v: f64 = std::str::from_utf8(&line[p..end]).ok()?.parse().ok()?;
+        if !v.is_finite() {
+            return None;
+        }
+        values.push(v);
+        p = skip_ws(line, end);
+        match line.get(p)? {
+            b',' => p = skip_ws(line, p + 1),
+            b']' => return Some((values, p + 1)),
+            _ => return None,
+        }
+    }
+}
+
+/// End of the JSON number at `p` (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`), if one is.
+fn json_number_end(line: &[u8], mut p: usize) -> Option<usize> {
+    let digits = |p: usize| line[p..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if line.get(p) == Some(&b'-') {
+        p += 1;
+    }
+    match digits(p) {
+        0 => return None,
+        n if n > 1 && line[p] == b'0' => return None,
+        n => p += n,
+    }
+    if line.get(p) == Some(&b'.') {
+        match digits(p + 1) {
+            0 => return None,
+            n => p += 1 + n,
+        }
+    }
+    if matches!(line.get(p), Some(b'e' | b'E')) {
+        p += 1;
+        if matches!(line.get(p), Some(b'+' | b'-')) {
+            p += 1;
+        }
+        match digits(p) {
+            0 => return None,
+            n => p += n,
+        }
+    }
+    Some(p)
 }
 
 /// Where the member value starting at `p` ends: the `,` or `}` after it at depth 0 (strings
@@ -870,6 +940,13 @@ mod tests {
                 whole.as_object_mut().unwrap().remove(key);
             }
         }
+        if let Some(values) = &split.logprobs {
+            let expected: Vec<f64> = serde_json::from_value(whole["logprobs"].clone()).unwrap();
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(values), bits(&expected), "logprobs of {line}");
+            assert!(rest.get("logprobs").is_none());
+            whole.as_object_mut().unwrap().remove("logprobs");
+        }
         assert_eq!(rest, whole, "{line}");
     }
 
@@ -890,6 +967,13 @@ mod tests {
             r#"{"input":[1],"output":[1]} trailing"#,
             r#"{"input":[1] "output":[1]}"#,
             r#"{"kind":"closure","artifact":null,"t":1e3,"x":[true,false,null]}"#,
+            r#"{"input":[1],"output":[2,3],"logprobs":[-0.1, -2.5e-3 ,-0.41201454401016235,0,-1E+2,-0.0]}"#,
+            r#"{"output":[2],"logprobs":[-0.30000000000000004]}"#,
+            r#"{"output":[2],"logprobs":[1e999]}"#,
+            r#"{"output":[2],"logprobs":[-.5]}"#,
+            r#"{"output":[2],"logprobs":[01.5]}"#,
+            r#"{"output":[2],"logprobs":["x"]}"#,
+            r#"{"output":[2],"logprobs":null}"#,
             r#"{}"#,
         ];
         for line in lines {
@@ -901,6 +985,10 @@ mod tests {
             r#"{"input":[-1],"output":[1]}"#,
             r#"{"input":[4294967296],"output":[1]}"#,
             r#"{"input":[1] "output":[1]}"#,
+            r#"{"output":[2],"logprobs":[1e999]}"#,
+            r#"{"output":[2],"logprobs":[-.5]}"#,
+            r#"{"output":[2],"logprobs":[01.5]}"#,
+            r#"{"output":[2],"logprobs":["x"]}"#,
         ] {
             assert!(split_token_arrays(bad.as_bytes()).is_none(), "{bad}");
         }
