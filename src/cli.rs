@@ -307,12 +307,9 @@ pub fn main() -> ExitCode {
                 eprintln!("{le}");
                 return ExitCode::from(EXIT_INVALID);
             }
-            if let Some(ee) = e.downcast_ref::<export::ExportError>() {
-                eprintln!("gyre: {ee}");
-                return ExitCode::from(match ee {
-                    export::ExportError::Exists(_) => EXIT_INVALID,
-                    export::ExportError::Io(..) => 1,
-                });
+            if let Some(ex) = e.downcast_ref::<crate::output::ExistsError>() {
+                eprintln!("gyre: {ex}");
+                return ExitCode::from(EXIT_INVALID);
             }
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
@@ -366,17 +363,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
             force,
         }) => {
-            if let Some(path) = &out {
-                // Fail before the work, not after it.
-                if !force && path.exists() {
-                    return Err(export::ExportError::Exists(path.clone()).into());
-                }
-            }
+            // Opened first: an existing file is refused before the work, not after it.
+            let sink = out
+                .as_deref()
+                .map(|path| crate::output::Sink::open(path, force))
+                .transpose()?;
             let batch = load_with_progress(&input)?;
             let results = eng::process(&batch, &admission.settings(), advantage.into());
-            match out {
-                Some(path) => {
-                    let rows = export::write_file(&batch, &results, &path, force)?;
+            match (sink, out) {
+                (Some(mut sink), Some(path)) => {
+                    let rows = export::write_rows(&batch, &results, &mut sink)
+                        .wrap_err_with(|| format!("writing {}", path.display()))?;
+                    sink.finish()?;
                     eprintln!(
                         "gyre: wrote {rows} rows ({} executions, B = {}) to {}",
                         batch.executions.len(),
@@ -384,7 +382,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         path.display()
                     );
                 }
-                None => {
+                _ => {
                     let stdout = io::stdout().lock();
                     let mut w = io::BufWriter::with_capacity(1 << 20, stdout);
                     export::write_rows(&batch, &results, &mut w)
@@ -597,9 +595,7 @@ fn show(
 }
 
 fn synth(options: &SynthOptions, out: &Path, force: bool) -> Result<ExitCode> {
-    if !force && out.exists() {
-        return Err(export::ExportError::Exists(out.to_path_buf()).into());
-    }
+    let mut sink = crate::output::Sink::open(out, force)?;
     let bar = io::stderr().is_terminal().then(|| {
         let pb = ProgressBar::new(options.executions as u64);
         pb.set_style(
@@ -608,54 +604,16 @@ fn synth(options: &SynthOptions, out: &Path, force: bool) -> Result<ExitCode> {
         );
         pb
     });
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".gyre-synth-")
-        .tempfile_in(dir)
-        .wrap_err_with(|| format!("creating a temporary file in {}", dir.display()))?;
-    let file = io::BufWriter::with_capacity(1 << 20, tmp.reopen()?);
-    let name = out.to_string_lossy();
-    let mut progress = |p: synth::SynthProgress| {
+    let summary = synth::write_synth_with_progress(options, &mut sink, &mut |p| {
         if let Some(pb) = &bar {
             pb.set_position(p.executions_done as u64);
             pb.set_message(format!("{:.1} MB", p.bytes as f64 / 1e6));
         }
-    };
-    let summary = if name.ends_with(".gz") {
-        let mut w = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-        let s = synth::write_synth_with_progress(options, &mut w, &mut progress)?;
-        w.finish()?
-            .into_inner()
-            .map_err(|e| e.into_error())?
-            .sync_all()?;
-        s
-    } else if name.ends_with(".zst") {
-        let mut w = zstd::stream::write::Encoder::new(file, 3)?;
-        let s = synth::write_synth_with_progress(options, &mut w, &mut progress)?;
-        w.finish()?
-            .into_inner()
-            .map_err(|e| e.into_error())?
-            .sync_all()?;
-        s
-    } else {
-        let mut w = file;
-        let s = synth::write_synth_with_progress(options, &mut w, &mut progress)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        s
-    };
+    })?;
+    sink.finish()?;
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
-    export::publishable(tmp.as_file())?;
-    if force {
-        tmp.persist(out).map_err(|e| e.error)
-    } else {
-        tmp.persist_noclobber(out).map_err(|e| e.error)
-    }
-    .wrap_err_with(|| format!("writing {}", out.display()))?;
     let fates: Vec<String> = summary
         .fates
         .iter()

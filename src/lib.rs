@@ -9,6 +9,7 @@ pub mod cli;
 pub mod demo;
 pub mod engine;
 pub mod import;
+pub mod output;
 pub mod paint;
 pub mod recgen;
 pub mod show;

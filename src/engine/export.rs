@@ -3,6 +3,8 @@
 use std::io::{self, Write};
 use std::path::Path;
 
+use color_eyre::eyre::{Result, WrapErr};
+
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
@@ -14,6 +16,7 @@ use super::load::Batch;
 use super::loss::target_weight;
 use super::score::{AdvantageMode, Outcome};
 use super::tree::NodeId;
+use crate::output::Sink;
 
 /// A run of targets: path positions `pos..pos+len` are output tokens `offset..offset+len` of
 /// `request`.
@@ -246,78 +249,12 @@ pub fn write_rows(batch: &Batch, results: &Results, out: &mut dyn Write) -> io::
     Ok(rows)
 }
 
-/// Why an export could not be written.
-#[derive(Debug)]
-pub enum ExportError {
-    /// The file exists and overwriting was not allowed.
-    Exists(std::path::PathBuf),
-    /// Writing failed.
-    Io(std::path::PathBuf, io::Error),
-}
-
-impl std::fmt::Display for ExportError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ExportError::Exists(p) => write!(
-                f,
-                "{} already exists (use --force to overwrite)",
-                p.display()
-            ),
-            ExportError::Io(p, e) => write!(f, "cannot write {}: {e}", p.display()),
-        }
-    }
-}
-
-impl std::error::Error for ExportError {}
-
-/// Gives a temporary file (created private, 0600) the permissions of an ordinary new file before
-/// it is renamed into place.
-pub fn publishable(file: &std::fs::File) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    #[cfg(not(unix))]
-    let _ = file;
-    Ok(())
-}
-
-/// Writes the rows to `path` atomically: a temporary file beside it, renamed into place, so a
-/// failure never leaves a partial file. Without `force`, an existing file is left alone.
-pub fn write_file(
-    batch: &Batch,
-    results: &Results,
-    path: &Path,
-    force: bool,
-) -> Result<u64, ExportError> {
-    let io_err = |e: io::Error| ExportError::Io(path.to_path_buf(), e);
-    if !force && path.exists() {
-        return Err(ExportError::Exists(path.to_path_buf()));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".gyre-export-")
-        .tempfile_in(dir)
-        .map_err(io_err)?;
-    let mut w = io::BufWriter::with_capacity(1 << 20, tmp);
-    let rows = write_rows(batch, results, &mut w).map_err(io_err)?;
-    let tmp = w.into_inner().map_err(|e| io_err(e.into_error()))?;
-    tmp.as_file().sync_all().map_err(io_err)?;
-    publishable(tmp.as_file()).map_err(io_err)?;
-    if force {
-        tmp.persist(path).map_err(|e| io_err(e.error))?;
-    } else {
-        tmp.persist_noclobber(path).map_err(|e| {
-            if e.error.kind() == io::ErrorKind::AlreadyExists {
-                ExportError::Exists(path.to_path_buf())
-            } else {
-                io_err(e.error)
-            }
-        })?;
-    }
+/// Writes the rows to `path` atomically (see [`crate::output::Sink`]): a failure never leaves
+/// a partial file, and without `force` an existing file is left alone.
+pub fn write_file(batch: &Batch, results: &Results, path: &Path, force: bool) -> Result<u64> {
+    let mut sink = Sink::open(path, force)?;
+    let rows = write_rows(batch, results, &mut sink)
+        .wrap_err_with(|| format!("writing {}", path.display()))?;
+    sink.finish()?;
     Ok(rows)
 }

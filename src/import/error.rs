@@ -2,25 +2,11 @@
 //! [`LoadError`], so the CLI exits 2 for it like for any other invalid input.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::engine::load::{Diagnostic, LoadError};
 
-/// `--out` exists and `--force` was not given.
-#[derive(Debug)]
-pub struct ExistsError(pub PathBuf);
-
-impl fmt::Display for ExistsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} exists; pass --force to overwrite it",
-            self.0.display()
-        )
-    }
-}
-
-impl std::error::Error for ExistsError {}
+pub use crate::output::ExistsError;
 
 /// A bad argument.
 #[derive(Debug)]
