@@ -246,13 +246,20 @@ fn open<'a>(input: &Input<'a>, done: &Arc<AtomicU64>) -> io::Result<Box<dyn BufR
         Input::File(path) => Box::new(File::open(path)?),
         Input::Memory { bytes, .. } => Box::new(bytes),
     };
-    let mut raw = BufReader::with_capacity(
+    decompress(BufReader::with_capacity(
         1 << 16,
         Counting {
             inner: source,
             done: Arc::clone(done),
         },
-    );
+    ))
+}
+
+/// Wraps `raw` in a gzip or zstd decoder when its first bytes are their magic numbers (the
+/// content decides, not the file name).
+pub fn decompress<'a, R: BufRead + Send + 'a>(
+    mut raw: R,
+) -> io::Result<Box<dyn BufRead + Send + 'a>> {
     let magic = raw.fill_buf()?;
     Ok(if magic.starts_with(&[0x1f, 0x8b]) {
         Box::new(BufReader::with_capacity(

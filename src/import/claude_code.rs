@@ -808,12 +808,13 @@ pub fn read_session(
                         }
                     }
                     let r = resp_of_group[og];
-                    let msg = response_message(&blocks);
+                    // Built only when the turn is new: earlier responses recur in every later
+                    // context, and rebuilding them each time made imports quadratic.
                     ctx.push(turn(
                         format!("response:{}:{}", groups[og].agent.key(), msg_id),
                         &|| Turn {
                             response: Some(r),
-                            ..Turn::new("", msg.clone(), Source::Assistant)
+                            ..Turn::new("", response_message(&blocks), Source::Assistant)
                         },
                     ));
                 }

@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
-use super::encode::{Part, Span, encode_labelled, extend_spans, label};
+use super::encode::{Part, Span, encode_labelled, extend_spans};
 use crate::engine::record::Source;
 use crate::text::CachedEncoder;
 use crate::text::{ChatTemplate, Message, RenderOptions, TokenText};
@@ -148,11 +148,6 @@ impl Builder {
         self.enc.tokenizer()
     }
 
-    /// The chat template.
-    pub fn template(&self) -> &ChatTemplate {
-        &self.tmpl
-    }
-
     /// Renders `msg` as the template renders a generated assistant turn, tokenised, with its
     /// tool calls located.
     pub fn output(&mut self, msg: &Message) -> Result<Output> {
@@ -235,8 +230,8 @@ impl Builder {
     ) -> Result<Context> {
         if !restore {
             let msgs: Vec<Message> = turns.iter().map(|t| t.msg.clone()).collect();
-            let text = render_or_prompt(&self.tmpl, &msgs, true, &self.gen_prompt)?;
-            let parts = self.parts(&text, 0, turns, outputs)?;
+            let text = render_or_prompt(&self.tmpl, &msgs, &self.gen_prompt)?;
+            let parts = self.parts(&text, turns, outputs)?;
             let (tokens, spans) = encode_labelled(&mut self.enc, &text, &parts)?;
             return Ok(Context {
                 tokens,
@@ -300,14 +295,14 @@ impl Builder {
             None => {
                 let msgs: Vec<Message> = turns.iter().map(|t| t.msg.clone()).collect();
                 let text = if first {
-                    render_or_prompt(&self.tmpl, &msgs, true, &self.gen_prompt)?
+                    render_or_prompt(&self.tmpl, &msgs, &self.gen_prompt)?
                 } else if msgs.is_empty() {
                     format!("{}{}", self.after_eos, self.gen_prompt)
                 } else {
                     self.tmpl
                         .render_continuation(&msgs, RenderOptions::generation(true))?
                 };
-                let parts = self.parts(&text, 0, turns, outputs)?;
+                let parts = self.parts(&text, turns, outputs)?;
                 let (tokens, spans) = encode_labelled(&mut self.enc, &text, &parts)?;
                 let seg = Rc::new(Seg { tokens, spans });
                 self.segs.insert(key, Rc::clone(&seg));
@@ -325,17 +320,16 @@ impl Builder {
         Ok(())
     }
 
-    /// Labelled byte ranges of `turns` in `text` (searched in order from `from`). An assistant
-    /// turn is one `assistant` range from its first to its last rendered piece.
+    /// Labelled byte ranges of `turns` in `text` (searched in order). An assistant turn is one
+    /// `assistant` range from its first to its last rendered piece.
     fn parts(
         &mut self,
         text: &str,
-        from: usize,
         turns: &[&Turn],
         outputs: &[Option<Rc<Output>>],
     ) -> Result<Vec<Part>> {
         let mut parts = Vec::with_capacity(turns.len());
-        let mut cursor = from;
+        let mut cursor = 0;
         for &turn in turns {
             if turn.msg.role != "assistant" {
                 if turn.msg.content.is_empty() {
@@ -388,11 +382,6 @@ impl Builder {
         Ok(parts)
     }
 
-    /// Tokenises labelled text of a caller's own (vLLM alignment).
-    pub fn encode_labelled(&mut self, text: &str, parts: &[Part]) -> Result<(Vec<u32>, Vec<Span>)> {
-        encode_labelled(&mut self.enc, text, parts)
-    }
-
     /// Renders a whole conversation (with `tools`) with the generation prompt and labels it, as
     /// [`context`](Self::context) does without restoration.
     pub fn render_labelled(
@@ -405,25 +394,17 @@ impl Builder {
             .tmpl
             .render(&msgs, tools, RenderOptions::generation(true))
             .wrap_err("rendering the request's messages")?;
-        let parts = self.parts(&text, 0, turns, &[])?;
+        let parts = self.parts(&text, turns, &[])?;
         encode_labelled(&mut self.enc, &text, &parts)
     }
 }
 
-fn render_or_prompt(
-    tmpl: &ChatTemplate,
-    msgs: &[Message],
-    generation: bool,
-    gen_prompt: &str,
-) -> Result<String> {
+/// The conversation rendered with the generation prompt (the prompt alone when it is empty).
+fn render_or_prompt(tmpl: &ChatTemplate, msgs: &[Message], gen_prompt: &str) -> Result<String> {
     if msgs.is_empty() {
-        return Ok(if generation {
-            gen_prompt.to_owned()
-        } else {
-            String::new()
-        });
+        return Ok(gen_prompt.to_owned());
     }
-    tmpl.render(msgs, &[], RenderOptions::generation(generation))
+    tmpl.render(msgs, &[], RenderOptions::generation(true))
 }
 
 /// Fallback for templates that do not append calls one by one: the last `n` `<tool_call>` …
@@ -443,9 +424,4 @@ fn search_calls(text: &str, n: usize) -> Vec<(usize, usize)> {
     let mut v: Vec<_> = found.into_iter().skip(skip).collect();
     v.resize(n, (0, 0));
     v
-}
-
-/// Label-free helper for tests and callers: the spans of `tokens` from `label`.
-pub fn spans_from_starts(starts: &[usize], parts: &[Part]) -> Vec<Span> {
-    label(starts, parts)
 }

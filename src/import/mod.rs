@@ -118,19 +118,10 @@ pub fn load_tokenizer(arg: &str) -> Result<(TokenText, ChatTemplate, Value)> {
 }
 
 /// Opens a possibly compressed file (gzip and zstd recognised by their magic numbers).
-pub fn open_input(path: &Path) -> Result<Box<dyn BufRead>> {
+pub fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     let file = File::open(path).wrap_err_with(|| format!("reading {}", path.display()))?;
-    let mut raw = BufReader::with_capacity(1 << 16, file);
-    let magic = raw.fill_buf()?;
-    Ok(if magic.starts_with(&[0x1f, 0x8b]) {
-        Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(raw)))
-    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        Box::new(BufReader::new(zstd::stream::read::Decoder::with_buffer(
-            raw,
-        )?))
-    } else {
-        Box::new(raw)
-    })
+    crate::engine::load::decompress(BufReader::with_capacity(1 << 16, file))
+        .wrap_err_with(|| format!("reading {}", path.display()))
 }
 
 /// Reads a whole (possibly compressed) file as UTF-8 text.
