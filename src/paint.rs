@@ -70,6 +70,20 @@ pub enum Tone {
 }
 
 impl Tone {
+    /// Claim-state tone of a token with this engine reason, at replay step `step`.
+    pub fn of_reason(reason: &Reason, step: Option<u32>) -> Tone {
+        match reason {
+            Reason::Claimed { draw, .. } if step == Some(*draw) => Tone::ThisDraw,
+            Reason::Claimed { .. } => Tone::Claimed,
+            Reason::NotYetClaimed => Tone::Unclaimed,
+            Reason::LeftOutJmax | Reason::LeftOutClass => Tone::LeftOut,
+            Reason::Excluded(_) | Reason::Dummy => Tone::Excluded,
+            Reason::EvaluatorOutput => Tone::Evaluator,
+            Reason::AfterClosure => Tone::AfterClosure,
+            Reason::Context(_) => Tone::Context(Source::Context),
+        }
+    }
+
     /// Legend label.
     pub fn label(self) -> String {
         match self {
@@ -224,16 +238,9 @@ impl<'a> ExecView<'a> {
                     None => Tone::NoLogprob,
                 }
             }
-            (ColorMode::Claims, TokenIdentity::Output { .. }) => match self.reason(n, i, step) {
-                Reason::Claimed { draw, .. } if step == Some(draw) => Tone::ThisDraw,
-                Reason::Claimed { .. } => Tone::Claimed,
-                Reason::NotYetClaimed => Tone::Unclaimed,
-                Reason::LeftOutJmax | Reason::LeftOutClass => Tone::LeftOut,
-                Reason::Excluded(_) | Reason::Dummy => Tone::Excluded,
-                Reason::EvaluatorOutput => Tone::Evaluator,
-                Reason::AfterClosure => Tone::AfterClosure,
-                Reason::Context(_) => Tone::Context(Source::Context),
-            },
+            (ColorMode::Claims, TokenIdentity::Output { .. }) => {
+                Tone::of_reason(&self.reason(n, i, step), step)
+            }
         }
     }
 }

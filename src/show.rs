@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::engine::provenance::Reason;
+use crate::engine::tree::NodeKind;
 use crate::paint::{ColorMode, ExecView, PathView, Tone};
 use crate::text::{TokenText, sanitize};
 
@@ -87,8 +88,8 @@ pub fn render_text(
                 out.push('│');
             }
         }
-        if opts.color {
-            let tone = view.tone(n, i, opts.mode, opts.step);
+        let tone = opts.color.then(|| view.tone(n, i, opts.mode, opts.step));
+        if let Some(tone) = tone {
             if current != Some(tone) {
                 out.push_str(RESET);
                 out.push_str(ansi(tone));
@@ -103,8 +104,7 @@ pub fn render_text(
                     current = None;
                 }
                 out.push('\n');
-                if opts.color {
-                    let tone = view.tone(n, i, opts.mode, opts.step);
+                if let Some(tone) = tone {
                     out.push_str(ansi(tone));
                     current = Some(tone);
                 }
@@ -140,8 +140,14 @@ pub fn render_runs(
         );
     };
     for &(n, start) in &path.segments {
+        // Output tokens share their node's reason; context tokens may change source per token.
+        let node_reason = (view.exec.tree.nodes[n as usize].kind == NodeKind::Output)
+            .then(|| view.reason(n, 0, step));
         for (i, &id) in view.exec.tree.node_tokens(n).iter().enumerate() {
-            let reason = view.reason(n, i as u32, step);
+            let reason = match &node_reason {
+                Some(r) => r.clone(),
+                None => view.reason(n, i as u32, step),
+            };
             match &mut run {
                 Some((_, r, ids)) if *r == reason => ids.push(id),
                 _ => {

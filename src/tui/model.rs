@@ -129,7 +129,8 @@ impl RequestTree {
                 .min();
             // The nearest output above this request's own output; on the way, harness-written
             // assistant context standing beside a recorded output means that output was
-            // re-rendered from its first token (the divergence `gyre stats` counts).
+            // re-rendered from its first token (one of the cases `gyre stats` counts among
+            // divergences, which also counts any other context beside an output's start).
             let mut above = attach;
             let mut first_below = out;
             let mut rerendered: Option<u32> = None;

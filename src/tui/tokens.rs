@@ -8,8 +8,9 @@
 
 use std::collections::HashMap;
 
-use crate::engine::execution::{Execution, TokenIdentity};
+use crate::engine::execution::Execution;
 use crate::engine::tree::NodeId;
+use crate::paint::PathView;
 
 use crate::text::TokenText;
 
@@ -37,26 +38,20 @@ pub struct PathIndex {
 impl PathIndex {
     /// Indexes request `request`'s path.
     pub fn new(exec: &Execution, request: u32) -> Self {
-        let r = &exec.requests[request as usize];
-        let nodes = exec.tree.path_nodes(r.output_node);
-        let mut starts = Vec::with_capacity(nodes.len());
-        let mut len = 0u64;
-        for &n in &nodes {
-            starts.push(len);
-            len += exec.tree.nodes[n as usize].len as u64;
-        }
+        let view = PathView::new(exec, request);
+        let (nodes, starts) = view.segments.into_iter().unzip();
         PathIndex {
             request,
             nodes,
             starts,
-            len,
+            len: view.len,
         }
     }
 
     /// Segment holding `pos` and the offset inside its node.
     pub fn locate(&self, pos: u64) -> (usize, u32) {
+        // The last segment starting at or before `pos`: empty nodes sharing a start are skipped.
         let seg = self.starts.partition_point(|&s| s <= pos).saturating_sub(1);
-        // Skip empty nodes that share a start.
         (seg, (pos - self.starts[seg]) as u32)
     }
 
@@ -397,10 +392,4 @@ impl<'a> Layout<'a> {
             self.rows_up(t, delta.unsigned_abs())
         }
     }
-}
-
-/// Identity helper for the why line and tokens-of-interest searches.
-pub fn identity_at(exec: &Execution, path: &PathIndex, pos: u64) -> TokenIdentity {
-    let (n, i) = path.node_at(pos);
-    exec.identity(n, i)
 }

@@ -984,9 +984,9 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
     }
     let id = app.path.token(exec, pos);
     let (n, i) = app.path.node_at(pos);
-    let outcome = &d.results.outcomes[app.cur];
     let adm = &d.results.admissions[app.cur];
-    let reason = crate::engine::provenance::token_reason(exec, outcome, adm, n, i, Some(app.step));
+    let view = ExecView::new(exec, &d.results, app.cur);
+    let reason = view.reason(n, i, Some(app.step));
     let text = sanitize(&app.path.piece(exec, &app.text, pos));
     let mut spans = vec![
         Span::styled(format!("\"{text}\""), t.strong()),
@@ -1038,8 +1038,7 @@ pub fn why_spans(app: &App, pos: u64) -> Vec<Span<'static>> {
         spans.push(Span::styled(" · reconstructed, not recorded", t.warn()));
     }
     spans.push(Span::raw(" · "));
-    let view = ExecView::new(exec, &d.results, app.cur);
-    let rs = t.tone(view.tone(n, i, ColorMode::Claims, Some(app.step)));
+    let rs = t.tone(Tone::of_reason(&reason, Some(app.step)));
     let mut rtext = reason.to_string();
     if let Reason::Claimed { draw, .. } = &reason {
         if let Some(dr) = adm.draws.get(*draw as usize - 1) {
