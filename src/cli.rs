@@ -455,18 +455,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
         }) => {
             let batch = load_with_progress(&input)?;
-            let Some(i) = batch.execution_index(&execution) else {
-                let known: Vec<_> = batch
-                    .executions
-                    .iter()
-                    .take(8)
-                    .map(|e| e.id.as_str())
-                    .collect();
-                eprintln!(
-                    "gyre: no execution {execution:?} in the input (first ids: {})",
-                    known.join(", ")
-                );
-                return Ok(ExitCode::from(EXIT_INVALID));
+            let i = match find_execution(&batch, &execution) {
+                Ok(i) => i,
+                Err(code) => return Ok(code),
             };
             let results = eng::process(&batch, &admission.settings(), AdvantageMode::DrGrpo);
             let mut out = io::stdout().lock();
@@ -526,9 +517,9 @@ fn show(
     tokenizer: Option<&str>,
 ) -> Result<ExitCode> {
     let batch = load_with_progress(input)?;
-    let Some(i) = batch.execution_index(execution) else {
-        eprintln!("gyre: no execution {execution:?} in the input");
-        return Ok(ExitCode::from(EXIT_INVALID));
+    let i = match find_execution(&batch, execution) {
+        Ok(i) => i,
+        Err(code) => return Ok(code),
     };
     let results = eng::process(&batch, &admission.settings(), AdvantageMode::DrGrpo);
     let exec = &batch.executions[i];
@@ -816,13 +807,32 @@ fn outcome_text(o: &Outcome) -> String {
     }
 }
 
-/// Target runs of a draw as `r3[0..57]`, merged like the export's `targets`.
-fn draw_runs(batch: &Batch, results: &Results, i: usize, k: usize) -> Vec<export::TargetRun> {
-    export::execution_rows(batch, results, i)
-        .into_iter()
-        .nth(k)
-        .map(|r| r.targets)
-        .unwrap_or_default()
+/// Target runs of every draw of execution `i`, merged like the export's `targets`.
+fn draw_runs(batch: &Batch, results: &Results, i: usize) -> Vec<Vec<export::TargetRun>> {
+    match results.outcomes[i] {
+        Outcome::Scored { .. } => export::execution_rows(batch, results, i)
+            .into_iter()
+            .map(|r| r.targets)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The execution called `id`, or a message naming some that exist.
+fn find_execution(batch: &Batch, id: &str) -> std::result::Result<usize, ExitCode> {
+    batch.execution_index(id).ok_or_else(|| {
+        let known: Vec<_> = batch
+            .executions
+            .iter()
+            .take(8)
+            .map(|e| e.id.as_str())
+            .collect();
+        eprintln!(
+            "gyre: no execution {id:?} in the input (first ids: {})",
+            known.join(", ")
+        );
+        ExitCode::from(EXIT_INVALID)
+    })
 }
 
 /// The readable draw log of execution `i`.
@@ -841,6 +851,7 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
         priority_text(&s.priority)
     );
     let n = adm.draws.len();
+    let runs_of = draw_runs(batch, results, i);
     for (k, d) in adm.draws.iter().enumerate() {
         t.push_str(&format!(
             "draw {}/{n}  class {}  ({} with weight left, total {})\n",
@@ -864,7 +875,7 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
                 }
             ));
         }
-        let runs: Vec<String> = draw_runs(batch, results, i, k)
+        let runs: Vec<String> = runs_of[k]
             .iter()
             .map(|r| {
                 format!(
@@ -907,6 +918,7 @@ pub fn replay_json(batch: &Batch, results: &Results, i: usize) -> serde_json::Va
     let outcome = &results.outcomes[i];
     let id = |r: u32| exec.requests[r as usize].id.as_str();
     let views = score::assessment_views(exec, outcome);
+    let runs_of = draw_runs(batch, results, i);
     json!({
         "execution": exec.id,
         "status": outcome.label(),
@@ -926,7 +938,7 @@ pub fn replay_json(batch: &Batch, results: &Results, i: usize) -> serde_json::Va
             "chosen": id(d.chosen),
             "target_tokens": d.target_tokens,
             "path_tokens": d.path_tokens,
-            "targets": draw_runs(batch, results, i, k),
+            "targets": runs_of[k],
         })).collect::<Vec<_>>(),
         "stop": match adm.stop { Stop::JmaxReached => "jmax", Stop::Exhausted => "exhausted", Stop::NotDrawn => "not-drawn" },
         "exec_targets": adm.targets(),

@@ -73,7 +73,7 @@ impl Sink {
         let file = BufWriter::with_capacity(1 << 20, tmp.as_file().try_clone()?);
         let name = path.to_string_lossy();
         let enc = if name.ends_with(".zst") {
-            Enc::Zstd(zstd::Encoder::new(file, 12)?)
+            Enc::Zstd(zstd::Encoder::new(file, 3)?)
         } else if name.ends_with(".gz") {
             Enc::Gzip(flate2::write::GzEncoder::new(
                 file,
