@@ -351,10 +351,9 @@ struct Log {
     warnings: Vec<String>,
 }
 
-fn read_log(main: &Path, progress: &mut dyn FnMut(u64)) -> Result<Log> {
-    let files = session_files(main);
+fn read_log(files: Vec<PathBuf>, progress: &mut dyn FnMut(u64)) -> Result<Log> {
     let mut log = Log {
-        files: files.clone(),
+        files,
         lines: Vec::new(),
         by_uuid: HashMap::new(),
         session_id: None,
@@ -366,7 +365,7 @@ fn read_log(main: &Path, progress: &mut dyn FnMut(u64)) -> Result<Log> {
     };
     let mut problems = Problems::default();
     let mut bytes = 0u64;
-    for (fi, path) in files.iter().enumerate() {
+    for (fi, path) in log.files.iter().enumerate() {
         let agent = file_agent(path, fi);
         let mut reader = open_input(path)?;
         let mut buf = String::new();
@@ -529,12 +528,14 @@ fn flush<'a>(
     }
 }
 
-/// Reads the session at `main` (and its `subagents/` files) into a [`Session`].
+/// Reads the session at `main` into a [`Session`]; `files` are its logs as [`session_files`]
+/// lists them (the main log, then its `subagents/` files).
 pub fn read_session(
     main: &Path,
+    files: Vec<PathBuf>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(Session, Vec<String>, Vec<String>)> {
-    let log = read_log(main, progress)?;
+    let log = read_log(files, progress)?;
     let mut warnings = log.warnings.clone();
     let lines = &log.lines;
     // Groups (one per API response), in order of their first line.
@@ -1020,11 +1021,12 @@ pub fn import(
     sink: &mut Sink,
     progress: &mut dyn FnMut(super::Progress),
 ) -> Result<Summary> {
-    let total_bytes: u64 = session_files(main)
+    let files = session_files(main);
+    let total_bytes: u64 = files
         .iter()
         .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
         .sum();
-    let (session, warnings, inputs) = read_session(main, &mut |b| {
+    let (session, warnings, inputs) = read_session(main, files, &mut |b| {
         progress(super::Progress::Reading {
             done: b,
             total: total_bytes,

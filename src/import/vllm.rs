@@ -371,19 +371,15 @@ pub fn import(
                 continue; // nothing is written once the input is known to be bad
             }
             // Spans: the rendered messages, aligned with the recorded prompt.
-            let messages = request
-                .get("messages")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let tools: Vec<Value> = request
-                .get("tools")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let turns = request_turns(&messages);
+            let array = |key: &str| {
+                request
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .map_or(&[][..], Vec::as_slice)
+            };
+            let turns = request_turns(array("messages"));
             let refs: Vec<&Turn> = turns.iter().collect();
-            let (spans, aligned) = match builder.render_labelled(&refs, &tools) {
+            let (spans, aligned) = match builder.render_labelled(&refs, array("tools")) {
                 Ok((rendered, rspans)) => align(&prompt, &rendered, &rspans),
                 Err(e) => {
                     summary.warnings.push(format!(
