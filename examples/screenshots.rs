@@ -183,7 +183,7 @@ fn render(app: &App) -> Buffer {
 fn demo(size: (u16, u16)) -> App {
     let demo = Demo::default();
     let batch = load_bytes(demo.name(), demo.bytes(), &LoadOptions::default()).unwrap();
-    let text = gyre::cli::token_text(None, &batch).unwrap();
+    let text = gyre::text::resolve_tokenizer(None, &batch).unwrap();
     let mut app = App::new(
         format!("demo: {}", demo.name()),
         Settings::default(),

@@ -331,7 +331,8 @@ fn bundled_demo_opens_with_qwen3_text() {
     let demo = gyre::demo::Demo::default();
     let batch =
         gyre::engine::load::load_bytes(demo.name(), demo.bytes(), &Default::default()).unwrap();
-    let text = gyre::cli::token_text(None, &batch).expect("the demo names a bundled tokenizer");
+    let text =
+        gyre::text::resolve_tokenizer(None, &batch).expect("the demo names a bundled tokenizer");
     assert_eq!(text.label(), "qwen3");
     let mut app = gyre::tui::app::App::new(
         "demo",

@@ -107,7 +107,7 @@ fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
     };
     match loaded {
         Ok(batch) => {
-            match crate::cli::token_text(opts.tokenizer.as_deref(), &batch) {
+            match crate::text::resolve_tokenizer(opts.tokenizer.as_deref(), &batch) {
                 Ok(t) => {
                     let _ = tx.send(Action::Text(t));
                 }
