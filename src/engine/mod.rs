@@ -13,6 +13,7 @@ pub mod record;
 pub mod score;
 pub mod stats;
 pub mod tree;
+pub mod write;
 
 use rayon::prelude::*;
 
