@@ -9,6 +9,7 @@ pub mod export;
 pub mod load;
 pub mod loss;
 pub mod provenance;
+pub mod recorder;
 pub mod record;
 pub mod score;
 pub mod stats;
