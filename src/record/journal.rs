@@ -28,7 +28,7 @@ use super::render::{Context, RenderTurn, Span, hash_tokens};
 use super::sampled::OutputReader;
 use crate::engine::load::{self, LoadOptions};
 use crate::engine::record::{Actor, Purpose, Record, Source, parse_line};
-use crate::engine::recorder::{RecordError, Recorder};
+use crate::engine::recorder::{AppendError, RecordError, Recorder};
 use crate::engine::write::{
     AssessmentOut, ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut, Validity,
 };
@@ -139,8 +139,12 @@ impl Journal {
         getrandom::fill(&mut seed).map_err(|e| eyre!("no OS random source for call ids: {e}"))?;
         let exists = path.metadata().is_ok_and(|m| m.len() > 0);
         let (rec, lines) = if exists {
-            let rec = Recorder::append(path)
-                .wrap_err_with(|| format!("appending to {}", path.display()))?;
+            let rec = match Recorder::append(path) {
+                Ok(rec) => rec,
+                // Reported as file:line with exit code 2, like every invalid input.
+                Err(AppendError::Invalid(e)) => return Err(e.into()),
+                Err(e) => return Err(eyre!(e).wrap_err(format!("appending to {}", path.display()))),
+            };
             (rec, count_lines(path)?)
         } else {
             if path.exists() {
@@ -656,7 +660,7 @@ fn record_error(e: RecordError) -> ApiError {
         RecordError::Invalid(le) if le.message.contains("already") => ApiError {
             kind: ErrorKind::Conflict,
             message: le.message,
-            param: le.field,
+            param: None,
         },
         RecordError::Invalid(le) => line_error(le),
         RecordError::Io(e) => ApiError::new(

@@ -350,6 +350,7 @@ async fn handle(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<(Response, String), ApiError> {
+    let started = Instant::now();
     let req = parse_body(api, body)?;
     let hints = hints(headers, &req)?;
     let t = now();
@@ -357,10 +358,12 @@ async fn handle(
     let (req, attr, ctx) = tokio::task::spawn_blocking(move || prep_st.prepare(req, &hints))
         .await
         .map_err(|e| ApiError::new(ErrorKind::Internal, format!("rendering failed: {e}")))??;
+    let prepared = started.elapsed();
     let completion = st
         .upstream
         .complete(&ctx.tokens, &req.sampling, &req.model)
         .await?;
+    let sampled_at = started.elapsed();
     let sampled = st.reader.read(&completion.ids)?;
     let model = st.upstream.model(&req.model).await;
     let finish = match (&completion.stopped, sampled.calls.is_empty()) {
@@ -451,12 +454,23 @@ async fn handle(
         ctx.tokens.len(),
         completion.ids.len(),
     );
-    let resp = match (api, req.stream) {
+    let mut resp = match (api, req.stream) {
         (Api::OpenAi, false) => axum::Json(openai::response(&reply, req.logprobs)).into_response(),
         (Api::Anthropic, false) => axum::Json(anthropic::response(&reply)).into_response(),
         (Api::OpenAi, true) => sse(openai::stream(&reply, req.logprobs, req.include_usage)),
         (Api::Anthropic, true) => sse(anthropic::stream(&reply)),
     };
+    // Where the time went, for clients and benchmarks (W3C Server-Timing).
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let timing = format!(
+        "render;dur={:.3}, upstream;dur={:.3}, record;dur={:.3}",
+        ms(prepared),
+        ms(sampled_at - prepared),
+        ms(started.elapsed() - sampled_at)
+    );
+    if let Ok(v) = HeaderValue::from_str(&timing) {
+        resp.headers_mut().insert("server-timing", v);
+    }
     Ok((resp, line))
 }
 
