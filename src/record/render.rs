@@ -375,3 +375,83 @@ fn label(starts: &[usize], parts: &[Part]) -> Vec<Span> {
     }
     spans
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::record::Purpose;
+
+    fn turn(role: &str, content: &str) -> Turn {
+        Turn::of(Message::new(role, content))
+    }
+
+    fn plain<'a>(turns: &'a [Turn]) -> Vec<RenderTurn<'a>> {
+        turns
+            .iter()
+            .map(|turn| RenderTurn {
+                turn,
+                candidates: Vec::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_restored_turn_continues_the_earlier_call_exactly() {
+        let tok = TokenText::qwen3().unwrap();
+        let tmpl = ChatTemplate::qwen3().unwrap();
+        let mut r = Renderer::new(
+            tok.clone(),
+            ChatTemplate::qwen3().unwrap(),
+            Some("<|im_end|>"),
+        )
+        .unwrap();
+        let opts = RenderOptions::generation(true);
+        let first = [turn("system", "Be brief."), turn("user", "Say hi.")];
+        let ctx1 = r.context(&plain(&first), &[], opts).unwrap();
+        let msgs: Vec<Message> = first.iter().map(|t| t.msg.clone()).collect();
+        assert_eq!(
+            ctx1.tokens,
+            tmpl.render_tokens(&tok, &msgs, &[], opts).unwrap()
+        );
+        let sources: Vec<Source> = ctx1.spans.iter().map(|s| s.source).collect();
+        assert!(sources.contains(&Source::System) && sources.contains(&Source::User));
+        assert_eq!(ctx1.spans.last().unwrap().end, ctx1.tokens.len());
+
+        let output = tok
+            .encode("<think>\nhm\n</think>\n\nHi  there<|im_end|>")
+            .unwrap();
+        let produced = Arc::new(Produced {
+            execution: "e1".into(),
+            request: "r1".into(),
+            agent: "main".into(),
+            purpose: Purpose::Task,
+            output: Arc::from(output.clone()),
+            eos: true,
+            input_len: ctx1.tokens.len(),
+            input_hash: hash_tokens(&ctx1.tokens),
+            content: "Hi  there".into(),
+            calls: Vec::new(),
+        });
+        // The harness sends the turn back trimmed and without the thinking.
+        let second = [
+            turn("system", "Be brief."),
+            turn("user", "Say hi."),
+            turn("assistant", "Hi there"),
+            turn("user", "Again."),
+        ];
+        let mut rt = plain(&second);
+        rt[2].candidates = vec![produced];
+        let ctx2 = r.context(&rt, &[], opts).unwrap();
+        let mut prefix = ctx1.tokens.clone();
+        prefix.extend_from_slice(&output);
+        assert_eq!(ctx2.tokens[..prefix.len()], prefix[..]);
+        assert_eq!(
+            tok.decode(&ctx2.tokens[prefix.len()..]),
+            "\n<|im_start|>user\nAgain.<|im_end|>\n<|im_start|>assistant\n"
+        );
+        assert_eq!(ctx2.restored.len(), 1);
+        // Re-rendered instead, the history would differ (Qwen3 drops the earlier thinking).
+        let rerendered = r.context(&plain(&second), &[], opts).unwrap();
+        assert_ne!(rerendered.tokens[..prefix.len()], prefix[..]);
+    }
+}
