@@ -116,6 +116,8 @@ pub fn serve(cfg: Config) -> Result<()> {
         .wrap_err_with(|| format!("loading tokenizer {:?}", cfg.tokenizer))?;
     let eos = tmpl.eos_token().map(str::to_owned);
     let reader = OutputReader::new(tok.clone(), eos.as_deref());
+    // Build the id → bytes table now rather than on the first request.
+    tok.vocab_size();
     let renderer = Renderer::new(tok, tmpl, eos.as_deref())?;
     let upstream = Upstream::new(&cfg.upstream, cfg.flavor, cfg.timeout, cfg.model.clone())
         .map_err(|e| eyre!(e))?;
