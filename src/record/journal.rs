@@ -586,11 +586,6 @@ impl Journal {
             )
         })
     }
-
-    /// Outputs kept for restoration.
-    pub fn restorable(&self) -> usize {
-        self.payloads.len()
-    }
 }
 
 /// Who a request is: execution, agent, purpose, and what restoration found.
