@@ -6,6 +6,8 @@ mod args;
 mod demo;
 #[cfg(feature = "tui")]
 mod inspect;
+#[cfg(feature = "record")]
+mod record;
 mod replay;
 mod show;
 mod stats;
@@ -128,6 +130,20 @@ docs/import.md describes every mapping.")]
         #[command(subcommand)]
         source: crate::import::cli::ImportCommand,
     },
+    /// Record a harness's model calls exactly: a proxy in front of a vLLM or SGLang server.
+    #[command(after_help = "\
+Examples:
+  gyre record --upstream http://127.0.0.1:8000 --tokenizer qwen3 --out run.jsonl
+  ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude          # Claude Code through it
+  OPENAI_BASE_URL=http://127.0.0.1:8787/v1 python agent.py # any OpenAI client
+  curl -d '{\"execution\": \"e1\", \"status\": \"completed\", \"artifact\": \"patch\", \"version\": 1}' \\
+       http://127.0.0.1:8787/gyre/closure
+
+Headers x-gyre-execution, x-gyre-agent, x-gyre-purpose, x-gyre-group and x-gyre-budget
+attribute requests; docs/record.md describes the rest. SIGINT/SIGTERM finish in-flight
+requests and close the recording; rerunning with the same --out appends.")]
+    #[cfg(feature = "record")]
+    Record(record::RecordArgs),
 }
 
 /// Entry point of the `gyre` binary.
@@ -185,5 +201,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Synth(args)) => synth::run(args),
         Some(Command::Replay(args)) => replay::run(args),
         Some(Command::Sweep(args)) => sweep::run(args),
+        #[cfg(feature = "record")]
+        Some(Command::Record(args)) => record::run(args),
     }
 }
