@@ -547,7 +547,17 @@ fn vllm_never_writes_records_that_do_not_validate() {
 }
 
 #[test]
-fn lenient_is_an_import_flag() {
+fn help_lists_every_importer_and_lenient() {
+    let (code, stdout, _) = gyre(&["import", "--help"]);
+    assert_eq!(code, 0);
+    for line in [
+        "claude-code  A Claude Code session",
+        "swe-agent    A SWE-agent trajectory",
+        "openhands    OpenHands: an event stream",
+        "vllm         Logged vLLM/SGLang chat traffic",
+    ] {
+        assert!(stdout.contains(line), "{stdout}");
+    }
     let (code, stdout, _) = gyre(&["import", "claude-code", "--help"]);
     assert_eq!(code, 0);
     assert!(stdout.contains("--lenient"), "{stdout}");

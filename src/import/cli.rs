@@ -59,16 +59,21 @@ pub struct ImportCommand {
 
 fn subcommand(source: &dyn Source) -> Command {
     let a = source.about();
-    let cmd = Command::new(a.name).about(a.summary).after_help(a.help);
-    let cmd = CommonArgs::augment_args(cmd).mut_arg("inputs", |arg| {
+    let cmd = CommonArgs::augment_args(Command::new(a.name)).mut_arg("inputs", |arg| {
         let arg = arg.value_name(a.input).help(a.input_help);
-        if a.many { arg } else { arg.num_args(1) }
+        if a.many {
+            arg
+        } else {
+            arg.num_args(1).action(clap::ArgAction::Set)
+        }
     });
-    if a.reconstructed {
+    let cmd = if a.reconstructed {
         ReconstructArgs::augment_args(cmd)
     } else {
         cmd
-    }
+    };
+    // Last: augmenting with an argument struct sets that struct's doc as the about text.
+    cmd.about(a.summary).after_help(a.help)
 }
 
 impl FromArgMatches for ImportCommand {
