@@ -238,7 +238,7 @@ pub fn json_reason(e: &serde_json::Error, text: &str) -> String {
 pub fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, (String, String)> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
+        let inner = plain_words(&e.into_inner().to_string());
         let path = match missing_field(&inner) {
             Some(f) if path == "." => f.to_owned(),
             Some(f) => format!("{path}.{f}"),
@@ -246,6 +246,29 @@ pub fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, (String, String)> 
         };
         (inner, path)
     })
+}
+
+/// serde's wording without the names of gyre's own types (`expected struct Entry`).
+fn plain_words(msg: &str) -> String {
+    if msg.starts_with("data did not match any variant of untagged enum") {
+        return "a value of an unexpected type".into();
+    }
+    for (internal, plain) in [
+        ("expected struct ", "expected a JSON object"),
+        (
+            "expected internally tagged enum ",
+            "expected a JSON object with a `type`",
+        ),
+    ] {
+        if let Some(i) = msg.find(internal) {
+            let rest = &msg[i + internal.len()..];
+            let name_end = rest
+                .find(|c: char| !c.is_alphanumeric() && c != '_')
+                .unwrap_or(rest.len());
+            return format!("{}{plain}{}", &msg[..i], &rest[name_end..]);
+        }
+    }
+    msg.to_owned()
 }
 
 fn missing_field(msg: &str) -> Option<&str> {
