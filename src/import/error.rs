@@ -108,11 +108,6 @@ impl Log {
         }
     }
 
-    /// Whether problems are skipped rather than fatal.
-    pub fn lenient(&self) -> bool {
-        self.lenient
-    }
-
     /// A problem with one line (or element) of the input: an error, or under `--lenient` a
     /// warning and the line is skipped.
     pub fn problem(&mut self, d: Diagnostic) {

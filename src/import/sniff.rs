@@ -26,8 +26,6 @@ pub enum Fit {
 /// The start of an input, as seen before reading it.
 #[derive(Debug)]
 pub struct Probe {
-    /// The path as given.
-    pub path: PathBuf,
     /// What was seen.
     pub shape: Shape,
 }
@@ -112,10 +110,7 @@ impl Probe {
         } else {
             head_shape(path)
         };
-        Probe {
-            path: path.to_path_buf(),
-            shape,
-        }
+        Probe { shape }
     }
 
     /// The first JSONL object, when the input is JSON Lines.
