@@ -9,10 +9,11 @@ pub mod export;
 pub mod load;
 pub mod loss;
 pub mod provenance;
-pub mod recorder;
 pub mod record;
+pub mod recorder;
 pub mod score;
 pub mod stats;
+pub mod sweep;
 pub mod tree;
 pub mod write;
 
