@@ -4,6 +4,7 @@
 mod admit;
 mod args;
 mod demo;
+mod diff;
 #[cfg(feature = "tui")]
 mod inspect;
 #[cfg(feature = "record")]
@@ -107,6 +108,18 @@ Cost is the forward-backward tokens of the exported rows (the sum of their lengt
 targets / trainable tokens of the executions that count in B. Each J_max is compared with the
 uncapped run under the same seed.")]
     Sweep(sweep::SweepArgs),
+    /// Two admissions compared: the same recording under two settings, or two recordings with
+    /// the same execution ids; per execution Δ rows, Δ L_i, Δ weight, tokens that flip.
+    #[command(after_help = "\
+Examples:
+  gyre diff runs.jsonl --a jmax=5 --b jmax=0              # what the cap leaves out
+  gyre diff runs.jsonl --a seed=0 --b seed=1 --json
+  gyre diff runs.jsonl --b priority=main>sub              # A: the defaults
+  gyre diff restored.jsonl rerendered.jsonl               # two imports of one session
+
+Tokens are matched by identity (output token k of request r), so two recordings compare even
+when their trees differ. A flip `+r7[0..12]` became a target under B; `−r7[0..12]` was one under A.")]
+    Diff(diff::DiffArgs),
     /// Open the interactive inspector on recordings (`gyre` alone opens it on the bundled demo).
     #[command(after_help = "\
 Examples:
@@ -201,6 +214,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Synth(args)) => synth::run(args),
         Some(Command::Replay(args)) => replay::run(args),
         Some(Command::Sweep(args)) => sweep::run(args),
+        Some(Command::Diff(args)) => diff::run(args),
         #[cfg(feature = "record")]
         Some(Command::Record(args)) => record::run(args),
     }

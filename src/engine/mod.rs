@@ -4,6 +4,7 @@
 //! recompute what it decides.
 
 pub mod admit;
+pub mod diff;
 pub mod execution;
 pub mod export;
 pub mod load;

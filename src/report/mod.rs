@@ -1,10 +1,12 @@
 //! Plain-text and JSON reports of what the engine decided, shared by the command line, the
 //! inspector and the bindings: the stats table, the draw log, and the small phrases they share.
 
+mod diff;
 mod replay;
 mod stats;
 mod sweep;
 
+pub use diff::{diff_json, diff_text};
 pub use replay::{draw_runs, replay_json, replay_text};
 pub use stats::stats_table;
 pub use sweep::{sweep_json, sweep_text};

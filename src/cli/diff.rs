@@ -1,0 +1,181 @@
+//! `gyre diff`: two admissions compared, execution by execution, token by token.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use color_eyre::eyre::Result;
+use serde_json::json;
+
+use super::args::{AdmissionArgs, EXIT_INVALID, InputArgs, load_with_progress};
+use crate::engine::admit::{Settings, parse_priority};
+use crate::engine::diff::{Side, diff};
+use crate::engine::score::AdvantageMode;
+use crate::engine::{Results, process};
+use crate::report::{diff_json, diff_text, jmax_text, priority_text};
+
+/// `gyre diff` arguments.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// Either one recording (its files, in order) compared under --a and --b, or exactly two
+    /// recordings compared under the same settings (when neither --a nor --b is given).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Skip invalid lines (counted, reported as warnings) instead of failing.
+    #[arg(long)]
+    lenient: bool,
+    /// Settings both sides start from.
+    #[command(flatten)]
+    admission: AdmissionArgs,
+    /// Side A's settings over the common ones: `seed=0,jmax=5,priority=main>sub`.
+    #[arg(long, value_name = "SETTINGS", value_parser = parse_overrides)]
+    a: Option<Overrides>,
+    /// Side B's settings over the common ones.
+    #[arg(long, value_name = "SETTINGS", value_parser = parse_overrides)]
+    b: Option<Overrides>,
+    /// One JSON object: totals, and per execution rows, targets (L_i), weight, flips.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `key=value` settings of one side.
+#[derive(Clone, Debug, Default)]
+struct Overrides(Vec<(String, String)>);
+
+fn parse_overrides(s: &str) -> Result<Overrides, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| format!("{part:?} is not key=value (keys: seed, jmax, priority)"))?;
+        let settings = Settings::default();
+        apply(&mut settings.clone(), k, v)?;
+        out.push((k.to_owned(), v.to_owned()));
+    }
+    Ok(Overrides(out))
+}
+
+fn apply(s: &mut Settings, key: &str, value: &str) -> Result<(), String> {
+    match key {
+        "seed" => {
+            s.seed = value
+                .parse()
+                .map_err(|_| format!("seed={value:?} is not a seed"))?
+        }
+        "jmax" => {
+            s.jmax = value
+                .parse()
+                .map_err(|_| format!("jmax={value:?} is not a count (0 = uncapped)"))?
+        }
+        "priority" => s.priority = parse_priority(&value.replace('>', ","))?,
+        other => {
+            return Err(format!(
+                "unknown key {other:?} (keys: seed, jmax, priority)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn settings_of(base: &Settings, o: &Option<Overrides>) -> Settings {
+    let mut s = base.clone();
+    for (k, v) in o.iter().flat_map(|o| &o.0) {
+        apply(&mut s, k, v).expect("checked when parsed");
+    }
+    s
+}
+
+fn describe(s: &Settings, what: &str) -> String {
+    format!(
+        "{what} · seed {} · J_max {} · priority {}",
+        s.seed,
+        jmax_text(s.jmax),
+        priority_text(&s.priority)
+    )
+}
+
+fn settings_json(s: &Settings, files: &[PathBuf]) -> serde_json::Value {
+    json!({
+        "files": files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+        "seed": s.seed, "jmax": s.jmax,
+        "priority": s.priority.iter().map(|c| c.name()).collect::<Vec<_>>(),
+    })
+}
+
+/// Runs `gyre diff`.
+pub fn run(args: DiffArgs) -> Result<ExitCode> {
+    let base = args.admission.settings();
+    let (sa, sb) = (settings_of(&base, &args.a), settings_of(&base, &args.b));
+    let by_settings = args.a.is_some() || args.b.is_some();
+    if !by_settings && args.files.len() != 2 {
+        eprintln!(
+            "gyre: diff compares two recordings (give exactly two files) or one recording under \
+             --a and --b settings (e.g. --a jmax=5 --b jmax=0)"
+        );
+        return Ok(ExitCode::from(EXIT_INVALID));
+    }
+    let load = |files: Vec<PathBuf>| {
+        load_with_progress(&InputArgs {
+            files,
+            lenient: args.lenient,
+        })
+    };
+    let run_side = |batch, s: &Settings| -> Results { process(batch, s, AdvantageMode::DrGrpo) };
+    let mut out = io::stdout().lock();
+    let names = |files: &[PathBuf]| {
+        files
+            .iter()
+            .map(|f| crate::text::sanitize(&f.display().to_string()).into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (text, value) = if by_settings {
+        let batch = load(args.files.clone())?;
+        let (ra, rb) = (run_side(&batch, &sa), run_side(&batch, &sb));
+        let d = diff(
+            Side {
+                batch: &batch,
+                results: &ra,
+            },
+            Side {
+                batch: &batch,
+                results: &rb,
+            },
+        );
+        let what = names(&args.files);
+        (
+            diff_text(&d, &describe(&sa, &what), &describe(&sb, &what)),
+            diff_json(
+                &d,
+                settings_json(&sa, &args.files),
+                settings_json(&sb, &args.files),
+            ),
+        )
+    } else {
+        let (fa, fb) = (args.files[..1].to_vec(), args.files[1..].to_vec());
+        let (ba, bb) = (load(fa.clone())?, load(fb.clone())?);
+        let (ra, rb) = (run_side(&ba, &sa), run_side(&bb, &sb));
+        let d = diff(
+            Side {
+                batch: &ba,
+                results: &ra,
+            },
+            Side {
+                batch: &bb,
+                results: &rb,
+            },
+        );
+        (
+            diff_text(&d, &describe(&sa, &names(&fa)), &describe(&sb, &names(&fb))),
+            diff_json(&d, settings_json(&sa, &fa), settings_json(&sb, &fb)),
+        )
+    };
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &value)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{text}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,167 @@
+//! `gyre diff` as text and JSON.
+
+use serde_json::{Value, json};
+
+use super::plural;
+use crate::engine::diff::{Diff, ExecutionDiff, Flip};
+
+fn delta(a: u64, b: u64) -> String {
+    let d = b as i128 - a as i128;
+    if d == 0 {
+        format!("{a}")
+    } else {
+        format!("{a} → {b} ({d:+})")
+    }
+}
+
+/// `1/L_i` with four significant digits.
+fn weight_text(w: f64) -> String {
+    if w == 0.0 {
+        "0".into()
+    } else if w >= 1e-3 {
+        format!("{w:.4}")
+    } else {
+        format!("{w:.3e}")
+    }
+}
+
+fn flip_text(f: &Flip) -> String {
+    format!(
+        "{}{}[{}..{}]",
+        if f.to_target { "+" } else { "−" },
+        crate::text::sanitize(&f.request),
+        f.offset,
+        f.offset + f.len
+    )
+}
+
+fn status(s: Option<&str>) -> &str {
+    s.unwrap_or("absent")
+}
+
+/// The readable `gyre diff`: batch totals, then one line per execution that changed.
+pub fn diff_text(d: &Diff, a: &str, b: &str) -> String {
+    let mut t = format!("A: {a}\nB: {b}\n");
+    let to_target = d.total(|e| e.flips_to_target);
+    let to_left_out = d.total(|e| e.flips_to_left_out);
+    t.push_str(&format!(
+        "batch: rows {} · targets {} · B {} · flips {} tokens (+{to_target} become targets, −{to_left_out} left out) · {}\n",
+        delta(d.total(|e| e.rows_a), d.total(|e| e.rows_b)),
+        delta(d.total(|e| e.targets_a), d.total(|e| e.targets_b)),
+        delta(d.batch_executions_a, d.batch_executions_b),
+        to_target + to_left_out,
+        plural(d.status_changes(), "status change"),
+    ));
+    let changed: Vec<&ExecutionDiff> = d.executions.iter().filter(|e| e.changed()).collect();
+    let same = d.executions.len() - changed.len();
+    if changed.is_empty() {
+        t.push_str(&format!(
+            "no execution changed ({} compared)\n",
+            d.executions.len()
+        ));
+        return t;
+    }
+    t.push('\n');
+    let rows: Vec<[String; 6]> = changed
+        .iter()
+        .map(|e| {
+            let st = if e.status_a == e.status_b {
+                status(e.status_a).to_owned()
+            } else {
+                format!("{} → {}", status(e.status_a), status(e.status_b))
+            };
+            let weight = if e.weight_a == e.weight_b {
+                weight_text(e.weight_a)
+            } else {
+                format!("{} → {}", weight_text(e.weight_a), weight_text(e.weight_b))
+            };
+            let mut flips: Vec<String> = e.first_flips.iter().map(flip_text).collect();
+            let shown: u64 = e.first_flips.iter().map(|f| f.len as u64).sum();
+            if shown < e.flips() {
+                flips.push("…".into());
+            }
+            [
+                crate::text::sanitize(&e.execution).into_owned(),
+                st,
+                delta(e.rows_a, e.rows_b),
+                delta(e.targets_a, e.targets_b),
+                weight,
+                if e.flips() == 0 {
+                    "-".into()
+                } else {
+                    format!(
+                        "+{} −{}  {}",
+                        e.flips_to_target,
+                        e.flips_to_left_out,
+                        flips.join(" ")
+                    )
+                },
+            ]
+        })
+        .collect();
+    let header = [
+        "execution",
+        "status",
+        "rows",
+        "L_i",
+        "weight 1/L_i",
+        "flips",
+    ];
+    let widths: Vec<usize> = (0..5)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: [&str; 6]| {
+        let mut l = String::new();
+        for (c, cell) in cells.iter().enumerate() {
+            if c < 5 {
+                l.push_str(&format!("{cell:<w$}  ", w = widths[c]));
+            } else {
+                l.push_str(cell);
+            }
+        }
+        l.trim_end().to_owned() + "\n"
+    };
+    t.push_str(&line(header));
+    for r in &rows {
+        t.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]));
+    }
+    if same > 0 {
+        t.push_str(&format!("({} unchanged)\n", plural(same, "execution")));
+    }
+    t
+}
+
+/// `gyre diff --json`.
+pub fn diff_json(d: &Diff, a: Value, b: Value) -> Value {
+    json!({
+        "a": a,
+        "b": b,
+        "totals": {
+            "rows_a": d.total(|e| e.rows_a),
+            "rows_b": d.total(|e| e.rows_b),
+            "targets_a": d.total(|e| e.targets_a),
+            "targets_b": d.total(|e| e.targets_b),
+            "batch_executions_a": d.batch_executions_a,
+            "batch_executions_b": d.batch_executions_b,
+            "flips": d.total(ExecutionDiff::flips),
+            "flips_to_target": d.total(|e| e.flips_to_target),
+            "flips_to_left_out": d.total(|e| e.flips_to_left_out),
+            "status_changes": d.status_changes(),
+            "executions_changed": d.executions.iter().filter(|e| e.changed()).count(),
+        },
+        "executions": d.executions.iter().map(|e| {
+            let mut v = serde_json::to_value(e).expect("serialisable");
+            v["flips"] = json!(e.flips());
+            v["delta_targets"] = json!(e.targets_b as i128 - e.targets_a as i128);
+            v["delta_rows"] = json!(e.rows_b as i128 - e.rows_a as i128);
+            v["delta_weight"] = json!(e.weight_b - e.weight_a);
+            v
+        }).collect::<Vec<_>>(),
+    })
+}
