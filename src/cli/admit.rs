@@ -44,7 +44,7 @@ pub fn run(args: AdmitArgs) -> Result<ExitCode> {
             let rows = export::write_rows(&batch, &results, &mut sink)
                 .wrap_err_with(|| format!("writing {}", path.display()))?;
             sink.finish()?;
-            eprintln!(
+            super::exit::note!(
                 "gyre: wrote {rows} rows ({} executions, B = {}) to {}",
                 batch.executions.len(),
                 results.batch_executions,

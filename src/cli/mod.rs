@@ -4,6 +4,7 @@
 mod admit;
 mod args;
 mod demo;
+pub mod exit;
 #[cfg(feature = "tui")]
 mod inspect;
 mod replay;
@@ -17,9 +18,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use color_eyre::eyre::Result;
-
-use crate::engine::load::LoadError;
-use args::EXIT_INVALID;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -119,35 +117,20 @@ docs/import.md describes every mapping.")]
 
 /// Entry point of the `gyre` binary.
 pub fn main() -> ExitCode {
-    if let Err(e) = color_eyre::install() {
-        eprintln!("gyre: {e}");
-    }
-    let cli = Cli::parse();
-    match run(cli) {
-        Ok(code) => code,
+    exit::install_hooks();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
         Err(e) => {
-            if let Some(le) = e.downcast_ref::<LoadError>() {
-                eprintln!("{le}");
-                return ExitCode::from(EXIT_INVALID);
-            }
-            if let Some(ex) = e.downcast_ref::<crate::output::ExistsError>() {
-                eprintln!("gyre: {ex}");
-                return ExitCode::from(EXIT_INVALID);
-            }
-            if is_broken_pipe(&e) {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("gyre: {e:?}");
-            ExitCode::FAILURE
+            // clap's own text (usage errors, --help, --version); a closed pipe is ignored.
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(exit::EXIT_INVALID)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
-    }
-}
-
-fn is_broken_pipe(e: &color_eyre::Report) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-    })
+    };
+    exit::finish(run(cli))
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {

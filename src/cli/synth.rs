@@ -71,7 +71,7 @@ pub fn run(args: SynthArgs) -> Result<ExitCode> {
         .iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
-    eprintln!(
+    super::exit::note!(
         "gyre: wrote {} ({} executions, {} requests, {} lines, {:.1} MB uncompressed; fates: {})",
         out.display(),
         summary.executions,

@@ -316,6 +316,7 @@ impl<'de> Deserialize<'de> for Id {
 }
 
 #[derive(Deserialize)]
+#[serde(expecting = "a span object such as {\"end\": 12, \"source\": \"user\"}")]
 struct RawSpan<'a> {
     end: u64,
     #[serde(borrow)]
@@ -324,6 +325,7 @@ struct RawSpan<'a> {
 }
 
 #[derive(Deserialize)]
+#[serde(expecting = "a tool call object such as {\"id\": \"call_1\", \"start\": 0, \"end\": 9}")]
 struct RawToolCall {
     id: Id,
     name: Option<String>,
@@ -333,6 +335,7 @@ struct RawToolCall {
 
 /// Every field any kind may carry; which are required depends on `kind`.
 #[derive(Deserialize)]
+#[serde(expecting = "a record object")]
 struct RawLine<'a> {
     #[serde(borrow)]
     kind: Option<Cow<'a, str>>,
@@ -376,22 +379,25 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
     // Fast path: token arrays read by hand, the rest by serde_json. Anything unusual in the
     // arrays (or the line) falls back to serde_json for all of it, which also words the errors.
     let mut split = split_token_arrays(line);
-    let parsed = match &mut split {
-        Some(s) => serde_json::from_slice::<RawLine>(&s.rest)
-            .map(|mut raw| {
+    let raw = match &mut split {
+        Ok(s) => match serde_json::from_slice::<RawLine>(&s.rest) {
+            Ok(mut raw) => {
+                // The split checked the line's own keys; objects nested in the rest (meta,
+                // spans, …) are checked here.
+                if let Some(e) = duplicate_key(&s.rest) {
+                    return Err(e);
+                }
                 raw.input = s.input.take();
                 raw.output = s.output.take();
                 if s.logprobs.is_some() {
                     raw.logprobs = s.logprobs.take();
                 }
                 raw
-            })
-            .or_else(|_| serde_json::from_slice(line)),
-        None => serde_json::from_slice(line),
-    };
-    let raw: RawLine = match parsed {
-        Ok(raw) => raw,
-        Err(_) => return Err(describe_json_error(line)),
+            }
+            Err(_) => parse_slowly(line)?,
+        },
+        Err(Decline::DuplicateKey(key)) => return Err(duplicate_error(key, None)),
+        Err(Decline::Unusual) => parse_slowly(line)?,
     };
     let mut warnings = Vec::new();
     let kind = raw
@@ -424,6 +430,121 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
     Ok(Parsed { record, warnings })
 }
 
+/// The whole line through serde_json, for lines the fast path declines: errors worded with the
+/// field at fault, duplicate keys refused at any depth.
+fn parse_slowly(line: &[u8]) -> Result<RawLine<'_>, LineError> {
+    if let Some(found) = not_an_object(line) {
+        return Err(LineError {
+            message: format!("a record must be a JSON object, found {found}"),
+            field: None,
+        });
+    }
+    let raw = serde_json::from_slice(line).map_err(|_| describe_json_error(line))?;
+    match duplicate_key(line) {
+        Some(e) => Err(e),
+        None => Ok(raw),
+    }
+}
+
+/// A key written twice in one object: refused, whatever the values (readers disagree on which
+/// one counts, so the record would mean different things to different tools).
+fn duplicate_error(key: &str, field: Option<String>) -> LineError {
+    LineError {
+        message: format!("duplicate key {key:?} in one object"),
+        field: Some(field.unwrap_or_else(|| key.to_owned())),
+    }
+}
+
+/// The first key repeated within one object anywhere in `json` (valid JSON), as an error.
+fn duplicate_key(json: &[u8]) -> Option<LineError> {
+    let de = &mut serde_json::Deserializer::from_slice(json);
+    let err = serde_path_to_error::deserialize::<_, NoDuplicateKeys>(de).err()?;
+    let path = err.path().to_string();
+    let key = err.into_inner().to_string();
+    let key = key.strip_prefix(DUPLICATE).unwrap_or(&key);
+    let key = key.find(" at line ").map_or(key, |i| &key[..i]);
+    let field = match path.as_str() {
+        "." | "" | "?" => key.to_owned(),
+        p => format!("{p}.{key}"),
+    };
+    Some(duplicate_error(key, Some(field)))
+}
+
+const DUPLICATE: &str = "duplicate key: ";
+
+/// Walks a JSON value and fails on the first object that repeats a key.
+struct NoDuplicateKeys;
+
+impl<'de> Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeysVisitor)
+    }
+}
+
+struct NoDuplicateKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_unit<E>(self) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> Result<NoDuplicateKeys, A::Error> {
+        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<NoDuplicateKeys, A::Error> {
+        let mut seen: Vec<Cow<'de, str>> = Vec::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if seen.contains(&key) {
+                return Err(serde::de::Error::custom(format!("{DUPLICATE}{key}")));
+            }
+            map.next_value::<NoDuplicateKeys>()?;
+            seen.push(key);
+        }
+        Ok(NoDuplicateKeys)
+    }
+}
+
+/// What a line holds when it is not a JSON object (`None` for an object, or for text that is
+/// not JSON at all, which the parser words better).
+fn not_an_object(line: &[u8]) -> Option<&'static str> {
+    let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
+    Some(match first {
+        b'{' => return None,
+        b'[' => "an array",
+        b'"' => "a string",
+        b'-' | b'0'..=b'9' => "a number",
+        b't' | b'f' => "a boolean",
+        b'n' => "null",
+        _ => return None,
+    })
+}
+
 fn missing(field: &str) -> LineError {
     LineError::new(format!("missing field `{field}`"), field)
 }
@@ -448,6 +569,9 @@ fn parse_header(format: Option<&Value>, line: &[u8]) -> Result<Record, LineError
         message: format!("malformed JSON: {e}"),
         field: None,
     })?;
+    if let Some(spec) = header.get("tokenizer") {
+        crate::text::tokenizer::check_spec(spec).map_err(|e| LineError::new(e, "tokenizer"))?;
+    }
     Ok(Record::Header(header))
 }
 
@@ -664,6 +788,15 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
+/// Why the fast path does not take a line.
+#[derive(Debug, PartialEq)]
+enum Decline {
+    /// Anything it does not read itself: serde_json reads the whole line.
+    Unusual,
+    /// The line repeats one of its own keys.
+    DuplicateKey(String),
+}
+
 /// A line with its `input` and `output` arrays taken out and read.
 struct SplitLine {
     /// The line without those members (still a JSON object).
@@ -674,13 +807,15 @@ struct SplitLine {
 }
 
 /// Splits the `input` and `output` token arrays out of a record line, reading them with a
-/// digit loop (serde_json spends most of a load in its per-element path otherwise). Returns
-/// `None` whenever the line is not a plain JSON object whose two arrays hold only canonical
-/// integers below 2^32, so every unusual or invalid line takes the serde_json path.
-fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
+/// digit loop (serde_json spends most of a load in its per-element path otherwise). Declines
+/// ([`Decline::Unusual`]) whenever the line is not a plain JSON object whose two arrays hold only
+/// canonical integers below 2^32, so every unusual or invalid line takes the serde_json path;
+/// a line that repeats one of its keys is [`Decline::DuplicateKey`].
+fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
+    use Decline::Unusual;
     let mut p = skip_ws(line, 0);
     if line.get(p) != Some(&b'{') {
-        return None;
+        return Err(Unusual);
     }
     p += 1;
     let mut out = SplitLine {
@@ -691,28 +826,39 @@ fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
     };
     out.rest.push(b'{');
     let mut first = true;
-    let mut members = 0;
+    let mut keys: Vec<&[u8]> = Vec::with_capacity(16);
     loop {
         p = skip_ws(line, p);
-        match line.get(p)? {
+        match line.get(p).ok_or(Unusual)? {
             b'}' => break,
-            b',' if members > 0 => p = skip_ws(line, p + 1),
-            _ if members == 0 => {}
-            _ => return None,
+            b',' if !keys.is_empty() => p = skip_ws(line, p + 1),
+            _ if keys.is_empty() => {}
+            _ => return Err(Unusual),
         }
-        members += 1;
         let key_start = p;
         if line.get(p) != Some(&b'"') {
-            return None;
+            return Err(Unusual);
         }
-        let key_end = key_start + 1 + line[key_start + 1..].iter().position(|&b| b == b'"')?;
+        let key_len = line[key_start + 1..]
+            .iter()
+            .position(|&b| b == b'"')
+            .ok_or(Unusual)?;
+        let key_end = key_start + 1 + key_len;
         let key = &line[key_start + 1..key_end];
         if key.contains(&b'\\') {
-            return None;
+            return Err(Unusual);
         }
+        if keys.contains(&key) {
+            // Valid UTF-8 is left to serde_json to check; an invalid key is no duplicate.
+            return Err(match std::str::from_utf8(key) {
+                Ok(k) => Decline::DuplicateKey(k.to_owned()),
+                Err(_) => Unusual,
+            });
+        }
+        keys.push(key);
         p = skip_ws(line, key_end + 1);
         if line.get(p) != Some(&b':') {
-            return None;
+            return Err(Unusual);
         }
         p = skip_ws(line, p + 1);
         let array = line.get(p) == Some(&b'[');
@@ -723,23 +869,17 @@ fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
         };
         match slot {
             Some(slot) if array => {
-                if slot.is_some() {
-                    return None;
-                }
-                let (ids, end) = read_token_array(line, p)?;
+                let (ids, end) = read_token_array(line, p).ok_or(Unusual)?;
                 *slot = Some(ids);
                 p = end;
             }
             None if array && key == b"logprobs" => {
-                if out.logprobs.is_some() {
-                    return None;
-                }
-                let (values, end) = read_number_array(line, p)?;
+                let (values, end) = read_number_array(line, p).ok_or(Unusual)?;
                 out.logprobs = Some(values);
                 p = end;
             }
             _ => {
-                let end = skip_value(line, p)?;
+                let end = skip_value(line, p).ok_or(Unusual)?;
                 if !first {
                     out.rest.push(b',');
                 }
@@ -752,10 +892,10 @@ fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
         }
     }
     if skip_ws(line, p + 1) != line.len() {
-        return None;
+        return Err(Unusual);
     }
     out.rest.push(b'}');
-    Some(out)
+    Ok(out)
 }
 
 fn skip_ws(line: &[u8], mut p: usize) -> usize {
@@ -898,6 +1038,12 @@ fn describe_json_error(line: &[u8]) -> LineError {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let detail = strip_position(&inner.to_string());
+            let duplicate = detail
+                .strip_prefix("duplicate field `")
+                .and_then(|d| d.strip_suffix('`'));
+            if let Some(key) = duplicate {
+                return duplicate_error(key, None);
+            }
             let message = if inner.is_syntax() || inner.is_eof() {
                 format!("malformed JSON: {detail} at column {}", inner.column())
             } else if path.starts_with("input[") || path.starts_with("output[") {
@@ -905,7 +1051,8 @@ fn describe_json_error(line: &[u8]) -> LineError {
             } else {
                 detail
             };
-            let field = (path != "." && !path.is_empty()).then_some(path);
+            // serde_path_to_error says `?` where the error is in a key it could not read.
+            let field = (path != "." && path != "?" && !path.is_empty()).then_some(path);
             LineError { message, field }
         }
     }
@@ -927,7 +1074,7 @@ mod tests {
     /// The split line says what serde_json says of the whole line: same arrays, same other
     /// members; or it declines (`None`) and serde_json reads the line alone.
     fn agrees(line: &str) {
-        let Some(split) = split_token_arrays(line.as_bytes()) else {
+        let Ok(split) = split_token_arrays(line.as_bytes()) else {
             return;
         };
         let mut whole: Value =
@@ -990,7 +1137,7 @@ mod tests {
             r#"{"output":[2],"logprobs":[01.5]}"#,
             r#"{"output":[2],"logprobs":["x"]}"#,
         ] {
-            assert!(split_token_arrays(bad.as_bytes()).is_none(), "{bad}");
+            assert!(split_token_arrays(bad.as_bytes()).is_err(), "{bad}");
         }
     }
 }
