@@ -30,10 +30,10 @@ pub struct InputArgs {
 #[derive(Args, Debug)]
 pub struct AdmissionArgs {
     /// Seed of the draws (each execution's draws depend only on it and the execution).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = parse_seed)]
     pub seed: u64,
     /// Maximum draws per execution; 0 = uncapped.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = parse_jmax)]
     pub jmax: u32,
     /// Class priority, highest first; classes left out are never drawn.
     #[arg(long, default_value = "main,main-summary,sub,sub-summary", value_parser = parse_priority)]
@@ -43,6 +43,16 @@ pub struct AdmissionArgs {
 /// A whole `--priority` list (one argument, comma-separated).
 #[derive(Clone, Debug)]
 pub struct Priority(pub Vec<Class>);
+
+fn parse_seed(s: &str) -> Result<u64, String> {
+    s.parse()
+        .map_err(|_| "a seed is a whole number from 0 to 18446744073709551615".to_owned())
+}
+
+fn parse_jmax(s: &str) -> Result<u32, String> {
+    s.parse()
+        .map_err(|_| "J_max is a number of draws per execution: 0 (uncapped), 1, 2, …".to_owned())
+}
 
 fn parse_priority(s: &str) -> Result<Priority, String> {
     admit::parse_priority(s).map(Priority)

@@ -34,7 +34,7 @@ pub struct ShowArgs {
     #[arg(long, value_enum, default_value_t = ColorArg::Provenance)]
     color: ColorArg,
     /// Show claim state as of draw K (its targets highlighted) instead of after all draws.
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
     draw: Option<u32>,
     /// Mark token boundaries with │.
     #[arg(long)]

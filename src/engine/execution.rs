@@ -301,11 +301,9 @@ impl Execution {
             Record::Closure(record) => {
                 if let Some(first) = &self.closure {
                     return Err(LineError {
-                        message: format!(
-                            "execution {:?} already has a closure (line {})",
-                            self.id, first.at.line
-                        ),
+                        message: format!("execution {:?} already has a closure", self.id),
                         field: Some("kind".into()),
+                        earlier: Some(first.at),
                     });
                 }
                 self.closure = Some(Closure {
@@ -319,6 +317,7 @@ impl Execution {
                     return Err(LineError {
                         message: format!("execution {:?} is declared twice", self.id),
                         field: Some("execution".into()),
+                        earlier: None,
                     });
                 }
                 self.info = Some(*info);
@@ -366,10 +365,11 @@ impl Execution {
         if let Some(&prev) = self.ids.get(&r.id) {
             return Err(LineError {
                 message: format!(
-                    "request id {:?} is already used in execution {:?} (line {})",
-                    r.id, self.id, self.requests[prev as usize].at.line
+                    "request id {:?} is already used in execution {:?}",
+                    r.id, self.id
                 ),
                 field: Some("id".into()),
+                earlier: Some(self.requests[prev as usize].at),
             });
         }
         let idx = self.requests.len() as u32;
@@ -381,6 +381,7 @@ impl Execution {
                     self.id
                 ),
                 field: Some("extends".into()),
+                earlier: None,
             })?),
         };
         let encoded_len = r.input.len() as u32;

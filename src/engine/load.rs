@@ -489,6 +489,7 @@ fn parse_chunk(chunk: Chunk) -> ParsedChunk {
                     max_line >> 20
                 ),
                 field: None,
+                earlier: None,
             })),
         })
         .collect();
@@ -559,10 +560,19 @@ struct Loader {
 
 impl Loader {
     fn diag(&self, at: LineRef, e: LineError) -> Diagnostic {
+        let message = match e.earlier {
+            Some(first) => format!(
+                "{} (first at {}:{})",
+                e.message,
+                self.batch.files[first.file as usize].display(),
+                first.line
+            ),
+            None => e.message,
+        };
         Diagnostic {
             file: self.batch.files[at.file as usize].clone(),
             line: at.line,
-            message: e.message,
+            message,
             field: e.field,
         }
     }
@@ -589,6 +599,7 @@ impl Loader {
             LineError {
                 message,
                 field: None,
+                earlier: None,
             },
         );
         self.warnings.push(at.file, d);
@@ -607,6 +618,7 @@ impl Loader {
             LineError {
                 message: format!("tokenizer path {path:?}: {why}"),
                 field: Some("tokenizer.path".into()),
+                earlier: None,
             },
         ))
     }

@@ -267,6 +267,9 @@ pub struct LineError {
     pub message: String,
     /// The field at fault (a JSON path such as `input[3]`).
     pub field: Option<String>,
+    /// The earlier record this one clashes with (a repeated id, a second closure), named
+    /// `first at FILE:LINE` in the diagnostic.
+    pub earlier: Option<crate::engine::execution::LineRef>,
 }
 
 impl LineError {
@@ -274,6 +277,7 @@ impl LineError {
         LineError {
             message: message.into(),
             field: Some(field.into()),
+            earlier: None,
         }
     }
 }
@@ -437,6 +441,7 @@ fn parse_slowly(line: &[u8]) -> Result<RawLine<'_>, LineError> {
         return Err(LineError {
             message: format!("a record must be a JSON object, found {found}"),
             field: None,
+            earlier: None,
         });
     }
     let raw = serde_json::from_slice(line).map_err(|_| describe_json_error(line))?;
@@ -452,6 +457,7 @@ fn duplicate_error(key: &str, field: Option<String>) -> LineError {
     LineError {
         message: format!("duplicate key {key:?} in one object"),
         field: Some(field.unwrap_or_else(|| key.to_owned())),
+        earlier: None,
     }
 }
 
@@ -568,6 +574,7 @@ fn parse_header(format: Option<&Value>, line: &[u8]) -> Result<Record, LineError
     let header: Value = serde_json::from_slice(line).map_err(|e| LineError {
         message: format!("malformed JSON: {e}"),
         field: None,
+        earlier: None,
     })?;
     if let Some(spec) = header.get("tokenizer") {
         crate::text::tokenizer::check_spec(spec).map_err(|e| LineError::new(e, "tokenizer"))?;
@@ -696,6 +703,10 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
     })
 }
 
+/// Largest reward magnitude accepted: the group advantage `reward − mean` of any rewards within
+/// it is a finite `f64`.
+pub const MAX_SCORE: f64 = 1e300;
+
 fn parse_assessment(raw: RawLine) -> Result<AssessmentRecord, LineError> {
     let execution = required_id(raw.execution, "execution")?;
     let artifact = raw
@@ -721,7 +732,15 @@ fn parse_assessment(raw: RawLine) -> Result<AssessmentRecord, LineError> {
     let score = match raw.score {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_f64() {
-            Some(f) if f.is_finite() => Some(f),
+            Some(f) if f.abs() <= MAX_SCORE => Some(f),
+            Some(f) if f.is_finite() => {
+                return Err(LineError::new(
+                    format!(
+                        "score {f:e} is too large: rewards must lie within ±1e300 (group means and advantages of larger ones overflow)"
+                    ),
+                    "score",
+                ));
+            }
             _ => return Err(LineError::new("score is not a finite number", "score")),
         },
         Some(other) => {
@@ -788,22 +807,25 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// Why the fast path does not take a line.
+/// Why the fast path ([`split_token_arrays`]) does not take a line.
 #[derive(Debug, PartialEq)]
-enum Decline {
+pub enum Decline {
     /// Anything it does not read itself: serde_json reads the whole line.
     Unusual,
     /// The line repeats one of its own keys.
     DuplicateKey(String),
 }
 
-/// A line with its `input` and `output` arrays taken out and read.
-struct SplitLine {
+/// A line with its `input`, `output` and `logprobs` arrays taken out and read.
+pub struct SplitLine {
     /// The line without those members (still a JSON object).
-    rest: Vec<u8>,
-    input: Option<Vec<u32>>,
-    output: Option<Vec<u32>>,
-    logprobs: Option<Vec<f64>>,
+    pub rest: Vec<u8>,
+    /// The `input` token ids, when written as an array.
+    pub input: Option<Vec<u32>>,
+    /// The `output` token ids, when written as an array.
+    pub output: Option<Vec<u32>>,
+    /// The `logprobs`, when written as an array.
+    pub logprobs: Option<Vec<f64>>,
 }
 
 /// Splits the `input` and `output` token arrays out of a record line, reading them with a
@@ -811,7 +833,7 @@ struct SplitLine {
 /// ([`Decline::Unusual`]) whenever the line is not a plain JSON object whose two arrays hold only
 /// canonical integers below 2^32, so every unusual or invalid line takes the serde_json path;
 /// a line that repeats one of its keys is [`Decline::DuplicateKey`].
-fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
+pub fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
     use Decline::Unusual;
     let mut p = skip_ws(line, 0);
     if line.get(p) != Some(&b'{') {
@@ -1033,6 +1055,7 @@ fn describe_json_error(line: &[u8]) -> LineError {
         Ok(_) => LineError {
             message: "malformed JSON".into(),
             field: None,
+            earlier: None,
         },
         Err(e) => {
             let path = e.path().to_string();
@@ -1053,7 +1076,11 @@ fn describe_json_error(line: &[u8]) -> LineError {
             };
             // serde_path_to_error says `?` where the error is in a key it could not read.
             let field = (path != "." && path != "?" && !path.is_empty()).then_some(path);
-            LineError { message, field }
+            LineError {
+                message,
+                field,
+                earlier: None,
+            }
         }
     }
 }
@@ -1066,78 +1093,203 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::split_token_arrays;
-    use serde_json::Value;
-
-    /// The split line says what serde_json says of the whole line: same arrays, same other
-    /// members; or it declines (`None`) and serde_json reads the line alone.
-    fn agrees(line: &str) {
-        let Ok(split) = split_token_arrays(line.as_bytes()) else {
-            return;
-        };
-        let mut whole: Value =
-            serde_json::from_str(line).expect("the fast path accepted a line serde_json rejects");
-        let rest: Value = serde_json::from_slice(&split.rest).unwrap();
-        for (key, ids) in [("input", &split.input), ("output", &split.output)] {
-            if let Some(ids) = ids {
-                assert_eq!(whole[key], Value::from(ids.clone()), "{key} of {line}");
-                assert!(rest.get(key).is_none(), "{key} left in the rest of {line}");
-                whole.as_object_mut().unwrap().remove(key);
+/// Checks [`split_token_arrays`] against serde_json on one line, for the property test and the
+/// fuzz target: when the fast path takes a line (and its other members are JSON, so
+/// [`parse_line`] keeps it), serde_json reads the same line as an object
+/// with the same arrays (log-probs bit for bit) and the same other members; when it reports a
+/// duplicate key, the line's own keys do repeat. Declining is always allowed.
+pub fn check_split_against_serde(line: &[u8]) -> Result<(), String> {
+    let shown = String::from_utf8_lossy(line);
+    let split = match split_token_arrays(line) {
+        Err(Decline::Unusual) => return Ok(()),
+        Err(Decline::DuplicateKey(key)) => {
+            return match top_level_keys(line) {
+                Some(keys) if keys.iter().filter(|k| **k == key).count() < 2 => {
+                    Err(format!("no duplicate {key:?} in {shown}"))
+                }
+                _ => Ok(()),
+            };
+        }
+        Ok(split) => split,
+    };
+    // The members left to serde_json are only skipped over by the fast path: when they are
+    // not JSON, [`parse_line`] reads the whole line again with serde_json.
+    let Ok(rest) = serde_json::from_slice::<Value>(&split.rest) else {
+        return Ok(());
+    };
+    let whole: Value = serde_json::from_slice(line)
+        .map_err(|e| format!("the fast path took a line serde_json rejects ({e}): {shown}"))?;
+    let Value::Object(mut whole) = whole else {
+        return Err(format!("the fast path took a non-object: {shown}"));
+    };
+    for (key, ids) in [("input", &split.input), ("output", &split.output)] {
+        if let Some(ids) = ids {
+            if whole.remove(key) != Some(Value::from(ids.clone())) {
+                return Err(format!("{key} read differently from {shown}"));
+            }
+            if rest.get(key).is_some() {
+                return Err(format!("{key} left in the rest of {shown}"));
             }
         }
-        if let Some(values) = &split.logprobs {
-            let expected: Vec<f64> = serde_json::from_value(whole["logprobs"].clone()).unwrap();
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(values), bits(&expected), "logprobs of {line}");
-            assert!(rest.get("logprobs").is_none());
-            whole.as_object_mut().unwrap().remove("logprobs");
+    }
+    if let Some(values) = &split.logprobs {
+        let expected: Vec<f64> = whole
+            .remove("logprobs")
+            .and_then(|v| serde_json::from_value(v).ok())
+            .ok_or_else(|| format!("logprobs that serde_json does not read as numbers: {shown}"))?;
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        if bits(values) != bits(&expected) || rest.get("logprobs").is_some() {
+            return Err(format!("logprobs read differently from {shown}"));
         }
-        assert_eq!(rest, whole, "{line}");
+    }
+    if rest != Value::Object(whole) {
+        return Err(format!("other members differ: {shown}"));
+    }
+    Ok(())
+}
+
+/// The keys of a JSON object line in order, repeats included (`None` if it is not one).
+fn top_level_keys(line: &[u8]) -> Option<Vec<String>> {
+    struct Keys(Vec<String>);
+    impl<'de> Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Keys;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut m: A,
+                ) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some(k) = m.next_key::<String>()? {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                        keys.push(k);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    serde_json::from_slice::<Keys>(line).ok().map(|k| k.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Decline, check_split_against_serde, split_token_arrays};
+    use proptest::prelude::*;
+
+    /// A JSON value as text, shaped like what records hold (and what breaks readers): numbers
+    /// in every notation, strings with escapes and delimiters, nested arrays and objects.
+    fn json_value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            (0u64..=u64::MAX).prop_map(|n| n.to_string()),
+            (-1e300f64..1e300).prop_map(|f| f.to_string()),
+            "-?(0|[1-9][0-9]{0,12})(\\.[0-9]{1,17})?([eE][+-]?[0-9]{1,3})?",
+            "\"([a-z,:\\[\\]{}]|\\\\[\"\\\\/nt]|\\\\u00[0-9a-f]{2}){0,8}\"",
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec(("[a-z]{1,3}", inner), 0..4).prop_map(|kv| {
+                    let members: Vec<String> = kv
+                        .into_iter()
+                        .map(|(k, v)| format!("\"{k}\":{v}"))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// A token or log-prob array as text: mostly well-formed, sometimes not (signs, leading
+    /// zeros, out-of-range ids, fractions, exponents, stray whitespace, trailing commas).
+    fn array() -> impl Strategy<Value = String> {
+        let element = prop_oneof![
+            4 => (0u64..=u32::MAX as u64).prop_map(|n| n.to_string()),
+            1 => (u32::MAX as u64..=u64::MAX).prop_map(|n| n.to_string()),
+            1 => "-?[0-9]{1,3}(\\.[0-9]{0,3})?([eE][+-]?[0-9]{0,3})?",
+            1 => (-50.0f64..0.0).prop_map(|f| f.to_string()),
+            1 => Just("\"1\"".to_owned()),
+        ];
+        (
+            prop::collection::vec(element, 0..12),
+            " ?",
+            prop::bool::weighted(0.05),
+        )
+            .prop_map(|(items, ws, trailing)| {
+                let sep = format!("{ws},{ws}");
+                let comma = if trailing { "," } else { "" };
+                format!("[{ws}{}{comma}{ws}]", items.join(&sep))
+            })
+    }
+
+    /// A record line: known and unknown keys (sometimes repeated), arrays or other values.
+    fn line() -> impl Strategy<Value = String> {
+        let key = prop_oneof![
+            Just("input"),
+            Just("output"),
+            Just("logprobs"),
+            Just("kind"),
+            Just("meta"),
+            Just("spans"),
+            Just("x"),
+        ];
+        let value = prop_oneof![3 => array(), 2 => json_value()];
+        (
+            prop::collection::vec((key, value), 0..7),
+            " ?",
+            prop::bool::weighted(0.05),
+        )
+            .prop_map(|(members, ws, junk)| {
+                let members: Vec<String> = members
+                    .into_iter()
+                    .map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}"))
+                    .collect();
+                let tail = if junk { " x" } else { "" };
+                format!("{ws}{{{}}}{tail}", members.join(","))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn the_fast_path_reads_lines_as_serde_json_does(line in line()) {
+            if let Err(e) = check_split_against_serde(line.as_bytes()) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_fool_the_fast_path(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let mut line = b"{\"input\":[1],".to_vec();
+            line.extend_from_slice(&bytes);
+            if let Err(e) = check_split_against_serde(&line) {
+                prop_assert!(false, "{}", e);
+            }
+        }
     }
 
     #[test]
-    fn token_arrays_split_exactly_as_serde_json_reads_them() {
-        let lines = [
-            r#"{"kind":"request","execution":"e1","id":"r1","input":[1,2,3],"output":[4],"logprobs":[-0.5]}"#,
-            r#" { "input" : [ 0 , 4294967295 ] , "kind" : "request" , "output" : [ ] } "#,
-            r#"{"meta":{"input":[9,9],"s":"a,]}\"[{"},"input":[7],"output":[8,9]}"#,
-            r#"{"spans":[{"end":2,"source":"tool","call_id":"c\\\"1"}],"input":[1,2],"output":[3]}"#,
-            r#"{"input":[1,2],"input":[3],"output":[4]}"#,
-            r#"{"input":[01],"output":[1]}"#,
-            r#"{"input":[-1],"output":[1]}"#,
-            r#"{"input":[1.0],"output":[1]}"#,
-            r#"{"input":[4294967296],"output":[1]}"#,
-            r#"{"input":[1,],"output":[1]}"#,
-            r#"{"input":"x","output":[1]}"#,
-            r#"{"input":[1],"output":[1]} trailing"#,
-            r#"{"input":[1] "output":[1]}"#,
-            r#"{"kind":"closure","artifact":null,"t":1e3,"x":[true,false,null]}"#,
-            r#"{"input":[1],"output":[2,3],"logprobs":[-0.1, -2.5e-3 ,-0.41201454401016235,0,-1E+2,-0.0]}"#,
-            r#"{"output":[2],"logprobs":[-0.30000000000000004]}"#,
-            r#"{"output":[2],"logprobs":[1e999]}"#,
-            r#"{"output":[2],"logprobs":[-.5]}"#,
-            r#"{"output":[2],"logprobs":[01.5]}"#,
-            r#"{"output":[2],"logprobs":["x"]}"#,
-            r#"{"output":[2],"logprobs":null}"#,
-            r#"{}"#,
-        ];
-        for line in lines {
-            agrees(line);
-        }
-        // Invalid token arrays are left to serde_json, which names the field.
-        for bad in [
-            r#"{"input":[01],"output":[1]}"#,
-            r#"{"input":[-1],"output":[1]}"#,
-            r#"{"input":[4294967296],"output":[1]}"#,
-            r#"{"input":[1] "output":[1]}"#,
-            r#"{"output":[2],"logprobs":[1e999]}"#,
-            r#"{"output":[2],"logprobs":[-.5]}"#,
-            r#"{"output":[2],"logprobs":[01.5]}"#,
-            r#"{"output":[2],"logprobs":["x"]}"#,
+    fn the_fast_path_takes_plain_records_and_refuses_repeated_keys() {
+        let plain = br#"{"kind":"request","execution":"e1","id":"r1","input":[1,2,3],"output":[4],"logprobs":[-0.5]}"#;
+        assert!(split_token_arrays(plain).is_ok());
+        for (line, key) in [
+            (&br#"{"input":[1],"input":[2]}"#[..], "input"),
+            (br#"{"logprobs":null,"logprobs":[-1]}"#, "logprobs"),
+            (br#"{"t":1,"x":2,"t":1}"#, "t"),
         ] {
-            assert!(split_token_arrays(bad.as_bytes()).is_err(), "{bad}");
+            assert_eq!(
+                split_token_arrays(line).err(),
+                Some(Decline::DuplicateKey(key.into()))
+            );
         }
     }
 }
