@@ -53,7 +53,6 @@ struct Pending(PathBuf);
 
 impl Pending {
     fn new(path: &Path) -> Self {
-        remove_on_signal();
         lock_pending().push(path.to_path_buf());
         Pending(path.to_path_buf())
     }
@@ -170,9 +169,16 @@ impl Sink {
             });
         }
         let dir = check_writable(path, force)?;
+        // Listed before it exists, with the signal thread already running: no moment where a
+        // signal could leave the file behind.
+        remove_on_signal();
+        let mut pending = None;
         let tmp = tempfile::Builder::new()
             .prefix(".gyre-out-")
-            .tempfile_in(&dir)
+            .make_in(&dir, |p| {
+                pending = Some(Pending::new(p));
+                File::options().write(true).create_new(true).open(p)
+            })
             .map_err(|e| OutputError {
                 path: path.to_path_buf(),
                 why: format!(
@@ -181,7 +187,7 @@ impl Sink {
                     io_reason(&e)
                 ),
             })?;
-        let pending = Pending::new(tmp.path());
+        let pending = pending.expect("make_in names the file before creating it");
         let file = BufWriter::with_capacity(1 << 20, tmp.as_file().try_clone()?);
         let name = path.to_string_lossy();
         let enc = if name.ends_with(".zst") {

@@ -113,14 +113,11 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
     let draws = results.admissions[i].draws.len() as u32;
     if let Some(k) = draw {
         if k == 0 || k > draws {
-            let valid = match draws {
-                0 => "it has no draws".to_owned(),
-                n => format!("it has draws 1..={n}"),
+            let why = match draws {
+                0 => format!("--draw {k}: execution \"{name}\" has no draws"),
+                n => format!("--draw {k} is outside 1..={n} for execution \"{name}\""),
             };
-            return Err(Invalid(format!(
-                "--draw {k}: execution \"{name}\" has no such draw ({valid})"
-            ))
-            .into());
+            return Err(Invalid(why).into());
         }
     }
     let text: TokenText = match arg_text {

@@ -301,7 +301,7 @@ impl Execution {
             Record::Closure(record) => {
                 if let Some(first) = &self.closure {
                     return Err(LineError {
-                        message: format!("execution {:?} already has a closure", self.id),
+                        message: format!("execution \"{}\" already has a closure", self.id),
                         field: Some("kind".into()),
                         earlier: Some(first.at),
                     });
@@ -315,7 +315,7 @@ impl Execution {
             Record::Execution(info) => {
                 if self.info.is_some() {
                     return Err(LineError {
-                        message: format!("execution {:?} is declared twice", self.id),
+                        message: format!("execution \"{}\" is declared twice", self.id),
                         field: Some("execution".into()),
                         earlier: None,
                     });
@@ -365,7 +365,7 @@ impl Execution {
         if let Some(&prev) = self.ids.get(&r.id) {
             return Err(LineError {
                 message: format!(
-                    "request id {:?} is already used in execution {:?}",
+                    "request id \"{}\" is already used in execution \"{}\"",
                     r.id, self.id
                 ),
                 field: Some("id".into()),
@@ -377,7 +377,7 @@ impl Execution {
             None => None,
             Some(e) => Some(self.ids.get(e).copied().ok_or_else(|| LineError {
                 message: format!(
-                    "extends names {e:?}, which is not an earlier request of execution {:?}",
+                    "extends names \"{e}\", which is not an earlier request of execution \"{}\"",
                     self.id
                 ),
                 field: Some("extends".into()),

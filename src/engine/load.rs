@@ -127,10 +127,11 @@ impl fmt::Display for LoadError {
         }
         let count = self.count();
         if count > SHOWN as u64 {
+            let more = count - SHOWN as u64;
             writeln!(
                 f,
-                "… and {} more (`gyre validate` lists the first {KEPT_DIAGNOSTICS})",
-                crate::report::plural((count - SHOWN as u64) as usize, "problem")
+                "… and {more} more problem{} (`gyre validate` lists the first {KEPT_DIAGNOSTICS})",
+                if more == 1 { "" } else { "s" }
             )?;
         }
         write!(
@@ -616,7 +617,7 @@ impl Loader {
         Some(self.diag(
             at,
             LineError {
-                message: format!("tokenizer path {path:?}: {why}"),
+                message: format!("tokenizer path \"{path}\": {why}"),
                 field: Some("tokenizer.path".into()),
                 earlier: None,
             },
@@ -740,7 +741,7 @@ impl Loader {
                             file: self.batch.files[at.file as usize].clone(),
                             line: at.line,
                             message: format!(
-                                "execution {:?} dropped: its tree cannot be built ({why})",
+                                "execution \"{}\" dropped: its tree cannot be built ({why})",
                                 exec.id
                             ),
                             field: None,

@@ -427,7 +427,7 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
         "assessment" => Record::Assessment(Box::new(parse_assessment(raw)?)),
         "closure" => Record::Closure(Box::new(parse_closure(raw)?)),
         other => {
-            warnings.push(format!("unknown kind {other:?}: line ignored"));
+            warnings.push(format!("unknown kind \"{other}\": line ignored"));
             Record::Unknown(other.to_owned())
         }
     };
@@ -455,7 +455,7 @@ fn parse_slowly(line: &[u8]) -> Result<RawLine<'_>, LineError> {
 /// one counts, so the record would mean different things to different tools).
 fn duplicate_error(key: &str, field: Option<String>) -> LineError {
     LineError {
-        message: format!("duplicate key {key:?} in one object"),
+        message: format!("duplicate key \"{key}\" in one object"),
         field: Some(field.unwrap_or_else(|| key.to_owned())),
         earlier: None,
     }
@@ -564,7 +564,7 @@ fn parse_header(format: Option<&Value>, line: &[u8]) -> Result<Record, LineError
         Some("gyre/1") => {}
         Some(other) => {
             return Err(LineError::new(
-                format!("unsupported format {other:?} (this gyre reads \"gyre/1\")"),
+                format!("unsupported format \"{other}\" (this gyre reads \"gyre/1\")"),
                 "format",
             ));
         }
@@ -635,7 +635,7 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
             None => Source::Context,
             Some(name) => Source::parse(name).unwrap_or_else(|| {
                 warnings.push(format!(
-                    "spans[{i}].source {name:?} is not a gyre/1 source; read as \"context\""
+                    "spans[{i}].source \"{name}\" is not a gyre/1 source; read as \"context\""
                 ));
                 Source::Context
             }),
@@ -669,7 +669,9 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         None | Some("task") => Purpose::Task,
         Some("summary") => Purpose::Summary,
         Some(other) => {
-            warnings.push(format!("purpose {other:?} is not gyre/1; read as \"task\""));
+            warnings.push(format!(
+                "purpose \"{other}\" is not gyre/1; read as \"task\""
+            ));
             Purpose::Task
         }
     };
@@ -679,7 +681,7 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         Some(other) => {
             // Never train on output whose sampler we cannot name.
             warnings.push(format!(
-                "actor {other:?} is not gyre/1; read as \"evaluator\" (not trainable)"
+                "actor \"{other}\" is not gyre/1; read as \"evaluator\" (not trainable)"
             ));
             Actor::Evaluator
         }
@@ -722,7 +724,7 @@ fn parse_assessment(raw: RawLine) -> Result<AssessmentRecord, LineError> {
         Some("failed") => false,
         Some(other) => {
             return Err(LineError::new(
-                format!("status {other:?} is neither \"valid\" nor \"failed\""),
+                format!("status \"{other}\" is neither \"valid\" nor \"failed\""),
                 "status",
             ));
         }
@@ -780,7 +782,7 @@ fn parse_closure(raw: RawLine) -> Result<ClosureRecord, LineError> {
         Some("error") => ClosureStatus::Error,
         Some(other) => {
             return Err(LineError::new(
-                format!("status {other:?} is not completed, timeout or error"),
+                format!("status \"{other}\" is not completed, timeout or error"),
                 "status",
             ));
         }

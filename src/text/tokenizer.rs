@@ -35,7 +35,7 @@ pub fn check_spec(value: &serde_json::Value) -> std::result::Result<(), String> 
     match value {
         Value::String(name) if BUNDLED.contains(&name.as_str()) => Ok(()),
         Value::String(name) => Err(format!(
-            "unknown bundled tokenizer {name:?} (bundled: {}); name a file with {{\"path\": ...}}",
+            "unknown bundled tokenizer \"{name}\" (bundled: {}); name a file with {{\"path\": ...}}",
             BUNDLED.join(", ")
         )),
         Value::Object(map) => match (map.get("path"), map.get("vocab")) {
@@ -161,7 +161,7 @@ impl TokenText {
         match name {
             "qwen3" => Self::qwen3(),
             _ => bail!(
-                "unknown bundled tokenizer {name:?} (bundled: {})",
+                "unknown bundled tokenizer \"{name}\" (bundled: {})",
                 BUNDLED.join(", ")
             ),
         }
