@@ -13,7 +13,6 @@ mod stats;
 mod synth;
 mod validate;
 
-use std::io;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -138,8 +137,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         // The inspector when a person is watching; the text demo for scripts and CI.
         #[cfg(feature = "tui")]
         None if {
-            use std::io::IsTerminal;
-            io::stdout().is_terminal() && io::stdin().is_terminal()
+            use std::io::{IsTerminal, stdin, stdout};
+            stdout().is_terminal() && stdin().is_terminal()
         } =>
         {
             inspect::demo()

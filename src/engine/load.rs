@@ -707,6 +707,7 @@ impl Loader {
                         errs.push((at, e));
                     }
                 }
+                exec.compact();
                 errs
             })
             .collect();
@@ -729,29 +730,37 @@ impl Loader {
                 diagnostics: self.errors.into_vec(),
             });
         }
-        for (idx, slot) in self.slots.into_iter().enumerate() {
-            let mut exec = slot.expect("execution slot is filled");
-            exec.finish_loading();
-            match self.dropped.get(&idx) {
-                Some(why) => {
-                    let at = exec.first_seen;
-                    self.warnings.push(
-                        at.file,
-                        Diagnostic {
-                            file: self.batch.files[at.file as usize].clone(),
-                            line: at.line,
-                            message: format!(
-                                "execution \"{}\" dropped: its tree cannot be built ({why})",
-                                exec.id
-                            ),
-                            field: None,
-                        },
-                    );
-                    self.batch.dropped_executions.push(exec.id);
-                }
-                None => self.batch.executions.push(exec),
-            }
+        drop(std::mem::take(&mut self.index));
+        let mut dropped: Vec<(usize, String)> = self.dropped.drain().collect();
+        dropped.sort_unstable();
+        for (idx, why) in dropped {
+            let exec = self.slots[idx].take().expect("execution slot is filled");
+            let at = exec.first_seen;
+            self.warnings.push(
+                at.file,
+                Diagnostic {
+                    file: self.batch.files[at.file as usize].clone(),
+                    line: at.line,
+                    message: format!(
+                        "execution \"{}\" dropped: its tree cannot be built ({why})",
+                        exec.id
+                    ),
+                    field: None,
+                },
+            );
+            self.batch.dropped_executions.push(exec.id);
         }
+        // Collected in place: the slots' buffer becomes the executions' (no second copy of
+        // every execution at the peak).
+        self.batch.executions = self
+            .slots
+            .into_iter()
+            .filter_map(|slot| {
+                let mut exec = slot?;
+                exec.finish_loading();
+                Some(exec)
+            })
+            .collect();
         self.batch.warning_count = self.warnings.count;
         self.batch.warnings = self.warnings.into_vec();
         Ok(self.batch)

@@ -536,6 +536,11 @@ impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
     }
 }
 
+/// `1 entry`, `2 entries`.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// What a line holds when it is not a JSON object (`None` for an object, or for text that is
 /// not JSON at all, which the parser words better).
 fn not_an_object(line: &[u8]) -> Option<&'static str> {
@@ -598,9 +603,9 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         if lp.len() != output.len() {
             return Err(LineError::new(
                 format!(
-                    "logprobs has {} entries but output has {} tokens",
-                    lp.len(),
-                    output.len()
+                    "logprobs has {} but output has {}",
+                    plural(lp.len(), "entry", "entries"),
+                    plural(output.len(), "token", "tokens")
                 ),
                 "logprobs",
             ));
@@ -617,9 +622,9 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         if s.end > input.len() as u64 {
             return Err(LineError::new(
                 format!(
-                    "span end {} is past the input ({} tokens)",
+                    "span end {} is past the input ({})",
                     s.end,
-                    input.len()
+                    plural(input.len(), "token", "tokens")
                 ),
                 format!("spans[{i}].end"),
             ));
@@ -652,8 +657,10 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         if c.start > c.end || c.end > n {
             return Err(LineError::new(
                 format!(
-                    "tool call offsets {}..{} are outside the output ({n} tokens)",
-                    c.start, c.end
+                    "tool call offsets {}..{} are outside the output ({})",
+                    c.start,
+                    c.end,
+                    plural(n as usize, "token", "tokens")
                 ),
                 format!("tool_calls[{i}]"),
             ));
