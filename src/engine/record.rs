@@ -386,11 +386,6 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
     let raw = match &mut split {
         Ok(s) => match serde_json::from_slice::<RawLine>(&s.rest) {
             Ok(mut raw) => {
-                // The split checked the line's own keys; objects nested in the rest (meta,
-                // spans, …) are checked here.
-                if let Some(e) = duplicate_key(&s.rest) {
-                    return Err(e);
-                }
                 raw.input = s.input.take();
                 raw.output = s.output.take();
                 if s.logprobs.is_some() {
@@ -463,6 +458,9 @@ fn duplicate_error(key: &str, field: Option<String>) -> LineError {
 
 /// The first key repeated within one object anywhere in `json` (valid JSON), as an error.
 fn duplicate_key(json: &[u8]) -> Option<LineError> {
+    // Most lines have none: check without tracking the path, and find the path only for the
+    // rare line that has one.
+    serde_json::from_slice::<NoDuplicateKeys>(json).err()?;
     let de = &mut serde_json::Deserializer::from_slice(json);
     let err = serde_path_to_error::deserialize::<_, NoDuplicateKeys>(de).err()?;
     let path = err.path().to_string();
@@ -524,7 +522,8 @@ impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
         self,
         mut map: A,
     ) -> Result<NoDuplicateKeys, A::Error> {
-        let mut seen: Vec<Cow<'de, str>> = Vec::new();
+        // Objects in records are small: a linear scan beats hashing.
+        let mut seen: Vec<Cow<'de, str>> = Vec::with_capacity(8);
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             if seen.contains(&key) {
                 return Err(serde::de::Error::custom(format!("{DUPLICATE}{key}")));
@@ -840,8 +839,9 @@ pub struct SplitLine {
 /// Splits the `input` and `output` token arrays out of a record line, reading them with a
 /// digit loop (serde_json spends most of a load in its per-element path otherwise). Declines
 /// ([`Decline::Unusual`]) whenever the line is not a plain JSON object whose two arrays hold only
-/// canonical integers below 2^32, so every unusual or invalid line takes the serde_json path;
-/// a line that repeats one of its keys is [`Decline::DuplicateKey`].
+/// canonical integers below 2^32 (or when an object nested in it repeats a key), so every
+/// unusual or invalid line takes the serde_json path; a line that repeats one of its own keys
+/// is [`Decline::DuplicateKey`].
 pub fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
     use Decline::Unusual;
     let mut p = skip_ws(line, 0);
@@ -858,6 +858,7 @@ pub fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
     out.rest.push(b'{');
     let mut first = true;
     let mut keys: Vec<&[u8]> = Vec::with_capacity(16);
+    let mut scan = Scan::default();
     loop {
         p = skip_ws(line, p);
         match line.get(p).ok_or(Unusual)? {
@@ -910,7 +911,7 @@ pub fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
                 p = end;
             }
             _ => {
-                let end = skip_value(line, p).ok_or(Unusual)?;
+                let end = skip_value(line, p, &mut scan).ok_or(Unusual)?;
                 if !first {
                     out.rest.push(b',');
                 }
@@ -1027,34 +1028,68 @@ fn json_number_end(line: &[u8], mut p: usize) -> Option<usize> {
 
 /// Where the member value starting at `p` ends: the `,` or `}` after it at depth 0 (strings
 /// with escapes, nested arrays and objects skipped). serde_json validates what this skips.
-fn skip_value(line: &[u8], mut p: usize) -> Option<usize> {
-    let mut depth = 0usize;
+/// `None` also when an object inside repeats a key or has a key with an escape: serde_json then
+/// reads the whole line, and the duplicate is reported with its path.
+fn skip_value<'a>(line: &'a [u8], mut p: usize, scan: &mut Scan<'a>) -> Option<usize> {
+    scan.keys.clear();
+    scan.frames.clear();
+    let mut expect_key = false;
     loop {
         match *line.get(p)? {
             b'"' => {
+                let start = p + 1;
+                let mut escaped = false;
                 p += 1;
                 loop {
                     match *line.get(p)? {
-                        b'\\' => p += 2,
+                        b'\\' => {
+                            escaped = true;
+                            p += 2;
+                        }
                         b'"' => break,
                         _ => p += 1,
                     }
                 }
+                if expect_key {
+                    let key = &line[start..p];
+                    let first = scan.frames.last().map_or(0, |&(_, first)| first);
+                    if escaped || scan.keys[first..].contains(&key) {
+                        return None;
+                    }
+                    scan.keys.push(key);
+                    expect_key = false;
+                }
                 p += 1;
             }
-            b'[' | b'{' => {
-                depth += 1;
+            c @ (b'[' | b'{') => {
+                scan.frames.push((c == b'{', scan.keys.len()));
+                expect_key = c == b'{';
                 p += 1;
             }
-            b']' | b'}' if depth > 0 => {
-                depth -= 1;
+            b']' | b'}' if !scan.frames.is_empty() => {
+                let (_, first) = scan.frames.pop()?;
+                scan.keys.truncate(first);
+                expect_key = false;
                 p += 1;
             }
-            b',' | b'}' if depth == 0 => return Some(p),
+            b',' | b'}' if scan.frames.is_empty() => return Some(p),
             b']' => return None,
+            b',' => {
+                expect_key = scan.frames.last().is_some_and(|&(object, _)| object);
+                p += 1;
+            }
             _ => p += 1,
         }
     }
+}
+
+/// Scratch space of [`skip_value`], reused across the members of a line: the keys of the
+/// objects being read, and per open array or object whether it is an object and where its keys
+/// start.
+#[derive(Default)]
+struct Scan<'a> {
+    keys: Vec<&'a [u8]>,
+    frames: Vec<(bool, usize)>,
 }
 
 /// Slow path, taken only for lines that failed: re-parse tracking the JSON path to name the field.
@@ -1105,7 +1140,8 @@ fn strip_position(msg: &str) -> String {
 /// Checks [`split_token_arrays`] against serde_json on one line, for the property test and the
 /// fuzz target: when the fast path takes a line (and its other members are JSON, so
 /// [`parse_line`] keeps it), serde_json reads the same line as an object
-/// with the same arrays (log-probs bit for bit) and the same other members; when it reports a
+/// with the same arrays (log-probs bit for bit) and the same other members, and no object in it
+/// repeats a key; when it reports a
 /// duplicate key, the line's own keys do repeat. Declining is always allowed.
 pub fn check_split_against_serde(line: &[u8]) -> Result<(), String> {
     let shown = String::from_utf8_lossy(line);
@@ -1128,6 +1164,12 @@ pub fn check_split_against_serde(line: &[u8]) -> Result<(), String> {
     };
     let whole: Value = serde_json::from_slice(line)
         .map_err(|e| format!("the fast path took a line serde_json rejects ({e}): {shown}"))?;
+    if let Some(e) = duplicate_key(line) {
+        return Err(format!(
+            "the fast path took a line with a duplicate key ({}): {shown}",
+            e.message
+        ));
+    }
     let Value::Object(mut whole) = whole else {
         return Err(format!("the fast path took a non-object: {shown}"));
     };
@@ -1300,5 +1342,15 @@ mod tests {
                 Some(Decline::DuplicateKey(key.into()))
             );
         }
+        // A repeat inside a nested object goes to serde_json, which names its path.
+        for line in [
+            &br#"{"input":[1],"meta":{"a":1,"a":2}}"#[..],
+            br#"{"spans":[{"end":1},{"end":2,"x":{"k":[{}],"k":3}}]}"#,
+        ] {
+            assert_eq!(split_token_arrays(line).err(), Some(Decline::Unusual));
+        }
+        assert!(
+            split_token_arrays(br#"{"spans":[{"end":1},{"end":2}],"m":{"a":{"a":1}}}"#).is_ok()
+        );
     }
 }
