@@ -9,10 +9,12 @@ pub mod export;
 pub mod load;
 pub mod loss;
 pub mod provenance;
+pub mod recorder;
 pub mod record;
 pub mod score;
 pub mod stats;
 pub mod tree;
+pub mod write;
 
 use rayon::prelude::*;
 
