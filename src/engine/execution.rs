@@ -287,6 +287,18 @@ impl Execution {
         self.ids.get(id).copied()
     }
 
+    /// Where the record `record` would clash with one already applied: the request that
+    /// already uses its id, or the closure already recorded (for messages that name both).
+    pub fn clash(&self, record: &Record) -> Option<LineRef> {
+        match record {
+            Record::Request(r) => self
+                .request_index(&r.id)
+                .map(|i| self.requests[i as usize].at),
+            Record::Closure(_) => self.closure.as_ref().map(|c| c.at),
+            _ => None,
+        }
+    }
+
     /// Applies one record of this execution, in file order.
     pub fn apply(&mut self, record: Record, at: LineRef) -> Result<(), LineError> {
         match record {
@@ -300,11 +312,10 @@ impl Execution {
                 Ok(())
             }
             Record::Closure(record) => {
-                if let Some(first) = &self.closure {
+                if self.closure.is_some() {
                     return Err(LineError {
                         message: format!("execution \"{}\" already has a closure", self.id),
                         field: Some("kind".into()),
-                        earlier: Some(first.at),
                     });
                 }
                 self.closure = Some(Box::new(Closure {
@@ -318,7 +329,6 @@ impl Execution {
                     return Err(LineError {
                         message: format!("execution \"{}\" is declared twice", self.id),
                         field: Some("execution".into()),
-                        earlier: None,
                     });
                 }
                 self.info = Some(info);
@@ -374,14 +384,13 @@ impl Execution {
     }
 
     fn add_request(&mut self, r: RequestRecord, at: LineRef) -> Result<(), LineError> {
-        if let Some(&prev) = self.ids.get(&r.id) {
+        if self.ids.contains_key(&r.id) {
             return Err(LineError {
                 message: format!(
                     "request id \"{}\" is already used in execution \"{}\"",
                     r.id, self.id
                 ),
                 field: Some("id".into()),
-                earlier: Some(self.requests[prev as usize].at),
             });
         }
         let idx = self.requests.len() as u32;
@@ -393,7 +402,6 @@ impl Execution {
                     self.id
                 ),
                 field: Some("extends".into()),
-                earlier: None,
             })?),
         };
         let encoded_len = r.input.len() as u32;

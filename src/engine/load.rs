@@ -490,7 +490,6 @@ fn parse_chunk(chunk: Chunk) -> ParsedChunk {
                     max_line >> 20
                 ),
                 field: None,
-                earlier: None,
             })),
         })
         .collect();
@@ -561,19 +560,10 @@ struct Loader {
 
 impl Loader {
     fn diag(&self, at: LineRef, e: LineError) -> Diagnostic {
-        let message = match e.earlier {
-            Some(first) => format!(
-                "{} (first at {}:{})",
-                e.message,
-                self.batch.files[first.file as usize].display(),
-                first.line
-            ),
-            None => e.message,
-        };
         Diagnostic {
             file: self.batch.files[at.file as usize].clone(),
             line: at.line,
-            message,
+            message: e.message,
             field: e.field,
         }
     }
@@ -600,7 +590,6 @@ impl Loader {
             LineError {
                 message,
                 field: None,
-                earlier: None,
             },
         );
         self.warnings.push(at.file, d);
@@ -619,7 +608,6 @@ impl Loader {
             LineError {
                 message: format!("tokenizer path \"{path}\": {why}"),
                 field: Some("tokenizer.path".into()),
-                earlier: None,
             },
         ))
     }
@@ -698,13 +686,14 @@ impl Loader {
                 (idx, exec, recs)
             })
             .collect();
-        let results: Vec<Vec<(LineRef, LineError)>> = work
+        let results: Vec<Vec<(LineRef, LineError, Option<LineRef>)>> = work
             .par_iter_mut()
             .map(|(_, exec, recs)| {
                 let mut errs = Vec::new();
                 for (rec, at) in recs.drain(..) {
+                    let earlier = exec.clash(&rec);
                     if let Err(e) = exec.apply(rec, at) {
-                        errs.push((at, e));
+                        errs.push((at, e, earlier));
                     }
                 }
                 exec.compact();
@@ -713,8 +702,12 @@ impl Loader {
             .collect();
         for ((idx, exec, _), errs) in work.into_iter().zip(results) {
             self.slots[idx] = Some(exec);
-            for (at, e) in errs {
+            for (at, mut e, earlier) in errs {
                 let unbuildable = e.field.as_deref() == Some("extends");
+                if let Some(first) = earlier {
+                    let file = self.batch.files[first.file as usize].display();
+                    e.message = format!("{} (first at {file}:{})", e.message, first.line);
+                }
                 let d = self.diag(at, e);
                 if self.lenient && unbuildable && !self.dropped.contains_key(&idx) {
                     self.dropped.insert(idx, d.to_string());

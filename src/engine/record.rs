@@ -267,9 +267,6 @@ pub struct LineError {
     pub message: String,
     /// The field at fault (a JSON path such as `input[3]`).
     pub field: Option<String>,
-    /// The earlier record this one clashes with (a repeated id, a second closure), named
-    /// `first at FILE:LINE` in the diagnostic.
-    pub earlier: Option<crate::engine::execution::LineRef>,
 }
 
 impl LineError {
@@ -277,7 +274,6 @@ impl LineError {
         LineError {
             message: message.into(),
             field: Some(field.into()),
-            earlier: None,
         }
     }
 }
@@ -436,7 +432,6 @@ fn parse_slowly(line: &[u8]) -> Result<RawLine<'_>, LineError> {
         return Err(LineError {
             message: format!("a record must be a JSON object, found {found}"),
             field: None,
-            earlier: None,
         });
     }
     let raw = serde_json::from_slice(line).map_err(|_| describe_json_error(line))?;
@@ -452,7 +447,6 @@ fn duplicate_error(key: &str, field: Option<String>) -> LineError {
     LineError {
         message: format!("duplicate key \"{key}\" in one object"),
         field: Some(field.unwrap_or_else(|| key.to_owned())),
-        earlier: None,
     }
 }
 
@@ -578,7 +572,6 @@ fn parse_header(format: Option<&Value>, line: &[u8]) -> Result<Record, LineError
     let header: Value = serde_json::from_slice(line).map_err(|e| LineError {
         message: format!("malformed JSON: {e}"),
         field: None,
-        earlier: None,
     })?;
     if let Some(spec) = header.get("tokenizer") {
         crate::text::tokenizer::check_spec(spec).map_err(|e| LineError::new(e, "tokenizer"))?;
@@ -1099,7 +1092,6 @@ fn describe_json_error(line: &[u8]) -> LineError {
         Ok(_) => LineError {
             message: "malformed JSON".into(),
             field: None,
-            earlier: None,
         },
         Err(e) => {
             let path = e.path().to_string();
@@ -1120,11 +1112,7 @@ fn describe_json_error(line: &[u8]) -> LineError {
             };
             // serde_path_to_error says `?` where the error is in a key it could not read.
             let field = (path != "." && path != "?" && !path.is_empty()).then_some(path);
-            LineError {
-                message,
-                field,
-                earlier: None,
-            }
+            LineError { message, field }
         }
     }
 }
