@@ -24,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
         _ => [&[0x28, 0xb5, 0x2f, 0xfd][..], bytes].concat(),
     };
     let read = load_bytes("fuzz.jsonl.z", &stream, &options);
-    if mode % 4 < 2 {
+    // One layer is decompressed (by content): bytes that themselves start with a magic number
+    // read differently plain than inside a compressed stream.
+    let magic = bytes.starts_with(&[0x1f, 0x8b]) || bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]);
+    if mode % 4 < 2 && !magic {
         // Compressed faithfully: the same verdict and the same executions as the plain bytes.
         let plain = load_bytes("fuzz.jsonl.z", bytes, &options);
         match (read, plain) {
