@@ -54,7 +54,8 @@ fn parse_jmax(s: &str) -> Result<u32, String> {
         .map_err(|_| "J_max is a number of draws per execution: 0 (uncapped), 1, 2, …".to_owned())
 }
 
-fn parse_priority(s: &str) -> Result<Priority, String> {
+/// Parses a `--priority` list.
+pub fn parse_priority(s: &str) -> Result<Priority, String> {
     admit::parse_priority(s).map(Priority)
 }
 

@@ -10,6 +10,7 @@ mod inspect;
 mod replay;
 mod show;
 mod stats;
+mod sweep;
 mod synth;
 mod validate;
 
@@ -89,6 +90,18 @@ Examples:
 
 Same options and seed give the same bytes. .gz and .zst outputs are compressed.")]
     Synth(synth::SynthArgs),
+    /// What J_max, the seed and the priority do to cost and coverage: admission under many
+    /// settings, the recording parsed once.
+    #[command(after_help = "\
+Examples:
+  gyre sweep runs.jsonl                          # J_max 1, 2, 5 and uncapped over 16 seeds
+  gyre sweep runs.jsonl --jmax 1,3,5,8 --seeds 64
+  gyre sweep runs.jsonl --priority main,sub --json | jq '.settings[] | {jmax, cost_vs_uncapped}'
+
+Cost is the forward-backward tokens of the exported rows (the sum of their lengths); coverage is
+targets / trainable tokens of the executions that count in B. Each J_max is compared with the
+uncapped run under the same seed.")]
+    Sweep(sweep::SweepArgs),
     /// Open the interactive inspector on recordings (`gyre` alone opens it on the bundled demo).
     #[command(after_help = "\
 Examples:
@@ -153,5 +166,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Show(args)) => show::run(args),
         Some(Command::Synth(args)) => synth::run(args),
         Some(Command::Replay(args)) => replay::run(args),
+        Some(Command::Sweep(args)) => sweep::run(args),
     }
 }

@@ -13,6 +13,7 @@ pub mod record;
 pub mod recorder;
 pub mod score;
 pub mod stats;
+pub mod sweep;
 pub mod tree;
 pub mod write;
 
