@@ -379,6 +379,19 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
     // Fast path: token arrays read by hand, the rest by serde_json. Anything unusual in the
     // arrays (or the line) falls back to serde_json for all of it, which also words the errors.
     let mut split = split_token_arrays(line);
+    // serde_json skips unknown members without checking their text: JSON is UTF-8, so check it
+    // here (the token arrays the split took out are ASCII digits).
+    let text = match &split {
+        Ok(s) => &s.rest[..],
+        Err(_) => line,
+    };
+    if let Err(e) = std::str::from_utf8(text) {
+        let at = line.len() - text.len() + e.valid_up_to();
+        return Err(LineError {
+            message: format!("malformed JSON: not UTF-8 text (near byte {})", at + 1),
+            field: None,
+        });
+    }
     let raw = match &mut split {
         Ok(s) => match serde_json::from_slice::<RawLine>(&s.rest) {
             Ok(mut raw) => {
@@ -1313,6 +1326,18 @@ mod tests {
             if let Err(e) = check_split_against_serde(&line) {
                 prop_assert!(false, "{}", e);
             }
+        }
+    }
+
+    /// Found by the parse_line fuzz target: invalid UTF-8 in an unknown member was accepted.
+    #[test]
+    fn text_that_is_not_utf8_is_refused_anywhere_in_a_line() {
+        for line in [
+            &b"{\"kind\":\"closure\",\"x\":\"e\xcc\",\"execution\":\"e\",\"t\":1,\"status\":\"timeout\"}"[..],
+            b"{\"kind\":\"closure\",\"x\":[\"\xff\"],\"input\":[01],\"execution\":\"e\",\"t\":1,\"status\":\"timeout\"}",
+        ] {
+            let e = super::parse_line(line).err().expect("refused");
+            assert!(e.message.contains("not UTF-8"), "{}", e.message);
         }
     }
 
