@@ -1,11 +1,12 @@
-//! Output files: written atomically (temporary file + rename, nothing left on error), compressed
-//! when the name ends in `.zst` or `.gz`, never overwritten without `force`. Shared by
-//! `gyre synth` and `gyre import`.
+//! Output files: written atomically (temporary file + rename, nothing left on error or on
+//! SIGINT/SIGTERM/SIGHUP), compressed when the name ends in `.zst` or `.gz`, never overwritten
+//! without `force`. Shared by `gyre admit`, `gyre synth`, `gyre import` and the inspector's export.
 
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use color_eyre::eyre::{Result, WrapErr};
 use serde::Serialize;
@@ -26,6 +27,113 @@ impl fmt::Display for ExistsError {
 
 impl std::error::Error for ExistsError {}
 
+/// The output cannot be written where it is named (a directory, a missing directory, not a
+/// regular file, no permission): found before any work is done.
+#[derive(Debug)]
+pub struct OutputError {
+    /// The output as named.
+    pub path: PathBuf,
+    /// Why it cannot be written.
+    pub why: String,
+}
+
+impl fmt::Display for OutputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot write {}: {}", self.path.display(), self.why)
+    }
+}
+
+impl std::error::Error for OutputError {}
+
+/// Temporary files being written, removed by the signal thread before the process dies.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A temporary file listed in [`PENDING`] while it lives.
+struct Pending(PathBuf);
+
+impl Pending {
+    fn new(path: &Path) -> Self {
+        lock_pending().push(path.to_path_buf());
+        Pending(path.to_path_buf())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let mut list = lock_pending();
+        if let Some(i) = list.iter().position(|p| *p == self.0) {
+            list.swap_remove(i);
+        }
+    }
+}
+
+fn lock_pending() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    // A panic while the list was held leaves it usable: it is only ever pushed to or shrunk.
+    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes every pending temporary file (a signal or a fatal error ends the process without
+/// running destructors).
+pub fn remove_pending() {
+    for p in lock_pending().drain(..) {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// Starts, once, a thread that on SIGINT, SIGTERM or SIGHUP removes the pending temporary files
+/// and then dies of the signal as if no handler were installed (so a shell still sees 130 for
+/// Ctrl-C).
+#[cfg(unix)]
+fn remove_on_signal() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        std::thread::spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                remove_pending();
+                let _ = signal_hook::low_level::emulate_default_handler(sig);
+                std::process::exit(128 + sig);
+            }
+        });
+    });
+}
+
+#[cfg(not(unix))]
+fn remove_on_signal() {}
+
+/// Checks that `path` can be written as an output file before any work is done: not a
+/// directory, not a device or FIFO, in a directory that exists.
+fn check_writable(path: &Path, force: bool) -> Result<PathBuf> {
+    let fail = |why: String| {
+        color_eyre::Report::from(OutputError {
+            path: path.to_path_buf(),
+            why,
+        })
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(fail("it is a directory; name a file".into())),
+        Ok(m) if !m.is_file() => {
+            return Err(fail(
+                "it is not a regular file (write to stdout with `-` and redirect instead)".into(),
+            ));
+        }
+        Ok(_) if !force => return Err(ExistsError(path.to_path_buf()).into()),
+        _ => {}
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(dir),
+        Ok(_) => Err(fail(format!("{} is not a directory", dir.display()))),
+        Err(_) => Err(fail(format!("directory {} does not exist", dir.display()))),
+    }
+}
+
 /// Where records go: stdout (`-`) or a file written atomically (temp file + rename); a name
 /// ending in `.zst` or `.gz` is compressed.
 pub struct Sink {
@@ -40,6 +148,7 @@ enum Inner {
         path: PathBuf,
         force: bool,
         enc: Enc,
+        _pending: Pending,
     },
 }
 
@@ -59,17 +168,26 @@ impl Sink {
                 lines: 0,
             });
         }
-        if !force && path.exists() {
-            return Err(ExistsError(path.to_path_buf()).into());
-        }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let dir = check_writable(path, force)?;
+        // Listed before it exists, with the signal thread already running: no moment where a
+        // signal could leave the file behind.
+        remove_on_signal();
+        let mut pending = None;
         let tmp = tempfile::Builder::new()
             .prefix(".gyre-out-")
-            .tempfile_in(&dir)
-            .wrap_err_with(|| format!("creating a temporary file in {}", dir.display()))?;
+            .make_in(&dir, |p| {
+                pending = Some(Pending::new(p));
+                File::options().write(true).create_new(true).open(p)
+            })
+            .map_err(|e| OutputError {
+                path: path.to_path_buf(),
+                why: format!(
+                    "cannot create a file in {}: {}",
+                    dir.display(),
+                    io_reason(&e)
+                ),
+            })?;
+        let pending = pending.expect("make_in names the file before creating it");
         let file = BufWriter::with_capacity(1 << 20, tmp.as_file().try_clone()?);
         let name = path.to_string_lossy();
         let enc = if name.ends_with(".zst") {
@@ -88,6 +206,7 @@ impl Sink {
                 path: path.to_path_buf(),
                 force,
                 enc,
+                _pending: pending,
             },
             lines: 0,
         })
@@ -130,6 +249,7 @@ impl Sink {
                 path,
                 force,
                 enc,
+                _pending,
             } => {
                 let mut file = match enc {
                     Enc::Plain(w) => w,
@@ -166,6 +286,15 @@ impl Sink {
                 Ok(())
             }
         }
+    }
+}
+
+/// An I/O error's reason without the path tempfile appends (`… at path "/x/.gyre-out-Ab3"`).
+fn io_reason(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" at path ") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
     }
 }
 

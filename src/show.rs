@@ -136,7 +136,7 @@ pub fn render_runs(
             out,
             "{start:>8} {:>7}  {:<40} {shown}",
             ids.len(),
-            reason.to_string()
+            sanitize(&reason.to_string())
         );
     };
     for &(n, start) in &path.segments {

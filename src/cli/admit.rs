@@ -10,6 +10,7 @@ use color_eyre::eyre::{Result, WrapErr};
 use super::args::{AdmissionArgs, AdvantageArg, InputArgs, load_with_progress};
 use crate::engine::{self as eng, export};
 use crate::output::Sink;
+use crate::report::plural;
 
 /// `gyre admit` arguments.
 #[derive(Args, Debug)]
@@ -44,9 +45,10 @@ pub fn run(args: AdmitArgs) -> Result<ExitCode> {
             let rows = export::write_rows(&batch, &results, &mut sink)
                 .wrap_err_with(|| format!("writing {}", path.display()))?;
             sink.finish()?;
-            eprintln!(
-                "gyre: wrote {rows} rows ({} executions, B = {}) to {}",
-                batch.executions.len(),
+            super::exit::note!(
+                "gyre: wrote {} ({}, B = {}) to {}",
+                plural(rows as usize, "row"),
+                plural(batch.executions.len(), "execution"),
                 results.batch_executions,
                 path.display()
             );

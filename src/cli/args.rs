@@ -3,19 +3,17 @@
 
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::exit::{Invalid, note};
 use crate::engine::admit::{self, Class, Settings};
 use crate::engine::load::{self, Batch, LoadOptions};
 use crate::engine::score::AdvantageMode;
 use crate::report::plural;
-
-/// Exit code for invalid input or usage.
-pub const EXIT_INVALID: u8 = 2;
+use crate::text::sanitize;
 
 /// Input recordings.
 #[derive(Args, Debug)]
@@ -32,10 +30,10 @@ pub struct InputArgs {
 #[derive(Args, Debug)]
 pub struct AdmissionArgs {
     /// Seed of the draws (each execution's draws depend only on it and the execution).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = parse_seed)]
     pub seed: u64,
     /// Maximum draws per execution; 0 = uncapped.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = parse_jmax)]
     pub jmax: u32,
     /// Class priority, highest first; classes left out are never drawn.
     #[arg(long, default_value = "main,main-summary,sub,sub-summary", value_parser = parse_priority)]
@@ -45,6 +43,16 @@ pub struct AdmissionArgs {
 /// A whole `--priority` list (one argument, comma-separated).
 #[derive(Clone, Debug)]
 pub struct Priority(pub Vec<Class>);
+
+fn parse_seed(s: &str) -> Result<u64, String> {
+    s.parse()
+        .map_err(|_| "a seed is a whole number from 0 to 18446744073709551615".to_owned())
+}
+
+fn parse_jmax(s: &str) -> Result<u32, String> {
+    s.parse()
+        .map_err(|_| "J_max is a number of draws per execution: 0 (uncapped), 1, 2, …".to_owned())
+}
 
 /// Parses a `--priority` list.
 pub fn parse_priority(s: &str) -> Result<Priority, String> {
@@ -91,13 +99,17 @@ pub fn color_wanted() -> bool {
 fn print_warnings(batch: &Batch) {
     const SHOWN: usize = 10;
     for w in batch.warnings.iter().take(SHOWN) {
-        eprintln!("warning: {w}");
+        note!("warning: {w}");
     }
-    if batch.warnings.len() > SHOWN {
-        eprintln!("warning: … and {} more", batch.warnings.len() - SHOWN);
+    let more = batch.warning_count.saturating_sub(SHOWN as u64);
+    if more > 0 {
+        note!(
+            "warning: … and {} more (`gyre validate` lists them)",
+            plural(more as usize, "warning")
+        );
     }
     if batch.skipped_lines > 0 {
-        eprintln!(
+        note!(
             "gyre: --lenient skipped {}",
             plural(batch.skipped_lines as usize, "line")
         );
@@ -137,19 +149,24 @@ pub fn load_with_progress(input: &InputArgs) -> Result<Batch> {
     Ok(batch)
 }
 
-/// The execution called `id`, or a message naming some that exist (exit 2).
-pub fn find_execution(batch: &Batch, id: &str) -> std::result::Result<usize, ExitCode> {
+/// The execution called `id`, or an [`Invalid`] error naming some that exist (exit 2).
+pub fn find_execution(batch: &Batch, id: &str) -> Result<usize> {
     batch.execution_index(id).ok_or_else(|| {
         let known: Vec<_> = batch
             .executions
             .iter()
             .take(8)
-            .map(|e| e.id.as_str())
+            .map(|e| sanitize(&e.id).into_owned())
             .collect();
-        eprintln!(
-            "gyre: no execution {id:?} in the input (first ids: {})",
-            known.join(", ")
-        );
-        ExitCode::from(EXIT_INVALID)
+        let known = if known.is_empty() {
+            "the input has no executions".to_owned()
+        } else {
+            format!("first ids: {}", known.join(", "))
+        };
+        Invalid(format!(
+            "no execution \"{}\" in the input ({known})",
+            sanitize(id)
+        ))
+        .into()
     })
 }

@@ -8,7 +8,8 @@ use clap::Args;
 use color_eyre::eyre::Result;
 use serde_json::json;
 
-use super::args::{AdmissionArgs, EXIT_INVALID, InputArgs, load_with_progress};
+use super::args::{AdmissionArgs, InputArgs, load_with_progress};
+use super::exit::Invalid;
 use crate::engine::admit::{Settings, parse_priority};
 use crate::engine::diff::{Side, diff};
 use crate::engine::score::AdvantageMode;
@@ -109,11 +110,12 @@ pub fn run(args: DiffArgs) -> Result<ExitCode> {
     let (sa, sb) = (settings_of(&base, &args.a), settings_of(&base, &args.b));
     let by_settings = args.a.is_some() || args.b.is_some();
     if !by_settings && args.files.len() != 2 {
-        eprintln!(
-            "gyre: diff compares two recordings (give exactly two files) or one recording under \
-             --a and --b settings (e.g. --a jmax=5 --b jmax=0)"
-        );
-        return Ok(ExitCode::from(EXIT_INVALID));
+        return Err(Invalid(
+            "diff compares two recordings (give exactly two files) or one recording under --a \
+             and --b settings (e.g. --a jmax=5 --b jmax=0)"
+                .into(),
+        )
+        .into());
     }
     let load = |files: Vec<PathBuf>| {
         load_with_progress(&InputArgs {

@@ -1,5 +1,6 @@
 //! `gyre inspect`: the interactive inspector on recordings or a bundled demo.
 
+use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -7,6 +8,7 @@ use clap::Args;
 use color_eyre::eyre::Result;
 
 use super::args::AdmissionArgs;
+use super::exit::Invalid;
 use crate::demo::Demo;
 use crate::engine::admit::Settings;
 use crate::tui::{self, Input, Options};
@@ -30,8 +32,27 @@ pub struct InspectArgs {
     tokenizer: Option<String>,
 }
 
+/// The inspector draws on stdout and reads keys from stdin: both must be a terminal. Checked
+/// before the terminal is touched, so a script or a redirect gets one line and exit 2.
+fn require_terminal() -> Result<()> {
+    let (stdin, stdout) = (io::stdin().is_terminal(), io::stdout().is_terminal());
+    if stdin && stdout {
+        return Ok(());
+    }
+    let which = match (stdin, stdout) {
+        (false, false) => "stdin and stdout are not",
+        (false, true) => "stdin is not",
+        _ => "stdout is not",
+    };
+    Err(Invalid(format!(
+        "inspect needs a terminal ({which} one); without one, use gyre stats, replay or show"
+    ))
+    .into())
+}
+
 /// Runs `gyre inspect`.
 pub fn run(args: InspectArgs) -> Result<ExitCode> {
+    require_terminal()?;
     tui::run(Options {
         input: match args.demo {
             Some(d) => Input::Demo(d),

@@ -5,6 +5,7 @@ mod admit;
 mod args;
 mod demo;
 mod diff;
+pub mod exit;
 #[cfg(feature = "tui")]
 mod inspect;
 #[cfg(feature = "record")]
@@ -16,14 +17,10 @@ mod sweep;
 mod synth;
 mod validate;
 
-use std::io;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use color_eyre::eyre::Result;
-
-use crate::engine::load::LoadError;
-use args::EXIT_INVALID;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -161,35 +158,20 @@ requests and close the recording; rerunning with the same --out appends.")]
 
 /// Entry point of the `gyre` binary.
 pub fn main() -> ExitCode {
-    if let Err(e) = color_eyre::install() {
-        eprintln!("gyre: {e}");
-    }
-    let cli = Cli::parse();
-    match run(cli) {
-        Ok(code) => code,
+    exit::install_hooks();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
         Err(e) => {
-            if let Some(le) = e.downcast_ref::<LoadError>() {
-                eprintln!("{le}");
-                return ExitCode::from(EXIT_INVALID);
-            }
-            if let Some(ex) = e.downcast_ref::<crate::output::ExistsError>() {
-                eprintln!("gyre: {ex}");
-                return ExitCode::from(EXIT_INVALID);
-            }
-            if is_broken_pipe(&e) {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("gyre: {e:?}");
-            ExitCode::FAILURE
+            // clap's own text (usage errors, --help, --version); a closed pipe is ignored.
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(exit::EXIT_INVALID)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
-    }
-}
-
-fn is_broken_pipe(e: &color_eyre::Report) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-    })
+    };
+    exit::finish(run(cli))
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -197,8 +179,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         // The inspector when a person is watching; the text demo for scripts and CI.
         #[cfg(feature = "tui")]
         None if {
-            use std::io::IsTerminal;
-            io::stdout().is_terminal() && io::stdin().is_terminal()
+            use std::io::{IsTerminal, stdin, stdout};
+            stdout().is_terminal() && stdin().is_terminal()
         } =>
         {
             inspect::demo()

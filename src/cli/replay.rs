@@ -29,14 +29,11 @@ pub struct ReplayArgs {
 /// Runs `gyre replay`.
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let batch = load_with_progress(&args.input)?;
-    let i = match find_execution(&batch, &args.execution) {
-        Ok(i) => i,
-        Err(code) => return Ok(code),
-    };
+    let i = find_execution(&batch, &args.execution)?;
     let results = eng::process(&batch, &args.admission.settings(), AdvantageMode::DrGrpo);
     let mut out = io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &replay_json(&batch, &results, i))?;
+        crate::text::sanitize::write_json_pretty(&mut out, &replay_json(&batch, &results, i))?;
         writeln!(out)?;
     } else {
         write!(out, "{}", replay_text(&batch, &results, i))?;

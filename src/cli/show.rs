@@ -6,15 +6,15 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use color_eyre::eyre::Result;
 
-use super::args::{
-    AdmissionArgs, EXIT_INVALID, InputArgs, color_wanted, find_execution, load_with_progress,
-};
+use super::args::{AdmissionArgs, InputArgs, color_wanted, find_execution, load_with_progress};
+use super::exit::Invalid;
 use crate::engine::load::Batch;
 use crate::engine::score::AdvantageMode;
 use crate::engine::{self as eng, Results, export};
 use crate::paint::{ColorMode, ExecView, PathView};
 use crate::report::outcome_text;
 use crate::show::{self, ShowOptions};
+use crate::text::{TokenText, sanitize};
 
 /// `gyre show` arguments.
 #[derive(Args, Debug)]
@@ -34,7 +34,7 @@ pub struct ShowArgs {
     #[arg(long, value_enum, default_value_t = ColorArg::Provenance)]
     color: ColorArg,
     /// Show claim state as of draw K (its targets highlighted) instead of after all draws.
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
     draw: Option<u32>,
     /// Mark token boundaries with │.
     #[arg(long)]
@@ -89,37 +89,41 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
         tokenizer,
     } = args;
     let (execution, mode) = (execution.as_str(), ColorMode::from(color));
+    // A bad --tokenizer is refused before the input is read.
+    let arg_text = tokenizer
+        .as_deref()
+        .map(crate::text::resolve::from_arg)
+        .transpose()
+        .map_err(|e| Invalid::from_report(&e))?;
     let batch = load_with_progress(&input)?;
-    let i = match find_execution(&batch, execution) {
-        Ok(i) => i,
-        Err(code) => return Ok(code),
-    };
+    let i = find_execution(&batch, execution)?;
     let results = eng::process(&batch, &admission.settings(), AdvantageMode::DrGrpo);
     let exec = &batch.executions[i];
+    let name = sanitize(execution);
     let req = match request.as_deref() {
-        Some(id) => match exec.request_index(id) {
-            Some(r) => r,
-            None => {
-                eprintln!("gyre: execution {execution:?} has no request {id:?}");
-                return Ok(ExitCode::from(EXIT_INVALID));
-            }
-        },
-        None => match default_path_request(&batch, &results, i) {
-            Some(r) => r,
-            None => {
-                eprintln!("gyre: execution {execution:?} has no requests");
-                return Ok(ExitCode::from(EXIT_INVALID));
-            }
-        },
+        Some(id) => exec.request_index(id).ok_or_else(|| {
+            Invalid(format!(
+                "execution \"{name}\" has no request \"{}\"",
+                sanitize(id)
+            ))
+        })?,
+        None => default_path_request(&batch, &results, i)
+            .ok_or_else(|| Invalid(format!("execution \"{name}\" has no requests")))?,
     };
     let draws = results.admissions[i].draws.len() as u32;
     if let Some(k) = draw {
         if k == 0 || k > draws {
-            eprintln!("gyre: --draw {k} is outside 1..={draws} for execution {execution:?}");
-            return Ok(ExitCode::from(EXIT_INVALID));
+            let why = match draws {
+                0 => format!("--draw {k}: execution \"{name}\" has no draws"),
+                n => format!("--draw {k} is outside 1..={n} for execution \"{name}\""),
+            };
+            return Err(Invalid(why).into());
         }
     }
-    let text = crate::text::resolve_tokenizer(tokenizer.as_deref(), &batch)?;
+    let text: TokenText = match arg_text {
+        Some(t) => t,
+        None => crate::text::resolve::from_header(&batch).map_err(|e| Invalid::from_report(&e))?,
+    };
     let view = ExecView::new(exec, &results, i);
     let path = PathView::new(exec, req);
     let r = &exec.requests[req as usize];
@@ -135,13 +139,13 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
     writeln!(
         out,
         "{} · path of {}{role} · {} tokens (input {}, output {}) · {} · tokenizer {}",
-        exec.id,
-        r.id,
+        sanitize(&exec.id),
+        sanitize(&r.id),
         path.len,
         r.input_len,
         r.output_len,
         outcome_text(&results.outcomes[i]),
-        text.label()
+        sanitize(text.label())
     )?;
     if runs {
         write!(out, "{}", show::render_runs(&view, &path, &text, draw))?;

@@ -30,7 +30,7 @@ pub fn run(args: StatsArgs) -> Result<ExitCode> {
     let s = stats::stats(&batch, &results);
     let mut out = io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &s)?;
+        crate::text::sanitize::write_json_pretty(&mut out, &s)?;
         writeln!(out)?;
     } else {
         write!(out, "{}", stats_table(&s, &results.settings))?;

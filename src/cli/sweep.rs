@@ -60,7 +60,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     }
     let mut out = io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &sweep_json(&sweep))?;
+        crate::text::sanitize::write_json_pretty(&mut out, &sweep_json(&sweep))?;
         writeln!(out)?;
     } else {
         write!(out, "{}", sweep_text(&sweep))?;

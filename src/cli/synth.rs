@@ -9,6 +9,7 @@ use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::output::Sink;
+use crate::report::plural;
 use crate::synth::{self, SynthOptions};
 
 /// `gyre synth` arguments.
@@ -18,16 +19,16 @@ pub struct SynthArgs {
     #[arg(long, short)]
     out: PathBuf,
     /// Executions (GRPO groups of 4 share a task).
-    #[arg(long, default_value_t = 24)]
+    #[arg(long, default_value_t = 24, allow_negative_numbers = true)]
     executions: usize,
     /// Main-agent steps per execution.
-    #[arg(long, default_value_t = 12)]
+    #[arg(long, default_value_t = 12, allow_negative_numbers = true)]
     turns: usize,
     /// Compaction threshold in tokens.
-    #[arg(long, default_value_t = 6000)]
+    #[arg(long, default_value_t = 6000, allow_negative_numbers = true)]
     context: usize,
     /// Seed.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     seed: u64,
     /// Write delta (`extends`) encodings.
     #[arg(long)]
@@ -71,12 +72,12 @@ pub fn run(args: SynthArgs) -> Result<ExitCode> {
         .iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
-    eprintln!(
-        "gyre: wrote {} ({} executions, {} requests, {} lines, {:.1} MB uncompressed; fates: {})",
+    super::exit::note!(
+        "gyre: wrote {} ({}, {}, {}, {:.1} MB uncompressed; fates: {})",
         out.display(),
-        summary.executions,
-        summary.requests,
-        summary.lines,
+        plural(summary.executions, "execution"),
+        plural(summary.requests, "request"),
+        plural(summary.lines as usize, "line"),
         summary.bytes as f64 / 1e6,
         fates.join(", ")
     );

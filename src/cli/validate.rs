@@ -1,12 +1,13 @@
 //! `gyre validate`: every problem of a recording as `file:line: what (field)`.
 
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 use color_eyre::eyre::Result;
 
-use super::args::EXIT_INVALID;
+use super::exit::{EXIT_INVALID, note};
 use crate::engine::load::{self, LoadOptions};
 use crate::report::plural;
 
@@ -18,30 +19,47 @@ pub struct ValidateArgs {
     files: Vec<PathBuf>,
 }
 
-/// Runs `gyre validate`: exit 2 when there is any problem.
+/// Runs `gyre validate`: exit 2 when there is any problem. Problems go to stdout (one per line,
+/// the first thousand), warnings and the count to stderr.
 pub fn run(args: ValidateArgs) -> Result<ExitCode> {
     let files = &args.files;
-    match load::load(files, &LoadOptions::default(), &|_, _| {}) {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let (code, written) = match load::load(files, &LoadOptions::default(), &|_, _| {}) {
         Ok(batch) => {
             for w in &batch.warnings {
-                eprintln!("warning: {w}");
+                note!("warning: {w}");
             }
-            let requests: usize = batch.executions.iter().map(|e| e.requests.len()).sum();
-            println!(
-                "ok: {}, {}, {}, {}",
-                plural(files.len(), "file"),
-                plural(batch.executions.len(), "execution"),
-                plural(requests, "request"),
-                plural(batch.warnings.len(), "warning")
-            );
-            Ok(ExitCode::SUCCESS)
+            // The header's tokenizer file is loaded too: a file that exists but is no
+            // tokenizer.json is a problem of the recording, found now rather than in `show`.
+            match crate::text::resolve::from_header(&batch) {
+                Err(e) => {
+                    let written = writeln!(out, "{e}");
+                    note!("1 problem");
+                    (ExitCode::from(EXIT_INVALID), written)
+                }
+                Ok(_) => {
+                    let requests: usize = batch.executions.iter().map(|e| e.requests.len()).sum();
+                    let written = writeln!(
+                        out,
+                        "ok: {}, {}, {}, {}",
+                        plural(files.len(), "file"),
+                        plural(batch.executions.len(), "execution"),
+                        plural(requests, "request"),
+                        plural(batch.warning_count as usize, "warning")
+                    );
+                    (ExitCode::SUCCESS, written)
+                }
+            }
         }
         Err(e) => {
-            for d in &e.diagnostics {
-                println!("{d}");
-            }
-            eprintln!("{}", plural(e.diagnostics.len(), "problem"));
-            Ok(ExitCode::from(EXIT_INVALID))
+            let written = e.diagnostics.iter().try_for_each(|d| writeln!(out, "{d}"));
+            note!("{}", plural(e.count() as usize, "problem"));
+            (ExitCode::from(EXIT_INVALID), written)
         }
+    };
+    // The verdict stands when the reader stops early (`gyre validate x | head`).
+    match written.and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(code),
     }
 }

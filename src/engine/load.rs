@@ -19,6 +19,28 @@ use serde_json::Value;
 
 use super::execution::{Execution, LineRef};
 use super::record::{LineError, Parsed, Record, parse_line};
+use crate::text::sanitize;
+
+/// Problems (and, separately, warnings) kept in full: the first ones by file and line. The rest
+/// are only counted, so a file of a million bad lines costs no more memory than a good one.
+pub const KEPT_DIAGNOSTICS: usize = 1000;
+
+/// Longest line read by default (128 MiB): far above any real record (a 1M-token context is
+/// about 8 MB of JSON), far below what would exhaust memory. `GYRE_MAX_LINE_MB` overrides it.
+pub const DEFAULT_MAX_LINE: usize = 128 << 20;
+
+/// Environment variable that sets the longest line read, in MiB.
+pub const MAX_LINE_ENV: &str = "GYRE_MAX_LINE_MB";
+
+/// The longest line read: [`MAX_LINE_ENV`] when it holds a positive whole number of MiB, else
+/// [`DEFAULT_MAX_LINE`].
+pub fn max_line_bytes() -> usize {
+    std::env::var(MAX_LINE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&mb| mb > 0)
+        .map_or(DEFAULT_MAX_LINE, |mb| mb.saturating_mul(1 << 20))
+}
 
 /// A problem (or warning) at a place in the input.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,45 +55,89 @@ pub struct Diagnostic {
     pub field: Option<String>,
 }
 
+impl Diagnostic {
+    /// The entry that stands for `n` further diagnostics that were counted but not kept (see
+    /// [`KEPT_DIAGNOSTICS`]); it comes last.
+    pub fn omitted(n: u64) -> Diagnostic {
+        Diagnostic {
+            file: PathBuf::new(),
+            line: n,
+            message: String::new(),
+            field: None,
+        }
+    }
+
+    /// For the entry made by [`Diagnostic::omitted`]: how many were left out.
+    pub fn omitted_count(&self) -> Option<u64> {
+        (self.file.as_os_str().is_empty() && self.message.is_empty()).then_some(self.line)
+    }
+}
+
+/// Everything in a diagnostic can come from the input (ids, keys, file names), so all of it
+/// is written through the terminal sanitiser.
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(n) = self.omitted_count() {
+            return write!(
+                f,
+                "… and {n} more (only the first {KEPT_DIAGNOSTICS} are kept)"
+            );
+        }
+        let file = self.file.display().to_string();
+        let (file, message) = (sanitize(&file), sanitize(&self.message));
         if self.line > 0 {
-            write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)?;
+            write!(f, "{file}:{}: {message}", self.line)?;
         } else {
-            write!(f, "{}: {}", self.file.display(), self.message)?;
+            write!(f, "{file}: {message}")?;
         }
         if let Some(field) = &self.field {
-            write!(f, " ({field})")?;
+            write!(f, " ({})", sanitize(field))?;
         }
         Ok(())
     }
 }
 
-/// Loading failed: the input is invalid (every problem found) or unreadable.
+/// Loading failed: the input is invalid or unreadable.
 #[derive(Debug)]
 pub struct LoadError {
-    /// Every problem, in file and line order.
+    /// The problems, in file and line order: the first [`KEPT_DIAGNOSTICS`], then (when there
+    /// were more) one [`Diagnostic::omitted`] entry counting the rest.
     pub diagnostics: Vec<Diagnostic>,
+}
+
+impl LoadError {
+    /// Problems found, the ones not kept included.
+    pub fn count(&self) -> u64 {
+        self.diagnostics
+            .iter()
+            .map(|d| d.omitted_count().unwrap_or(1))
+            .sum()
+    }
 }
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const SHOWN: usize = 20;
-        for d in self.diagnostics.iter().take(SHOWN) {
+        let kept = self
+            .diagnostics
+            .iter()
+            .filter(|d| d.omitted_count().is_none());
+        for d in kept.take(SHOWN) {
             writeln!(f, "{d}")?;
         }
-        if self.diagnostics.len() > SHOWN {
+        let count = self.count();
+        if count > SHOWN as u64 {
+            let more = count - SHOWN as u64;
             writeln!(
                 f,
-                "… and {} more problems (`gyre validate` lists them all)",
-                self.diagnostics.len() - SHOWN
+                "… and {more} more problem{} (`gyre validate` lists the first {KEPT_DIAGNOSTICS})",
+                if more == 1 { "" } else { "s" }
             )?;
         }
         write!(
             f,
-            "{} problem{} in the input",
-            self.diagnostics.len(),
-            if self.diagnostics.len() == 1 { "" } else { "s" }
+            "{} in the input",
+            crate::report::plural(count as usize, "problem")
         )
     }
 }
@@ -91,12 +157,15 @@ pub struct LoadOptions {
 pub struct Batch {
     /// The files, in the order given.
     pub files: Vec<PathBuf>,
-    /// Each file's header line, when it has one.
-    pub headers: Vec<Option<Value>>,
+    /// Each file's header line and its line number, when it has one.
+    pub headers: Vec<Option<(Value, u64)>>,
     /// Executions in order of first appearance.
     pub executions: Vec<Execution>,
-    /// Warnings (and, with `lenient`, the skipped problems), in input order.
+    /// Warnings (and, with `lenient`, the skipped problems), in input order: the first
+    /// [`KEPT_DIAGNOSTICS`], then a [`Diagnostic::omitted`] entry when there were more.
     pub warnings: Vec<Diagnostic>,
+    /// Warnings found, the ones not kept included.
+    pub warning_count: u64,
     /// Lines skipped under `lenient`.
     pub skipped_lines: u64,
     /// Executions dropped under `lenient` because their tree could not be built.
@@ -104,12 +173,12 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// The first header that names a tokenizer (SPEC §7), with the file it came from.
-    pub fn tokenizer_spec(&self) -> Option<(&Value, &Path)> {
-        self.headers
-            .iter()
-            .zip(&self.files)
-            .find_map(|(h, f)| Some((h.as_ref()?.get("tokenizer")?, f.as_path())))
+    /// The first header that names a tokenizer (SPEC §7), with the file and line it came from.
+    pub fn tokenizer_spec(&self) -> Option<(&Value, &Path, u64)> {
+        self.headers.iter().zip(&self.files).find_map(|(h, f)| {
+            let (header, line) = h.as_ref()?;
+            Some((header.get("tokenizer")?, f.as_path(), *line))
+        })
     }
 
     /// Index of execution `id`.
@@ -123,8 +192,16 @@ struct Chunk {
     file: u32,
     first_line: u64,
     data: Vec<u8>,
-    /// End offset of each line in `data` (line terminators excluded).
-    lines: Vec<(usize, usize)>,
+    /// Each line, in order.
+    lines: Vec<Line>,
+}
+
+/// One line of a chunk.
+enum Line {
+    /// `data[start..end]` (line terminator excluded).
+    Text(usize, usize),
+    /// Longer than the limit: skipped unread.
+    TooLong,
 }
 
 const CHUNK_BYTES: usize = 256 << 10;
@@ -188,23 +265,31 @@ pub fn load_inputs(
             headers: vec![None; inputs.len()],
             ..Batch::default()
         },
+        dirs: inputs
+            .iter()
+            .map(|i| match i {
+                Input::File(p) => Some(p.parent().unwrap_or(Path::new("")).to_path_buf()),
+                Input::Memory { .. } => None,
+            })
+            .collect(),
         slots: Vec::new(),
         index: HashMap::new(),
         dropped: HashMap::new(),
-        errors: Vec::new(),
+        errors: Kept::default(),
+        warnings: Kept::default(),
         lenient: options.lenient,
     };
-    let (tx, rx) = sync_channel::<Result<Chunk, Diagnostic>>(1);
+    let (tx, rx) = sync_channel::<Result<Chunk, (u32, Diagnostic)>>(1);
     // Three stages, one bounded queue between each: read → parse (rayon) → apply. Parsing chunk
     // N+1 overlaps applying chunk N.
-    let (parsed_tx, parsed_rx) = sync_channel::<Result<ParsedChunk, Diagnostic>>(1);
+    let (parsed_tx, parsed_rx) = sync_channel::<Result<ParsedChunk, (u32, Diagnostic)>>(1);
     std::thread::scope(|s| {
         let done_reader = Arc::clone(&done);
         s.spawn(move || {
             for (fi, input) in inputs.iter().enumerate() {
                 if let Err(d) = read_input(fi as u32, input, &done_reader, &tx) {
                     // A closed channel means the consumer gave up; nothing left to tell.
-                    let _ = tx.send(Err(d));
+                    let _ = tx.send(Err((fi as u32, d)));
                 }
             }
         });
@@ -218,7 +303,7 @@ pub fn load_inputs(
         for item in parsed_rx {
             match item {
                 Ok(chunk) => state.consume(chunk),
-                Err(d) => state.errors.push(d),
+                Err((file, d)) => state.errors.push(file, d),
             }
             progress(done.load(Ordering::Relaxed), total);
         }
@@ -276,19 +361,40 @@ pub fn decompress<'a, R: BufRead + Send + 'a>(
     })
 }
 
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 fn read_input(
     fi: u32,
     input: &Input,
     done: &Arc<AtomicU64>,
-    tx: &std::sync::mpsc::SyncSender<Result<Chunk, Diagnostic>>,
+    tx: &std::sync::mpsc::SyncSender<Result<Chunk, (u32, Diagnostic)>>,
 ) -> Result<(), Diagnostic> {
-    let diag = |line: u64, e: io::Error| Diagnostic {
+    let diag = |line: u64, message: String| Diagnostic {
         file: input.name(),
         line,
-        message: format!("cannot read: {e}"),
+        message,
         field: None,
     };
-    let mut reader = open(input, done).map_err(|e| diag(0, e))?;
+    let cannot_read = |line: u64, e: io::Error| diag(line, format!("cannot read: {e}"));
+    let mut reader = open(input, done).map_err(|e| cannot_read(0, e))?;
+    let max_line = max_line_bytes();
+    // A UTF-8 byte-order mark (written by some Windows tools) is not part of the first record.
+    if reader
+        .fill_buf()
+        .map_err(|e| cannot_read(1, e))?
+        .starts_with(BOM)
+    {
+        reader.consume(BOM.len());
+    }
+    let first = reader.fill_buf().map_err(|e| cannot_read(1, e))?;
+    if first.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(diag(
+            1,
+            "this is a JSON array, not JSONL: write one record per line \
+             (e.g. `jq -c '.[]' FILE > FILE.jsonl`)"
+                .into(),
+        ));
+    }
     let mut line_no = 0u64;
     loop {
         let mut chunk = Chunk {
@@ -300,25 +406,61 @@ fn read_input(
         let mut eof = false;
         while chunk.data.len() < CHUNK_BYTES {
             let start = chunk.data.len();
-            let n = reader
+            // One byte over the limit tells a line at the limit from a longer one.
+            let n = (&mut reader)
+                .take(max_line as u64 + 1)
                 .read_until(b'\n', &mut chunk.data)
-                .map_err(|e| diag(line_no + 1, e))?;
+                .map_err(|e| cannot_read(line_no + 1, e))?;
             if n == 0 {
                 eof = true;
                 break;
             }
             line_no += 1;
+            if n > max_line && chunk.data.last() != Some(&b'\n') {
+                chunk.data.truncate(start);
+                skip_line(&mut reader).map_err(|e| cannot_read(line_no, e))?;
+                chunk.lines.push(Line::TooLong);
+                continue;
+            }
             let mut end = chunk.data.len();
             while end > start && matches!(chunk.data[end - 1], b'\n' | b'\r') {
                 end -= 1;
             }
-            chunk.lines.push((start, end));
+            if line_no == 1 && chunk.data[start..end].trim_ascii() == b"{" {
+                return Err(diag(
+                    1,
+                    "this is one pretty-printed JSON document, not JSONL: write one record \
+                     per line (e.g. `jq -c . FILE > FILE.jsonl`)"
+                        .into(),
+                ));
+            }
+            chunk.lines.push(Line::Text(start, end));
         }
         if !chunk.lines.is_empty() && tx.send(Ok(chunk)).is_err() {
             return Ok(());
         }
         if eof {
             return Ok(());
+        }
+    }
+}
+
+/// Reads past the rest of a line without keeping it.
+fn skip_line(reader: &mut dyn BufRead) -> io::Result<()> {
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match memchr::memchr(b'\n', buf) {
+            Some(i) => {
+                reader.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
         }
     }
 }
@@ -332,12 +474,23 @@ struct ParsedChunk {
 
 /// Parses a chunk's lines on the rayon pool.
 fn parse_chunk(chunk: Chunk) -> ParsedChunk {
+    let max_line = max_line_bytes();
     let parsed = chunk
         .lines
         .par_iter()
-        .map(|&(s, e)| {
-            let line = &chunk.data[s..e];
-            (!line.iter().all(u8::is_ascii_whitespace)).then(|| parse_line(line))
+        .map(|line| match *line {
+            Line::Text(s, e) => {
+                let line = &chunk.data[s..e];
+                (!line.iter().all(u8::is_ascii_whitespace)).then(|| parse_line(line))
+            }
+            Line::TooLong => Some(Err(LineError {
+                message: format!(
+                    "line is longer than the limit of {} MiB, not read (set {MAX_LINE_ENV} to \
+                     a larger number of MiB to raise it)",
+                    max_line >> 20
+                ),
+                field: None,
+            })),
         })
         .collect();
     ParsedChunk {
@@ -350,15 +503,58 @@ fn parse_chunk(chunk: Chunk) -> ParsedChunk {
 /// One execution taken out of its slot with the records a chunk has for it.
 type Work = (usize, Execution, Vec<(Record, LineRef)>);
 
+/// The first [`KEPT_DIAGNOSTICS`] diagnostics by place in the input, and a count of all.
+#[derive(Default)]
+struct Kept {
+    /// With the file's index, for ordering.
+    list: Vec<(u32, Diagnostic)>,
+    count: u64,
+}
+
+impl Kept {
+    fn push(&mut self, file: u32, d: Diagnostic) {
+        self.count += 1;
+        self.list.push((file, d));
+        if self.list.len() >= 2 * KEPT_DIAGNOSTICS {
+            self.trim();
+        }
+    }
+
+    /// Keeps the first by file and line (stable: a line's diagnostics stay in order).
+    fn trim(&mut self) {
+        self.list.sort_by_key(|(file, d)| (*file, d.line));
+        self.list.truncate(KEPT_DIAGNOSTICS);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The kept diagnostics in order, then an [`Diagnostic::omitted`] entry for the rest.
+    fn into_vec(mut self) -> Vec<Diagnostic> {
+        self.trim();
+        let omitted = self.count - self.list.len() as u64;
+        let mut out: Vec<Diagnostic> = self.list.into_iter().map(|(_, d)| d).collect();
+        if omitted > 0 {
+            out.push(Diagnostic::omitted(omitted));
+        }
+        out
+    }
+}
+
 /// Loading state: executions being built, in order of first appearance.
 struct Loader {
     batch: Batch,
+    /// Per input: the directory relative tokenizer paths are resolved against (`None` for
+    /// recordings held in memory).
+    dirs: Vec<Option<PathBuf>>,
     /// Executions under construction (taken out while a task applies records to them).
     slots: Vec<Option<Execution>>,
     index: HashMap<String, usize>,
     /// Executions dropped under `lenient`, with the reason.
     dropped: HashMap<usize, String>,
-    errors: Vec<Diagnostic>,
+    errors: Kept,
+    warnings: Kept,
     lenient: bool,
 }
 
@@ -373,16 +569,47 @@ impl Loader {
     }
 
     /// A per-line problem: an error, or a counted warning under `lenient`.
-    fn problem(&mut self, d: Diagnostic) {
+    fn problem(&mut self, at: LineRef, d: Diagnostic) {
         if self.lenient {
             self.batch.skipped_lines += 1;
-            self.batch.warnings.push(Diagnostic {
-                message: format!("skipped: {}", d.message),
-                ..d
-            });
+            self.warnings.push(
+                at.file,
+                Diagnostic {
+                    message: format!("skipped: {}", d.message),
+                    ..d
+                },
+            );
         } else {
-            self.errors.push(d);
+            self.errors.push(at.file, d);
         }
+    }
+
+    fn warn(&mut self, at: LineRef, message: String) {
+        let d = self.diag(
+            at,
+            LineError {
+                message,
+                field: None,
+            },
+        );
+        self.warnings.push(at.file, d);
+    }
+
+    /// A header's `tokenizer` path must name a regular file of reasonable size (SPEC §7); it is
+    /// only checked here, loaded by whoever shows text.
+    fn check_tokenizer(&self, header: &Value, at: LineRef) -> Option<Diagnostic> {
+        let spec = header.get("tokenizer")?;
+        let dir = self.dirs[at.file as usize].as_deref()?;
+        let path = crate::text::tokenizer::header_path(spec)?;
+        let resolved = crate::text::tokenizer::resolve_path(dir, path);
+        let why = crate::text::tokenizer::check_file(&resolved).err()?;
+        Some(self.diag(
+            at,
+            LineError {
+                message: format!("tokenizer path \"{path}\": {why}"),
+                field: Some("tokenizer.path".into()),
+            },
+        ))
     }
 
     fn consume(&mut self, chunk: ParsedChunk) {
@@ -405,35 +632,25 @@ impl Loader {
                 Some(Ok(p)) => p,
                 Some(Err(e)) => {
                     let d = self.diag(at, e);
-                    self.problem(d);
+                    self.problem(at, d);
                     continue;
                 }
             };
             for w in parsed.warnings {
-                let d = self.diag(
-                    at,
-                    LineError {
-                        message: w,
-                        field: None,
-                    },
-                );
-                self.batch.warnings.push(d);
+                self.warn(at, w);
             }
             let exec_id = match &parsed.record {
                 Record::Header(h) => {
                     if at.line != 1 {
-                        let d = self.diag(
-                            at,
-                            LineError {
-                                message: "header is not on the first line; read anyway".into(),
-                                field: None,
-                            },
-                        );
-                        self.batch.warnings.push(d);
+                        self.warn(at, "header is not on the first line; read anyway".into());
+                    }
+                    if let Some(d) = self.check_tokenizer(h, at) {
+                        self.problem(at, d);
+                        continue;
                     }
                     let slot = &mut self.batch.headers[at.file as usize];
                     if slot.is_none() {
-                        *slot = Some(h.clone());
+                        *slot = Some((h.clone(), at.line));
                     }
                     continue;
                 }
@@ -469,60 +686,76 @@ impl Loader {
                 (idx, exec, recs)
             })
             .collect();
-        let results: Vec<Vec<(LineRef, LineError)>> = work
+        let results: Vec<Vec<(LineRef, LineError, Option<LineRef>)>> = work
             .par_iter_mut()
             .map(|(_, exec, recs)| {
                 let mut errs = Vec::new();
                 for (rec, at) in recs.drain(..) {
+                    let earlier = exec.clash(&rec);
                     if let Err(e) = exec.apply(rec, at) {
-                        errs.push((at, e));
+                        errs.push((at, e, earlier));
                     }
                 }
+                exec.compact();
                 errs
             })
             .collect();
         for ((idx, exec, _), errs) in work.into_iter().zip(results) {
             self.slots[idx] = Some(exec);
-            for (at, e) in errs {
+            for (at, mut e, earlier) in errs {
                 let unbuildable = e.field.as_deref() == Some("extends");
+                if let Some(first) = earlier {
+                    let file = self.batch.files[first.file as usize].display();
+                    e.message = format!("{} (first at {file}:{})", e.message, first.line);
+                }
                 let d = self.diag(at, e);
                 if self.lenient && unbuildable && !self.dropped.contains_key(&idx) {
                     self.dropped.insert(idx, d.to_string());
                 }
-                self.problem(d);
+                self.problem(at, d);
             }
         }
     }
 
     fn finish(mut self) -> Result<Batch, LoadError> {
         if !self.errors.is_empty() {
-            self.errors.sort_by(|a, b| {
-                (self.batch.files.iter().position(|f| f == &a.file), a.line)
-                    .cmp(&(self.batch.files.iter().position(|f| f == &b.file), b.line))
-            });
             return Err(LoadError {
-                diagnostics: self.errors,
+                diagnostics: self.errors.into_vec(),
             });
         }
-        for (idx, slot) in self.slots.into_iter().enumerate() {
-            let mut exec = slot.expect("execution slot is filled");
-            exec.finish_loading();
-            match self.dropped.get(&idx) {
-                Some(why) => {
-                    self.batch.warnings.push(Diagnostic {
-                        file: self.batch.files[exec.first_seen.file as usize].clone(),
-                        line: exec.first_seen.line,
-                        message: format!(
-                            "execution {:?} dropped: its tree cannot be built ({why})",
-                            exec.id
-                        ),
-                        field: None,
-                    });
-                    self.batch.dropped_executions.push(exec.id);
-                }
-                None => self.batch.executions.push(exec),
-            }
+        drop(std::mem::take(&mut self.index));
+        let mut dropped: Vec<(usize, String)> = self.dropped.drain().collect();
+        dropped.sort_unstable();
+        for (idx, why) in dropped {
+            let exec = self.slots[idx].take().expect("execution slot is filled");
+            let at = exec.first_seen;
+            self.warnings.push(
+                at.file,
+                Diagnostic {
+                    file: self.batch.files[at.file as usize].clone(),
+                    line: at.line,
+                    message: format!(
+                        "execution \"{}\" dropped: its tree cannot be built ({why})",
+                        exec.id
+                    ),
+                    field: None,
+                },
+            );
+            self.batch.dropped_executions.push(exec.id);
         }
+        // Collected in place: the slots' buffer becomes the executions' (no second copy of
+        // every execution at the peak).
+        self.batch.executions = self
+            .slots
+            .into_iter()
+            .filter_map(|slot| {
+                let mut exec = slot?;
+                exec.finish_loading();
+                Some(exec)
+            })
+            .collect();
+        self.batch.warning_count = self.warnings.count;
+        self.batch.warnings = self.warnings.into_vec();
         Ok(self.batch)
     }
 }

@@ -316,6 +316,7 @@ impl<'de> Deserialize<'de> for Id {
 }
 
 #[derive(Deserialize)]
+#[serde(expecting = "a span object such as {\"end\": 12, \"source\": \"user\"}")]
 struct RawSpan<'a> {
     end: u64,
     #[serde(borrow)]
@@ -324,6 +325,7 @@ struct RawSpan<'a> {
 }
 
 #[derive(Deserialize)]
+#[serde(expecting = "a tool call object such as {\"id\": \"call_1\", \"start\": 0, \"end\": 9}")]
 struct RawToolCall {
     id: Id,
     name: Option<String>,
@@ -333,6 +335,7 @@ struct RawToolCall {
 
 /// Every field any kind may carry; which are required depends on `kind`.
 #[derive(Deserialize)]
+#[serde(expecting = "a record object")]
 struct RawLine<'a> {
     #[serde(borrow)]
     kind: Option<Cow<'a, str>>,
@@ -376,22 +379,33 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
     // Fast path: token arrays read by hand, the rest by serde_json. Anything unusual in the
     // arrays (or the line) falls back to serde_json for all of it, which also words the errors.
     let mut split = split_token_arrays(line);
-    let parsed = match &mut split {
-        Some(s) => serde_json::from_slice::<RawLine>(&s.rest)
-            .map(|mut raw| {
+    // serde_json skips unknown members without checking their text: JSON is UTF-8, so check it
+    // here (the token arrays the split took out are ASCII digits).
+    let text = match &split {
+        Ok(s) => &s.rest[..],
+        Err(_) => line,
+    };
+    if let Err(e) = std::str::from_utf8(text) {
+        let at = line.len() - text.len() + e.valid_up_to();
+        return Err(LineError {
+            message: format!("malformed JSON: not UTF-8 text (near byte {})", at + 1),
+            field: None,
+        });
+    }
+    let raw = match &mut split {
+        Ok(s) => match serde_json::from_slice::<RawLine>(&s.rest) {
+            Ok(mut raw) => {
                 raw.input = s.input.take();
                 raw.output = s.output.take();
                 if s.logprobs.is_some() {
                     raw.logprobs = s.logprobs.take();
                 }
                 raw
-            })
-            .or_else(|_| serde_json::from_slice(line)),
-        None => serde_json::from_slice(line),
-    };
-    let raw: RawLine = match parsed {
-        Ok(raw) => raw,
-        Err(_) => return Err(describe_json_error(line)),
+            }
+            Err(_) => parse_slowly(line)?,
+        },
+        Err(Decline::DuplicateKey(key)) => return Err(duplicate_error(key, None)),
+        Err(Decline::Unusual) => parse_slowly(line)?,
     };
     let mut warnings = Vec::new();
     let kind = raw
@@ -417,11 +431,135 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
         "assessment" => Record::Assessment(Box::new(parse_assessment(raw)?)),
         "closure" => Record::Closure(Box::new(parse_closure(raw)?)),
         other => {
-            warnings.push(format!("unknown kind {other:?}: line ignored"));
+            warnings.push(format!("unknown kind \"{other}\": line ignored"));
             Record::Unknown(other.to_owned())
         }
     };
     Ok(Parsed { record, warnings })
+}
+
+/// The whole line through serde_json, for lines the fast path declines: errors worded with the
+/// field at fault, duplicate keys refused at any depth.
+fn parse_slowly(line: &[u8]) -> Result<RawLine<'_>, LineError> {
+    if let Some(found) = not_an_object(line) {
+        return Err(LineError {
+            message: format!("a record must be a JSON object, found {found}"),
+            field: None,
+        });
+    }
+    let raw = serde_json::from_slice(line).map_err(|_| describe_json_error(line))?;
+    match duplicate_key(line) {
+        Some(e) => Err(e),
+        None => Ok(raw),
+    }
+}
+
+/// A key written twice in one object: refused, whatever the values (readers disagree on which
+/// one counts, so the record would mean different things to different tools).
+fn duplicate_error(key: &str, field: Option<String>) -> LineError {
+    LineError {
+        message: format!("duplicate key \"{key}\" in one object"),
+        field: Some(field.unwrap_or_else(|| key.to_owned())),
+    }
+}
+
+/// The first key repeated within one object anywhere in `json` (valid JSON), as an error.
+fn duplicate_key(json: &[u8]) -> Option<LineError> {
+    // Most lines have none: check without tracking the path, and find the path only for the
+    // rare line that has one.
+    serde_json::from_slice::<NoDuplicateKeys>(json).err()?;
+    let de = &mut serde_json::Deserializer::from_slice(json);
+    let err = serde_path_to_error::deserialize::<_, NoDuplicateKeys>(de).err()?;
+    let path = err.path().to_string();
+    let key = err.into_inner().to_string();
+    let key = key.strip_prefix(DUPLICATE).unwrap_or(&key);
+    let key = key.find(" at line ").map_or(key, |i| &key[..i]);
+    let field = match path.as_str() {
+        "." | "" | "?" => key.to_owned(),
+        p => format!("{p}.{key}"),
+    };
+    Some(duplicate_error(key, Some(field)))
+}
+
+const DUPLICATE: &str = "duplicate key: ";
+
+/// Walks a JSON value and fails on the first object that repeats a key.
+struct NoDuplicateKeys;
+
+impl<'de> Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeysVisitor)
+    }
+}
+
+struct NoDuplicateKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_unit<E>(self) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> Result<NoDuplicateKeys, A::Error> {
+        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<NoDuplicateKeys, A::Error> {
+        // Objects in records are small: a linear scan beats hashing.
+        let mut seen: Vec<Cow<'de, str>> = Vec::with_capacity(8);
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if seen.contains(&key) {
+                return Err(serde::de::Error::custom(format!("{DUPLICATE}{key}")));
+            }
+            map.next_value::<NoDuplicateKeys>()?;
+            seen.push(key);
+        }
+        Ok(NoDuplicateKeys)
+    }
+}
+
+/// `1 entry`, `2 entries`.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// What a line holds when it is not a JSON object (`None` for an object, or for text that is
+/// not JSON at all, which the parser words better).
+fn not_an_object(line: &[u8]) -> Option<&'static str> {
+    let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
+    Some(match first {
+        b'{' => return None,
+        b'[' => "an array",
+        b'"' => "a string",
+        b'-' | b'0'..=b'9' => "a number",
+        b't' | b'f' => "a boolean",
+        b'n' => "null",
+        _ => return None,
+    })
 }
 
 fn missing(field: &str) -> LineError {
@@ -437,7 +575,7 @@ fn parse_header(format: Option<&Value>, line: &[u8]) -> Result<Record, LineError
         Some("gyre/1") => {}
         Some(other) => {
             return Err(LineError::new(
-                format!("unsupported format {other:?} (this gyre reads \"gyre/1\")"),
+                format!("unsupported format \"{other}\" (this gyre reads \"gyre/1\")"),
                 "format",
             ));
         }
@@ -448,6 +586,9 @@ fn parse_header(format: Option<&Value>, line: &[u8]) -> Result<Record, LineError
         message: format!("malformed JSON: {e}"),
         field: None,
     })?;
+    if let Some(spec) = header.get("tokenizer") {
+        crate::text::tokenizer::check_spec(spec).map_err(|e| LineError::new(e, "tokenizer"))?;
+    }
     Ok(Record::Header(header))
 }
 
@@ -467,9 +608,9 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         if lp.len() != output.len() {
             return Err(LineError::new(
                 format!(
-                    "logprobs has {} entries but output has {} tokens",
-                    lp.len(),
-                    output.len()
+                    "logprobs has {} but output has {}",
+                    plural(lp.len(), "entry", "entries"),
+                    plural(output.len(), "token", "tokens")
                 ),
                 "logprobs",
             ));
@@ -486,9 +627,9 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         if s.end > input.len() as u64 {
             return Err(LineError::new(
                 format!(
-                    "span end {} is past the input ({} tokens)",
+                    "span end {} is past the input ({})",
                     s.end,
-                    input.len()
+                    plural(input.len(), "token", "tokens")
                 ),
                 format!("spans[{i}].end"),
             ));
@@ -504,7 +645,7 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
             None => Source::Context,
             Some(name) => Source::parse(name).unwrap_or_else(|| {
                 warnings.push(format!(
-                    "spans[{i}].source {name:?} is not a gyre/1 source; read as \"context\""
+                    "spans[{i}].source \"{name}\" is not a gyre/1 source; read as \"context\""
                 ));
                 Source::Context
             }),
@@ -521,8 +662,10 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         if c.start > c.end || c.end > n {
             return Err(LineError::new(
                 format!(
-                    "tool call offsets {}..{} are outside the output ({n} tokens)",
-                    c.start, c.end
+                    "tool call offsets {}..{} are outside the output ({})",
+                    c.start,
+                    c.end,
+                    plural(n as usize, "token", "tokens")
                 ),
                 format!("tool_calls[{i}]"),
             ));
@@ -538,7 +681,9 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         None | Some("task") => Purpose::Task,
         Some("summary") => Purpose::Summary,
         Some(other) => {
-            warnings.push(format!("purpose {other:?} is not gyre/1; read as \"task\""));
+            warnings.push(format!(
+                "purpose \"{other}\" is not gyre/1; read as \"task\""
+            ));
             Purpose::Task
         }
     };
@@ -548,7 +693,7 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         Some(other) => {
             // Never train on output whose sampler we cannot name.
             warnings.push(format!(
-                "actor {other:?} is not gyre/1; read as \"evaluator\" (not trainable)"
+                "actor \"{other}\" is not gyre/1; read as \"evaluator\" (not trainable)"
             ));
             Actor::Evaluator
         }
@@ -572,6 +717,10 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
     })
 }
 
+/// Largest reward magnitude accepted: the group advantage `reward − mean` of any rewards within
+/// it is a finite `f64`.
+pub const MAX_SCORE: f64 = 1e300;
+
 fn parse_assessment(raw: RawLine) -> Result<AssessmentRecord, LineError> {
     let execution = required_id(raw.execution, "execution")?;
     let artifact = raw
@@ -587,7 +736,7 @@ fn parse_assessment(raw: RawLine) -> Result<AssessmentRecord, LineError> {
         Some("failed") => false,
         Some(other) => {
             return Err(LineError::new(
-                format!("status {other:?} is neither \"valid\" nor \"failed\""),
+                format!("status \"{other}\" is neither \"valid\" nor \"failed\""),
                 "status",
             ));
         }
@@ -597,7 +746,15 @@ fn parse_assessment(raw: RawLine) -> Result<AssessmentRecord, LineError> {
     let score = match raw.score {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_f64() {
-            Some(f) if f.is_finite() => Some(f),
+            Some(f) if f.abs() <= MAX_SCORE => Some(f),
+            Some(f) if f.is_finite() => {
+                return Err(LineError::new(
+                    format!(
+                        "score {f:e} is too large: rewards must lie within ±1e300 (group means and advantages of larger ones overflow)"
+                    ),
+                    "score",
+                ));
+            }
             _ => return Err(LineError::new("score is not a finite number", "score")),
         },
         Some(other) => {
@@ -637,7 +794,7 @@ fn parse_closure(raw: RawLine) -> Result<ClosureRecord, LineError> {
         Some("error") => ClosureStatus::Error,
         Some(other) => {
             return Err(LineError::new(
-                format!("status {other:?} is not completed, timeout or error"),
+                format!("status \"{other}\" is not completed, timeout or error"),
                 "status",
             ));
         }
@@ -664,23 +821,38 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// A line with its `input` and `output` arrays taken out and read.
-struct SplitLine {
+/// Why the fast path ([`split_token_arrays`]) does not take a line.
+#[derive(Debug, PartialEq)]
+pub enum Decline {
+    /// Anything it does not read itself: serde_json reads the whole line.
+    Unusual,
+    /// The line repeats one of its own keys.
+    DuplicateKey(String),
+}
+
+/// A line with its `input`, `output` and `logprobs` arrays taken out and read.
+pub struct SplitLine {
     /// The line without those members (still a JSON object).
-    rest: Vec<u8>,
-    input: Option<Vec<u32>>,
-    output: Option<Vec<u32>>,
-    logprobs: Option<Vec<f64>>,
+    pub rest: Vec<u8>,
+    /// The `input` token ids, when written as an array.
+    pub input: Option<Vec<u32>>,
+    /// The `output` token ids, when written as an array.
+    pub output: Option<Vec<u32>>,
+    /// The `logprobs`, when written as an array.
+    pub logprobs: Option<Vec<f64>>,
 }
 
 /// Splits the `input` and `output` token arrays out of a record line, reading them with a
-/// digit loop (serde_json spends most of a load in its per-element path otherwise). Returns
-/// `None` whenever the line is not a plain JSON object whose two arrays hold only canonical
-/// integers below 2^32, so every unusual or invalid line takes the serde_json path.
-fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
+/// digit loop (serde_json spends most of a load in its per-element path otherwise). Declines
+/// ([`Decline::Unusual`]) whenever the line is not a plain JSON object whose two arrays hold only
+/// canonical integers below 2^32 (or when an object nested in it repeats a key), so every
+/// unusual or invalid line takes the serde_json path; a line that repeats one of its own keys
+/// is [`Decline::DuplicateKey`].
+pub fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
+    use Decline::Unusual;
     let mut p = skip_ws(line, 0);
     if line.get(p) != Some(&b'{') {
-        return None;
+        return Err(Unusual);
     }
     p += 1;
     let mut out = SplitLine {
@@ -691,28 +863,40 @@ fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
     };
     out.rest.push(b'{');
     let mut first = true;
-    let mut members = 0;
+    let mut keys: Vec<&[u8]> = Vec::with_capacity(16);
+    let mut scan = Scan::default();
     loop {
         p = skip_ws(line, p);
-        match line.get(p)? {
+        match line.get(p).ok_or(Unusual)? {
             b'}' => break,
-            b',' if members > 0 => p = skip_ws(line, p + 1),
-            _ if members == 0 => {}
-            _ => return None,
+            b',' if !keys.is_empty() => p = skip_ws(line, p + 1),
+            _ if keys.is_empty() => {}
+            _ => return Err(Unusual),
         }
-        members += 1;
         let key_start = p;
         if line.get(p) != Some(&b'"') {
-            return None;
+            return Err(Unusual);
         }
-        let key_end = key_start + 1 + line[key_start + 1..].iter().position(|&b| b == b'"')?;
+        let key_len = line[key_start + 1..]
+            .iter()
+            .position(|&b| b == b'"')
+            .ok_or(Unusual)?;
+        let key_end = key_start + 1 + key_len;
         let key = &line[key_start + 1..key_end];
         if key.contains(&b'\\') {
-            return None;
+            return Err(Unusual);
         }
+        if keys.contains(&key) {
+            // Valid UTF-8 is left to serde_json to check; an invalid key is no duplicate.
+            return Err(match std::str::from_utf8(key) {
+                Ok(k) => Decline::DuplicateKey(k.to_owned()),
+                Err(_) => Unusual,
+            });
+        }
+        keys.push(key);
         p = skip_ws(line, key_end + 1);
         if line.get(p) != Some(&b':') {
-            return None;
+            return Err(Unusual);
         }
         p = skip_ws(line, p + 1);
         let array = line.get(p) == Some(&b'[');
@@ -723,23 +907,17 @@ fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
         };
         match slot {
             Some(slot) if array => {
-                if slot.is_some() {
-                    return None;
-                }
-                let (ids, end) = read_token_array(line, p)?;
+                let (ids, end) = read_token_array(line, p).ok_or(Unusual)?;
                 *slot = Some(ids);
                 p = end;
             }
             None if array && key == b"logprobs" => {
-                if out.logprobs.is_some() {
-                    return None;
-                }
-                let (values, end) = read_number_array(line, p)?;
+                let (values, end) = read_number_array(line, p).ok_or(Unusual)?;
                 out.logprobs = Some(values);
                 p = end;
             }
             _ => {
-                let end = skip_value(line, p)?;
+                let end = skip_value(line, p, &mut scan).ok_or(Unusual)?;
                 if !first {
                     out.rest.push(b',');
                 }
@@ -752,10 +930,10 @@ fn split_token_arrays(line: &[u8]) -> Option<SplitLine> {
         }
     }
     if skip_ws(line, p + 1) != line.len() {
-        return None;
+        return Err(Unusual);
     }
     out.rest.push(b'}');
-    Some(out)
+    Ok(out)
 }
 
 fn skip_ws(line: &[u8], mut p: usize) -> usize {
@@ -856,34 +1034,68 @@ fn json_number_end(line: &[u8], mut p: usize) -> Option<usize> {
 
 /// Where the member value starting at `p` ends: the `,` or `}` after it at depth 0 (strings
 /// with escapes, nested arrays and objects skipped). serde_json validates what this skips.
-fn skip_value(line: &[u8], mut p: usize) -> Option<usize> {
-    let mut depth = 0usize;
+/// `None` also when an object inside repeats a key or has a key with an escape: serde_json then
+/// reads the whole line, and the duplicate is reported with its path.
+fn skip_value<'a>(line: &'a [u8], mut p: usize, scan: &mut Scan<'a>) -> Option<usize> {
+    scan.keys.clear();
+    scan.frames.clear();
+    let mut expect_key = false;
     loop {
         match *line.get(p)? {
             b'"' => {
+                let start = p + 1;
+                let mut escaped = false;
                 p += 1;
                 loop {
                     match *line.get(p)? {
-                        b'\\' => p += 2,
+                        b'\\' => {
+                            escaped = true;
+                            p += 2;
+                        }
                         b'"' => break,
                         _ => p += 1,
                     }
                 }
+                if expect_key {
+                    let key = &line[start..p];
+                    let first = scan.frames.last().map_or(0, |&(_, first)| first);
+                    if escaped || scan.keys[first..].contains(&key) {
+                        return None;
+                    }
+                    scan.keys.push(key);
+                    expect_key = false;
+                }
                 p += 1;
             }
-            b'[' | b'{' => {
-                depth += 1;
+            c @ (b'[' | b'{') => {
+                scan.frames.push((c == b'{', scan.keys.len()));
+                expect_key = c == b'{';
                 p += 1;
             }
-            b']' | b'}' if depth > 0 => {
-                depth -= 1;
+            b']' | b'}' if !scan.frames.is_empty() => {
+                let (_, first) = scan.frames.pop()?;
+                scan.keys.truncate(first);
+                expect_key = false;
                 p += 1;
             }
-            b',' | b'}' if depth == 0 => return Some(p),
+            b',' | b'}' if scan.frames.is_empty() => return Some(p),
             b']' => return None,
+            b',' => {
+                expect_key = scan.frames.last().is_some_and(|&(object, _)| object);
+                p += 1;
+            }
             _ => p += 1,
         }
     }
+}
+
+/// Scratch space of [`skip_value`], reused across the members of a line: the keys of the
+/// objects being read, and per open array or object whether it is an object and where its keys
+/// start.
+#[derive(Default)]
+struct Scan<'a> {
+    keys: Vec<&'a [u8]>,
+    frames: Vec<(bool, usize)>,
 }
 
 /// Slow path, taken only for lines that failed: re-parse tracking the JSON path to name the field.
@@ -898,6 +1110,12 @@ fn describe_json_error(line: &[u8]) -> LineError {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let detail = strip_position(&inner.to_string());
+            let duplicate = detail
+                .strip_prefix("duplicate field `")
+                .and_then(|d| d.strip_suffix('`'));
+            if let Some(key) = duplicate {
+                return duplicate_error(key, None);
+            }
             let message = if inner.is_syntax() || inner.is_eof() {
                 format!("malformed JSON: {detail} at column {}", inner.column())
             } else if path.starts_with("input[") || path.starts_with("output[") {
@@ -905,7 +1123,8 @@ fn describe_json_error(line: &[u8]) -> LineError {
             } else {
                 detail
             };
-            let field = (path != "." && !path.is_empty()).then_some(path);
+            // serde_path_to_error says `?` where the error is in a key it could not read.
+            let field = (path != "." && path != "?" && !path.is_empty()).then_some(path);
             LineError { message, field }
         }
     }
@@ -919,78 +1138,232 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::split_token_arrays;
-    use serde_json::Value;
-
-    /// The split line says what serde_json says of the whole line: same arrays, same other
-    /// members; or it declines (`None`) and serde_json reads the line alone.
-    fn agrees(line: &str) {
-        let Some(split) = split_token_arrays(line.as_bytes()) else {
-            return;
-        };
-        let mut whole: Value =
-            serde_json::from_str(line).expect("the fast path accepted a line serde_json rejects");
-        let rest: Value = serde_json::from_slice(&split.rest).unwrap();
-        for (key, ids) in [("input", &split.input), ("output", &split.output)] {
-            if let Some(ids) = ids {
-                assert_eq!(whole[key], Value::from(ids.clone()), "{key} of {line}");
-                assert!(rest.get(key).is_none(), "{key} left in the rest of {line}");
-                whole.as_object_mut().unwrap().remove(key);
+/// Checks [`split_token_arrays`] against serde_json on one line, for the property test and the
+/// fuzz target: when the fast path takes a line (and its other members are JSON, so
+/// [`parse_line`] keeps it), serde_json reads the same line as an object
+/// with the same arrays (log-probs bit for bit) and the same other members, and no object in it
+/// repeats a key; when it reports a
+/// duplicate key, the line's own keys do repeat. Declining is always allowed.
+pub fn check_split_against_serde(line: &[u8]) -> Result<(), String> {
+    let shown = String::from_utf8_lossy(line);
+    let split = match split_token_arrays(line) {
+        Err(Decline::Unusual) => return Ok(()),
+        Err(Decline::DuplicateKey(key)) => {
+            return match top_level_keys(line) {
+                Some(keys) if keys.iter().filter(|k| **k == key).count() < 2 => {
+                    Err(format!("no duplicate {key:?} in {shown}"))
+                }
+                _ => Ok(()),
+            };
+        }
+        Ok(split) => split,
+    };
+    // The members left to serde_json are only skipped over by the fast path: when they are
+    // not JSON, [`parse_line`] reads the whole line again with serde_json.
+    let Ok(rest) = serde_json::from_slice::<Value>(&split.rest) else {
+        return Ok(());
+    };
+    let whole: Value = serde_json::from_slice(line)
+        .map_err(|e| format!("the fast path took a line serde_json rejects ({e}): {shown}"))?;
+    if let Some(e) = duplicate_key(line) {
+        return Err(format!(
+            "the fast path took a line with a duplicate key ({}): {shown}",
+            e.message
+        ));
+    }
+    let Value::Object(mut whole) = whole else {
+        return Err(format!("the fast path took a non-object: {shown}"));
+    };
+    for (key, ids) in [("input", &split.input), ("output", &split.output)] {
+        if let Some(ids) = ids {
+            if whole.remove(key) != Some(Value::from(ids.clone())) {
+                return Err(format!("{key} read differently from {shown}"));
+            }
+            if rest.get(key).is_some() {
+                return Err(format!("{key} left in the rest of {shown}"));
             }
         }
-        if let Some(values) = &split.logprobs {
-            let expected: Vec<f64> = serde_json::from_value(whole["logprobs"].clone()).unwrap();
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(values), bits(&expected), "logprobs of {line}");
-            assert!(rest.get("logprobs").is_none());
-            whole.as_object_mut().unwrap().remove("logprobs");
+    }
+    if let Some(values) = &split.logprobs {
+        let expected: Vec<f64> = whole
+            .remove("logprobs")
+            .and_then(|v| serde_json::from_value(v).ok())
+            .ok_or_else(|| format!("logprobs that serde_json does not read as numbers: {shown}"))?;
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        if bits(values) != bits(&expected) || rest.get("logprobs").is_some() {
+            return Err(format!("logprobs read differently from {shown}"));
         }
-        assert_eq!(rest, whole, "{line}");
+    }
+    if rest != Value::Object(whole) {
+        return Err(format!("other members differ: {shown}"));
+    }
+    Ok(())
+}
+
+/// The keys of a JSON object line in order, repeats included (`None` if it is not one).
+fn top_level_keys(line: &[u8]) -> Option<Vec<String>> {
+    struct Keys(Vec<String>);
+    impl<'de> Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Keys;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut m: A,
+                ) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some(k) = m.next_key::<String>()? {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                        keys.push(k);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    serde_json::from_slice::<Keys>(line).ok().map(|k| k.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Decline, check_split_against_serde, split_token_arrays};
+    use proptest::prelude::*;
+
+    /// A JSON value as text, shaped like what records hold (and what breaks readers): numbers
+    /// in every notation, strings with escapes and delimiters, nested arrays and objects.
+    fn json_value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            (0u64..=u64::MAX).prop_map(|n| n.to_string()),
+            (-1e300f64..1e300).prop_map(|f| f.to_string()),
+            "-?(0|[1-9][0-9]{0,12})(\\.[0-9]{1,17})?([eE][+-]?[0-9]{1,3})?",
+            "\"([a-z,:\\[\\]{}]|\\\\[\"\\\\/nt]|\\\\u00[0-9a-f]{2}){0,8}\"",
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec(("[a-z]{1,3}", inner), 0..4).prop_map(|kv| {
+                    let members: Vec<String> = kv
+                        .into_iter()
+                        .map(|(k, v)| format!("\"{k}\":{v}"))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// A token or log-prob array as text: mostly well-formed, sometimes not (signs, leading
+    /// zeros, out-of-range ids, fractions, exponents, stray whitespace, trailing commas).
+    fn array() -> impl Strategy<Value = String> {
+        let element = prop_oneof![
+            4 => (0u64..=u32::MAX as u64).prop_map(|n| n.to_string()),
+            1 => (u32::MAX as u64..=u64::MAX).prop_map(|n| n.to_string()),
+            1 => "-?[0-9]{1,3}(\\.[0-9]{0,3})?([eE][+-]?[0-9]{0,3})?",
+            1 => (-50.0f64..0.0).prop_map(|f| f.to_string()),
+            1 => Just("\"1\"".to_owned()),
+        ];
+        (
+            prop::collection::vec(element, 0..12),
+            " ?",
+            prop::bool::weighted(0.05),
+        )
+            .prop_map(|(items, ws, trailing)| {
+                let sep = format!("{ws},{ws}");
+                let comma = if trailing { "," } else { "" };
+                format!("[{ws}{}{comma}{ws}]", items.join(&sep))
+            })
+    }
+
+    /// A record line: known and unknown keys (sometimes repeated), arrays or other values.
+    fn line() -> impl Strategy<Value = String> {
+        let key = prop_oneof![
+            Just("input"),
+            Just("output"),
+            Just("logprobs"),
+            Just("kind"),
+            Just("meta"),
+            Just("spans"),
+            Just("x"),
+        ];
+        let value = prop_oneof![3 => array(), 2 => json_value()];
+        (
+            prop::collection::vec((key, value), 0..7),
+            " ?",
+            prop::bool::weighted(0.05),
+        )
+            .prop_map(|(members, ws, junk)| {
+                let members: Vec<String> = members
+                    .into_iter()
+                    .map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}"))
+                    .collect();
+                let tail = if junk { " x" } else { "" };
+                format!("{ws}{{{}}}{tail}", members.join(","))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn the_fast_path_reads_lines_as_serde_json_does(line in line()) {
+            if let Err(e) = check_split_against_serde(line.as_bytes()) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_fool_the_fast_path(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let mut line = b"{\"input\":[1],".to_vec();
+            line.extend_from_slice(&bytes);
+            if let Err(e) = check_split_against_serde(&line) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+    }
+
+    /// Found by the parse_line fuzz target: invalid UTF-8 in an unknown member was accepted.
+    #[test]
+    fn text_that_is_not_utf8_is_refused_anywhere_in_a_line() {
+        for line in [
+            &b"{\"kind\":\"closure\",\"x\":\"e\xcc\",\"execution\":\"e\",\"t\":1,\"status\":\"timeout\"}"[..],
+            b"{\"kind\":\"closure\",\"x\":[\"\xff\"],\"input\":[01],\"execution\":\"e\",\"t\":1,\"status\":\"timeout\"}",
+        ] {
+            let e = super::parse_line(line).err().expect("refused");
+            assert!(e.message.contains("not UTF-8"), "{}", e.message);
+        }
     }
 
     #[test]
-    fn token_arrays_split_exactly_as_serde_json_reads_them() {
-        let lines = [
-            r#"{"kind":"request","execution":"e1","id":"r1","input":[1,2,3],"output":[4],"logprobs":[-0.5]}"#,
-            r#" { "input" : [ 0 , 4294967295 ] , "kind" : "request" , "output" : [ ] } "#,
-            r#"{"meta":{"input":[9,9],"s":"a,]}\"[{"},"input":[7],"output":[8,9]}"#,
-            r#"{"spans":[{"end":2,"source":"tool","call_id":"c\\\"1"}],"input":[1,2],"output":[3]}"#,
-            r#"{"input":[1,2],"input":[3],"output":[4]}"#,
-            r#"{"input":[01],"output":[1]}"#,
-            r#"{"input":[-1],"output":[1]}"#,
-            r#"{"input":[1.0],"output":[1]}"#,
-            r#"{"input":[4294967296],"output":[1]}"#,
-            r#"{"input":[1,],"output":[1]}"#,
-            r#"{"input":"x","output":[1]}"#,
-            r#"{"input":[1],"output":[1]} trailing"#,
-            r#"{"input":[1] "output":[1]}"#,
-            r#"{"kind":"closure","artifact":null,"t":1e3,"x":[true,false,null]}"#,
-            r#"{"input":[1],"output":[2,3],"logprobs":[-0.1, -2.5e-3 ,-0.41201454401016235,0,-1E+2,-0.0]}"#,
-            r#"{"output":[2],"logprobs":[-0.30000000000000004]}"#,
-            r#"{"output":[2],"logprobs":[1e999]}"#,
-            r#"{"output":[2],"logprobs":[-.5]}"#,
-            r#"{"output":[2],"logprobs":[01.5]}"#,
-            r#"{"output":[2],"logprobs":["x"]}"#,
-            r#"{"output":[2],"logprobs":null}"#,
-            r#"{}"#,
-        ];
-        for line in lines {
-            agrees(line);
-        }
-        // Invalid token arrays are left to serde_json, which names the field.
-        for bad in [
-            r#"{"input":[01],"output":[1]}"#,
-            r#"{"input":[-1],"output":[1]}"#,
-            r#"{"input":[4294967296],"output":[1]}"#,
-            r#"{"input":[1] "output":[1]}"#,
-            r#"{"output":[2],"logprobs":[1e999]}"#,
-            r#"{"output":[2],"logprobs":[-.5]}"#,
-            r#"{"output":[2],"logprobs":[01.5]}"#,
-            r#"{"output":[2],"logprobs":["x"]}"#,
+    fn the_fast_path_takes_plain_records_and_refuses_repeated_keys() {
+        let plain = br#"{"kind":"request","execution":"e1","id":"r1","input":[1,2,3],"output":[4],"logprobs":[-0.5]}"#;
+        assert!(split_token_arrays(plain).is_ok());
+        for (line, key) in [
+            (&br#"{"input":[1],"input":[2]}"#[..], "input"),
+            (br#"{"logprobs":null,"logprobs":[-1]}"#, "logprobs"),
+            (br#"{"t":1,"x":2,"t":1}"#, "t"),
         ] {
-            assert!(split_token_arrays(bad.as_bytes()).is_none(), "{bad}");
+            assert_eq!(
+                split_token_arrays(line).err(),
+                Some(Decline::DuplicateKey(key.into()))
+            );
         }
+        // A repeat inside a nested object goes to serde_json, which names its path.
+        for line in [
+            &br#"{"input":[1],"meta":{"a":1,"a":2}}"#[..],
+            br#"{"spans":[{"end":1},{"end":2,"x":{"k":[{}],"k":3}}]}"#,
+        ] {
+            assert_eq!(split_token_arrays(line).err(), Some(Decline::Unusual));
+        }
+        assert!(
+            split_token_arrays(br#"{"spans":[{"end":1},{"end":2}],"m":{"a":{"a":1}}}"#).is_ok()
+        );
     }
 }

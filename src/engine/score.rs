@@ -159,16 +159,7 @@ pub fn advantages(
     }
     let stats: HashMap<String, (f64, f64)> = groups
         .into_iter()
-        .map(|(k, rs)| {
-            let n = rs.len() as f64;
-            let mean = rs.iter().sum::<f64>() / n;
-            let std = if rs.len() > 1 {
-                (rs.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-            } else {
-                0.0
-            };
-            (k, (mean, std))
-        })
+        .map(|(k, rs)| (k, mean_std(&rs)))
         .collect();
     execs
         .iter()
@@ -184,7 +175,57 @@ pub fn advantages(
         .collect()
 }
 
+/// Mean and sample standard deviation of `rs` (not empty). Computed directly; when that
+/// overflows (squares of rewards near 1e300), again on the rewards divided by a power of two, which
+/// is exact, so every result that is representable comes out finite and the usual cases are
+/// bit for bit the textbook formula.
+fn mean_std(rs: &[f64]) -> (f64, f64) {
+    let direct = |rs: &mut dyn Iterator<Item = f64>| {
+        let rs: Vec<f64> = rs.collect();
+        let n = rs.len() as f64;
+        let mean = rs.iter().sum::<f64>() / n;
+        let std = if rs.len() > 1 {
+            (rs.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        (mean, std)
+    };
+    let (mean, std) = direct(&mut rs.iter().copied());
+    if mean.is_finite() && std.is_finite() {
+        return (mean, std);
+    }
+    let largest = rs.iter().fold(0.0f64, |m, r| m.max(r.abs()));
+    let scale = 2f64.powi(largest.log2().ceil() as i32);
+    let (mean, std) = direct(&mut rs.iter().map(|r| r / scale));
+    (mean * scale, std * scale)
+}
+
 /// Groups compare by their JSON text, so `"g1"` and `1` are different groups.
 fn group_key(g: &serde_json::Value) -> String {
     g.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mean_std;
+
+    #[test]
+    fn group_statistics_stay_finite_for_the_largest_scores() {
+        let (mean, std) = mean_std(&[1e300, -1e300, 1e300, 1e300]);
+        assert_eq!(mean, 5e299);
+        assert!((std / 1e300 - 1.0).abs() < 1e-12, "{std}");
+        for r in [1e300, -1e300] {
+            assert!((r - mean).is_finite() && ((r - mean) / (std + 1e-6)).is_finite());
+        }
+    }
+
+    #[test]
+    fn ordinary_scores_give_the_textbook_figures_bit_for_bit() {
+        let rs = [0.5, 0.0, 1.0, 0.1];
+        let mean = rs.iter().sum::<f64>() / 4.0;
+        let std = (rs.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / 3.0).sqrt();
+        assert_eq!(mean_std(&rs), (mean, std));
+        assert_eq!(mean_std(&[0.7]), (0.7, 0.0));
+    }
 }

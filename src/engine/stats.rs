@@ -72,7 +72,7 @@ pub fn stats(batch: &Batch, results: &Results) -> Stats {
     let mut s = Stats {
         files: batch.files.len(),
         executions: batch.executions.len() as u64,
-        warnings: batch.warnings.len() as u64,
+        warnings: batch.warning_count,
         skipped_lines: batch.skipped_lines,
         ..Stats::default()
     };

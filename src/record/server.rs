@@ -2,6 +2,7 @@
 //! shutdown (SIGINT/SIGTERM stop accepting, finish in-flight requests for a bounded time, and
 //! close the recording).
 
+use crate::cli::exit::note;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -132,7 +133,7 @@ pub fn serve(cfg: Config) -> Result<()> {
         cfg.payload_limit,
     )?;
     if opened.lines > 0 {
-        eprintln!(
+        note!(
             "gyre record: appending to {} ({} lines; {} outputs of open executions restorable)",
             cfg.out.display(),
             opened.lines,
@@ -188,7 +189,7 @@ async fn run(cfg: Config, shared: Arc<Shared>) -> Result<()> {
         shutdown_signal().await;
         closing.closing.store(true, Ordering::SeqCst);
         let n = closing.inflight.load(Ordering::SeqCst);
-        eprintln!("gyre record: stopping; finishing {n} in-flight request(s)");
+        note!("gyre record: stopping; finishing {n} in-flight request(s)");
         let _ = stop_tx.send(true);
     });
     let drain = cfg.drain;
@@ -206,13 +207,13 @@ async fn run(cfg: Config, shared: Arc<Shared>) -> Result<()> {
     journal.flush().map_err(|e| eyre!("{e}"))?;
     let n = shared.recorded.load(Ordering::SeqCst);
     if gave_up {
-        eprintln!(
+        note!(
             "gyre record: gave up on {} request(s) still in flight after {} s (not recorded)",
             shared.inflight.load(Ordering::SeqCst),
             drain.as_secs()
         );
     }
-    eprintln!(
+    note!(
         "gyre record: {n} request(s) recorded this run; {} closed",
         cfg.out.display()
     );
@@ -277,12 +278,12 @@ async fn chat(
     match handle(&st, api, &headers, &body).await {
         Ok((resp, line)) => {
             if !st.quiet {
-                eprintln!("{line} {} ms", started.elapsed().as_millis());
+                note!("{line} {} ms", started.elapsed().as_millis());
             }
             resp
         }
         Err(e) => {
-            eprintln!("gyre record: {} error {}: {e}", api.name(), e.kind.status());
+            note!("gyre record: {} error {}: {e}", api.name(), e.kind.status());
             error_response(api, &e)
         }
     }
@@ -577,7 +578,7 @@ async fn closure(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
     });
     match done {
         Ok(v) => {
-            eprintln!(
+            note!(
                 "gyre record: closed {}",
                 v.get("execution").unwrap_or(&Value::Null)
             );

@@ -14,9 +14,10 @@ pub use sweep::{sweep_json, sweep_text};
 use crate::engine::admit::Class;
 use crate::engine::score::Outcome;
 
-/// `1 file`, `2 files`.
-pub fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+/// `1 file`, `2 files` (any integer count).
+pub fn plural<N: TryInto<u64> + Copy + std::fmt::Display>(n: N, word: &str) -> String {
+    let one = n.try_into().ok() == Some(1);
+    format!("{n} {word}{}", if one { "" } else { "s" })
 }
 
 /// `main>main-summary>sub>sub-summary`.

@@ -8,6 +8,7 @@ use crate::engine::admit::Stop;
 use crate::engine::export;
 use crate::engine::load::Batch;
 use crate::engine::score::{self, Outcome};
+use crate::text::sanitize;
 
 /// Target runs of every draw of execution `i`, merged like the export's `targets`.
 pub fn draw_runs(batch: &Batch, results: &Results, i: usize) -> Vec<Vec<export::TargetRun>> {
@@ -28,7 +29,7 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
     let s = &results.settings;
     let mut t = format!(
         "execution {} · {} · {} · seed {} · J_max {} · priority {}\n",
-        exec.id,
+        sanitize(&exec.id),
         outcome_text(outcome),
         plural(adm.candidates.len(), "candidate"),
         s.seed,
@@ -50,7 +51,7 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
             t.push_str(&format!(
                 "  {} {:<12} w={:>8}  p={:.4}{}\n",
                 if w.request == d.chosen { "●" } else { "○" },
-                r.id,
+                sanitize(&r.id),
                 w.weight,
                 d.probability(w),
                 if w.request == d.chosen {
@@ -65,7 +66,7 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
             .map(|r| {
                 format!(
                     "{}[{}..{}]@{}",
-                    r.request,
+                    sanitize(&r.request),
                     r.offset,
                     r.offset + r.len,
                     r.pos

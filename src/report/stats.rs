@@ -1,6 +1,6 @@
 //! The readable `gyre stats` table.
 
-use super::{jmax_text, priority_text};
+use super::{jmax_text, plural, priority_text};
 use crate::engine::admit::Settings;
 use crate::engine::stats::Stats;
 
@@ -68,8 +68,10 @@ pub fn stats_table(s: &Stats, settings: &Settings) -> String {
     line(
         "  draws / rows",
         format!(
-            "{} / {}  (J_max reached in {} executions)",
-            s.draws, s.rows, s.jmax_reached
+            "{} / {}  (J_max reached in {})",
+            s.draws,
+            s.rows,
+            plural(s.jmax_reached as usize, "execution")
         ),
     );
     line(

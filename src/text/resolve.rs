@@ -2,24 +2,45 @@
 
 use std::path::Path;
 
-use color_eyre::eyre::{Result, WrapErr};
+use color_eyre::eyre::{Result, eyre};
 
-use super::TokenText;
+use super::{TokenText, sanitize};
 use crate::engine::load::Batch;
 
 /// The tokenizer for display: `arg` (a bundled name or a `tokenizer.json` path), else the one
-/// the recording's header names (relative to that file), else ids shown as `⟨id⟩`.
+/// the recording's header names (relative to that file), else ids shown as `⟨id⟩`. Errors are
+/// one line: `--tokenizer x: x does not exist`, or the header's `file:line: … (tokenizer)`.
 pub fn resolve(arg: Option<&str>, batch: &Batch) -> Result<TokenText> {
-    if let Some(arg) = arg {
-        return TokenText::from_arg(arg, Path::new("."))
-            .wrap_err_with(|| format!("loading tokenizer {arg:?}"));
+    match arg {
+        Some(arg) => from_arg(arg),
+        None => from_header(batch),
     }
-    match batch.tokenizer_spec() {
-        Some((spec, file)) => {
-            let dir = file.parent().unwrap_or(Path::new("."));
-            TokenText::from_header(spec, dir)
-                .wrap_err_with(|| format!("loading the tokenizer named in {}", file.display()))
-        }
-        None => Ok(TokenText::none()),
-    }
+}
+
+/// The `--tokenizer NAME|PATH` argument (relative paths from the working directory).
+pub fn from_arg(arg: &str) -> Result<TokenText> {
+    TokenText::from_arg(arg, Path::new(""))
+        .map_err(|e| eyre!("--tokenizer {}: {}", sanitize(arg), chain(&e)))
+}
+
+/// The tokenizer the recording's header names, else the `⟨id⟩` fallback.
+pub fn from_header(batch: &Batch) -> Result<TokenText> {
+    let Some((spec, file, line)) = batch.tokenizer_spec() else {
+        return Ok(TokenText::none());
+    };
+    let dir = file.parent().unwrap_or(Path::new("."));
+    TokenText::from_header(spec, dir).map_err(|e| {
+        let file = file.display().to_string();
+        eyre!(
+            "{}:{line}: the header's tokenizer cannot be loaded: {} (tokenizer)",
+            sanitize(&file),
+            chain(&e)
+        )
+    })
+}
+
+/// An error and its causes, sanitised, on one line.
+fn chain(e: &color_eyre::Report) -> String {
+    let text: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+    sanitize(&text.join(": ")).into_owned()
 }

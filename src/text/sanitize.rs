@@ -91,6 +91,79 @@ fn name_of(c: char) -> Option<&'static str> {
     })
 }
 
+/// Writes `value` as pretty-printed JSON that is safe on a terminal without changing any value:
+/// characters [`sanitize`] would replace are written as `\u` escapes (serde_json escapes only
+/// C0 controls, leaving DEL, C1 controls and invisible characters raw).
+pub fn write_json_pretty<W: std::io::Write, T: serde::Serialize + ?Sized>(
+    writer: W,
+    value: &T,
+) -> serde_json::Result<()> {
+    let formatter = TerminalSafe(serde_json::ser::PrettyFormatter::new());
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        writer, formatter,
+    ))
+}
+
+/// A JSON formatter that escapes in strings what a terminal would interpret or hide.
+struct TerminalSafe<F>(F);
+
+impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for TerminalSafe<F> {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if needs_escape(fragment, i, c) {
+                writer.write_all(&fragment.as_bytes()[start..i])?;
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    write!(writer, "\\u{u:04x}")?;
+                }
+                start = i + c.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
+    }
+
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
 fn push_visible(out: &mut String, c: char) {
     match c {
         '\u{1B}' => out.push('␛'),
@@ -159,6 +232,24 @@ mod tests {
         assert_eq!(sanitize("a\u{200B}b\u{FEFF}"), "a⟨ZWSP⟩b⟨BOM⟩");
         assert_eq!(sanitize("\u{2066}x\u{2069}"), "⟨LRI⟩x⟨PDI⟩");
         assert_eq!(sanitize("hi\u{E0041}"), "hi⟨U+E0041⟩");
+    }
+
+    #[test]
+    fn json_is_terminal_safe_and_keeps_every_value() {
+        let value = serde_json::json!({
+            "id": "e\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202E}x\u{E0041}\u{7f}",
+            "plain": "héllo 👩‍💻",
+        });
+        let mut out = Vec::new();
+        write_json_pretty(&mut out, &value).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.lines().all(|l| sanitize(l) == l), "{text}");
+        assert!(
+            text.contains("\\u009b") && text.contains("\\udb40\\udc41"),
+            "{text}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, value);
     }
 
     #[test]

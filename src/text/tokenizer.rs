@@ -20,6 +20,75 @@ const QWEN3_TOKENIZER_GZ: &[u8] = include_bytes!("../../assets/tokenizers/qwen3/
 /// Names accepted by [`TokenText::bundled`].
 pub const BUNDLED: &[&str] = &["qwen3"];
 
+/// Largest `tokenizer.json` read (256 MiB; real ones are 2–35 MB): a header cannot make gyre
+/// read `/dev/zero` or a multi-gigabyte file into memory.
+pub const MAX_TOKENIZER_BYTES: u64 = 256 << 20;
+
+/// What a header's `tokenizer` value must look like (SPEC §7).
+const SPEC_SHAPE: &str =
+    "tokenizer must be a bundled name, {\"path\": \"tokenizer.json\"} or {\"vocab\": [...]}";
+
+/// Checks the shape of a header's `tokenizer` value without loading anything: a bundled name,
+/// `{"path": string}` or `{"vocab": [string, ...]}`.
+pub fn check_spec(value: &serde_json::Value) -> std::result::Result<(), String> {
+    use serde_json::Value;
+    match value {
+        Value::String(name) if BUNDLED.contains(&name.as_str()) => Ok(()),
+        Value::String(name) => Err(format!(
+            "unknown bundled tokenizer \"{name}\" (bundled: {}); name a file with {{\"path\": ...}}",
+            BUNDLED.join(", ")
+        )),
+        Value::Object(map) => match (map.get("path"), map.get("vocab")) {
+            (Some(Value::String(_)), None) => Ok(()),
+            (None, Some(Value::Array(items))) => match items.iter().position(|v| !v.is_string()) {
+                Some(i) => Err(format!("tokenizer.vocab[{i}] is not a string")),
+                None => Ok(()),
+            },
+            _ => Err(SPEC_SHAPE.into()),
+        },
+        _ => Err(SPEC_SHAPE.into()),
+    }
+}
+
+/// The file a header's `tokenizer` value names, when it names one (`{"path": ...}`).
+pub fn header_path(value: &serde_json::Value) -> Option<&str> {
+    value.get("path")?.as_str()
+}
+
+/// Checks that `path` is a regular file no larger than [`MAX_TOKENIZER_BYTES`], without
+/// opening it (opening a FIFO would block); returns its size.
+pub fn check_file(path: &Path) -> std::result::Result<u64, String> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{} does not exist", path.display()),
+        _ => format!("{}: {e}", path.display()),
+    })?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{} is not a regular file (a tokenizer.json is expected)",
+            path.display()
+        ));
+    }
+    if meta.len() > MAX_TOKENIZER_BYTES {
+        return Err(format!(
+            "{} is {} MiB, over the {} MiB limit for a tokenizer.json",
+            path.display(),
+            meta.len() >> 20,
+            MAX_TOKENIZER_BYTES >> 20
+        ));
+    }
+    Ok(meta.len())
+}
+
+/// `path` against `base_dir` unless it is absolute.
+pub fn resolve_path(base_dir: &Path, path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base_dir.join(p)
+    }
+}
+
 /// Turns token ids into text. Cheap to clone (shared).
 #[derive(Clone)]
 pub struct TokenText {
@@ -92,18 +161,27 @@ impl TokenText {
         match name {
             "qwen3" => Self::qwen3(),
             _ => bail!(
-                "unknown bundled tokenizer {name:?} (bundled: {})",
+                "unknown bundled tokenizer \"{name}\" (bundled: {})",
                 BUNDLED.join(", ")
             ),
         }
     }
 
-    /// A HuggingFace `tokenizer.json` file.
+    /// A HuggingFace `tokenizer.json` file: a regular file (never a device or FIFO) of at most
+    /// [`MAX_TOKENIZER_BYTES`].
     pub fn from_file(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path)
-            .wrap_err_with(|| format!("reading tokenizer {}", path.display()))?;
+        let size = check_file(path).map_err(|e| eyre!(e))?;
+        let mut bytes = Vec::with_capacity(size as usize);
+        std::fs::File::open(path)
+            .and_then(|f| {
+                std::io::Read::read_to_end(
+                    &mut std::io::Read::take(f, MAX_TOKENIZER_BYTES),
+                    &mut bytes,
+                )
+            })
+            .wrap_err_with(|| format!("reading {}", path.display()))?;
         Self::from_tokenizer_json(&bytes, &path.display().to_string())
-            .wrap_err_with(|| format!("loading tokenizer {}", path.display()))
+            .wrap_err_with(|| format!("{} is not a usable tokenizer.json", path.display()))
     }
 
     /// A HuggingFace `tokenizer.json` already in memory; `label` names it in the UI.
@@ -124,29 +202,22 @@ impl TokenText {
     /// paths are resolved against `base_dir`, the recording's directory) or `{"vocab": [...]}`.
     pub fn from_header(value: &serde_json::Value, base_dir: &Path) -> Result<Self> {
         use serde_json::Value;
+        check_spec(value).map_err(|e| eyre!(e))?;
         match value {
             Value::String(name) => Self::bundled(name),
-            Value::Object(map) => match (map.get("path"), map.get("vocab")) {
-                (Some(Value::String(path)), None) => Self::from_file(&resolve(base_dir, path)),
-                (None, Some(Value::Array(items))) => {
-                    let vocab = items
+            _ => match (
+                header_path(value),
+                value.get("vocab").and_then(Value::as_array),
+            ) {
+                (Some(path), _) => Self::from_file(&resolve_path(base_dir, path)),
+                (None, Some(items)) => Ok(Self::from_vocab(
+                    items
                         .iter()
-                        .enumerate()
-                        .map(|(i, v)| {
-                            v.as_str()
-                                .map(str::to_owned)
-                                .ok_or_else(|| eyre!("tokenizer.vocab[{i}] is not a string"))
-                        })
-                        .collect::<Result<_>>()?;
-                    Ok(Self::from_vocab(vocab))
-                }
-                _ => bail!(
-                    "tokenizer must be a bundled name, {{\"path\": ...}} or {{\"vocab\": [...]}}"
-                ),
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect(),
+                )),
+                (None, None) => bail!(SPEC_SHAPE),
             },
-            _ => {
-                bail!("tokenizer must be a bundled name, {{\"path\": ...}} or {{\"vocab\": [...]}}")
-            }
         }
     }
 
@@ -154,10 +225,17 @@ impl TokenText {
     /// (relative paths are resolved against `base_dir`).
     pub fn from_arg(arg: &str, base_dir: &Path) -> Result<Self> {
         if BUNDLED.contains(&arg) {
-            Self::bundled(arg)
-        } else {
-            Self::from_file(&resolve(base_dir, arg))
+            return Self::bundled(arg);
         }
+        let path = resolve_path(base_dir, arg);
+        if !path.exists() {
+            bail!(
+                "no bundled tokenizer and no file is called {} (bundled: {})",
+                path.display(),
+                BUNDLED.join(", ")
+            );
+        }
+        Self::from_file(&path)
     }
 
     fn new(label: String, source: Source) -> Self {
@@ -348,15 +426,6 @@ impl TokenText {
         self.inner
             .pieces
             .get_or_init(|| build_pieces(&self.inner.source))
-    }
-}
-
-fn resolve(base_dir: &Path, path: &str) -> PathBuf {
-    let p = Path::new(path);
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        base_dir.join(p)
     }
 }
 

@@ -185,8 +185,8 @@ pub fn run(opts: Options) -> Result<ExitCode> {
     ratatui::restore();
     result?;
     if let app::Load::Failed(e) = &app.load {
-        eprintln!("{e}");
-        return Ok(ExitCode::from(2));
+        crate::cli::exit::note!("{e}");
+        return Ok(ExitCode::from(crate::cli::exit::EXIT_INVALID));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS each (default 60), one after the other, keeping the corpus
+# in fuzz/corpus/ and any crash in fuzz/artifacts/. Needs nightly and `cargo install cargo-fuzz`.
+#   fuzz/run.sh 300            # five minutes per target
+#   fuzz/run.sh 60 parse_line  # one target
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  mapfile -t targets < <(cargo +nightly fuzz list)
+fi
+for t in "${targets[@]}"; do
+  echo "== $t: ${seconds}s"
+  # Seeds: the bundled recordings, one line per file for the line-level targets.
+  mkdir -p "fuzz/corpus/$t"
+  if [ -z "$(ls -A "fuzz/corpus/$t")" ]; then
+    case "$t" in
+      parse_line|token_arrays)
+        split -l 1 -a 4 assets/demo/example.jsonl "fuzz/corpus/$t/example-" ;;
+      load_*)
+        { printf '\0'; cat assets/demo/example.jsonl; } > "fuzz/corpus/$t/example" ;;
+    esac
+  fi
+  cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- \
+    -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+done

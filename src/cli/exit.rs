@@ -1,0 +1,124 @@
+//! How a command ends: exit codes, one plain line for bad input or usage, a report only for
+//! internal errors, and a closed pipe taken as a normal end.
+
+use std::fmt;
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use color_eyre::config::{HookBuilder, Theme};
+
+use crate::engine::load::LoadError;
+use crate::output::{ExistsError, OutputError};
+
+/// Exit code for invalid input or usage.
+pub const EXIT_INVALID: u8 = 2;
+
+/// Bad input or usage, said in one line (exit 2): an unknown execution, a tokenizer that cannot
+/// be loaded, a value out of range.
+#[derive(Debug)]
+pub struct Invalid(pub String);
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+impl Invalid {
+    /// An error (with its causes) said as bad input or usage.
+    pub fn from_report(e: &color_eyre::Report) -> color_eyre::Report {
+        Invalid(one_line(e)).into()
+    }
+}
+
+/// Writes one line to stderr. A closed or full stderr is not a reason to stop the work (unlike
+/// `eprintln!`, which panics), so errors are ignored.
+pub fn write_note(args: fmt::Arguments) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
+}
+
+/// `note!("…", args)`: [`write_note`] with `format!` syntax.
+macro_rules! note {
+    ($($arg:tt)*) => { $crate::cli::exit::write_note(format_args!($($arg)*)) };
+}
+pub(crate) use note;
+
+/// Colour for reports: stderr is a terminal and `NO_COLOR` is unset or empty.
+fn stderr_color() -> bool {
+    io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Installs the error-report and panic hooks: colour only on a terminal without `NO_COLOR`; a
+/// panic from writing to a closed stdout or stderr ends the process quietly (exit 0), after the
+/// temporary output files are removed.
+pub fn install_hooks() {
+    let theme = if stderr_color() {
+        Theme::dark()
+    } else {
+        Theme::new()
+    };
+    let (panic_hook, eyre_hook) = HookBuilder::default()
+        .theme(theme)
+        .display_env_section(false)
+        .into_hooks();
+    if eyre_hook.install().is_err() {
+        return;
+    }
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            crate::output::remove_pending();
+            std::process::exit(0);
+        }
+        note!("{}", panic_hook.panic_report(info));
+    }));
+}
+
+/// The exit code of a command's result, after saying what went wrong: bad input, bad usage or an
+/// unwritable output is one plain line and exit 2; a closed pipe is a normal end (exit 0); an
+/// I/O failure (disk full, permission) is one line and exit 1; anything else is an internal
+/// error, reported with its location (exit 1).
+pub fn finish(result: color_eyre::Result<ExitCode>) -> ExitCode {
+    let e = match result {
+        Ok(code) => return code,
+        Err(e) => e,
+    };
+    if let Some(le) = e.chain().find_map(|c| c.downcast_ref::<LoadError>()) {
+        note!("{le}");
+        return ExitCode::from(EXIT_INVALID);
+    }
+    if e.chain()
+        .any(|c| c.is::<Invalid>() || c.is::<ExistsError>() || c.is::<OutputError>())
+    {
+        note!("gyre: {}", one_line(&e));
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let io = e.chain().find_map(|c| c.downcast_ref::<io::Error>());
+    match io {
+        Some(io) if io.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Some(_) => {
+            note!("gyre: {}", one_line(&e));
+            ExitCode::FAILURE
+        }
+        None => {
+            note!("gyre: internal error (please report it): {e:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line: `loading tokenizer "x": No such file or directory`.
+pub fn one_line(e: &color_eyre::Report) -> String {
+    e.chain()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
+}
