@@ -8,6 +8,8 @@ pub mod execution;
 pub mod export;
 pub mod load;
 pub mod loss;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod provenance;
 pub mod record;
 pub mod recorder;
