@@ -35,7 +35,7 @@ use super::score::AdvantageMode;
 /// Most rows in one record batch.
 const BATCH_ROWS: usize = 4096;
 /// Most tokens in one record batch (bounds memory and keeps list offsets far from `i32::MAX`).
-const BATCH_TOKENS: u64 = 32 << 20;
+const BATCH_TOKENS: u64 = 1 << 20;
 
 fn list_of(item: DataType, nullable_list: bool, name: &str) -> Field {
     Field::new(
@@ -239,7 +239,7 @@ pub fn write_rows<W: Write + Send>(batch: &Batch, results: &Results, out: W) -> 
             ZstdLevel::try_new(1).expect("level 1 is valid"),
         ))
         .set_max_row_group_row_count(Some(BATCH_ROWS * 4))
-        .set_max_row_group_bytes(Some(128 << 20))
+        .set_max_row_group_bytes(Some(32 << 20))
         .set_key_value_metadata(Some(vec![KeyValue::new(
             "gyre".to_owned(),
             "gyre/admitted-1".to_owned(),
@@ -247,12 +247,24 @@ pub fn write_rows<W: Write + Send>(batch: &Batch, results: &Results, out: W) -> 
         .build();
     let mut writer = ArrowWriter::try_new(out, schema(results.advantage_mode), Some(props))
         .wrap_err("starting the Parquet file")?;
-    let mut rows = 0u64;
-    for range in batch_ranges(batch, results) {
-        let rb = range_batch(batch, results, range);
-        rows += rb.num_rows() as u64;
-        writer.write(&rb).wrap_err("writing Parquet rows")?;
-    }
+    // The next record batch is built (in parallel) while the current one is encoded.
+    let ranges = batch_ranges(batch, results);
+    let rows = std::thread::scope(|scope| -> Result<u64> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(1);
+        scope.spawn(move || {
+            for range in ranges {
+                if tx.send(range_batch(batch, results, range)).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut rows = 0u64;
+        for rb in rx {
+            rows += rb.num_rows() as u64;
+            writer.write(&rb).wrap_err("writing Parquet rows")?;
+        }
+        Ok(rows)
+    })?;
     writer.close().wrap_err("finishing the Parquet file")?;
     Ok(rows)
 }
