@@ -137,6 +137,25 @@ fn not_a_sequence(obj: &Bound<'_, PyAny>, field: &str, what: &str) -> PyResult<(
     Ok(())
 }
 
+/// Iterates a sequence argument; anything else is a `ValueError` naming what was expected.
+fn iterate<'py>(
+    obj: &Bound<'py, PyAny>,
+    field: &str,
+    what: &str,
+) -> PyResult<Bound<'py, pyo3::types::PyIterator>> {
+    let kind = || {
+        obj.get_type()
+            .name()
+            .map_or("?".to_owned(), |n| n.to_string())
+    };
+    obj.try_iter().map_err(|_| {
+        value_error(format!(
+            "{field} must be a list of {what} or a NumPy array, not {}",
+            kind()
+        ))
+    })
+}
+
 fn bad_token(field: &str, i: usize, got: impl std::fmt::Display) -> PyErr {
     value_error(format!(
         "token ids must be integers in 0..2^32: got {got} ({field}[{i}])"
@@ -190,7 +209,7 @@ pub fn token_ids(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Vec<u32>> {
         )));
     }
     let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
-    for (i, item) in obj.try_iter()?.enumerate() {
+    for (i, item) in iterate(obj, field, "token ids")?.enumerate() {
         let item = item?;
         if item.is_instance_of::<PyBool>() {
             return Err(bad_token(field, i, item));
@@ -218,7 +237,7 @@ pub fn floats(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Vec<f64>> {
             )));
         }
     } else {
-        obj.try_iter()?
+        iterate(obj, field, "numbers")?
             .enumerate()
             .map(|(i, item)| {
                 let item = item?;

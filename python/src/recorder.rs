@@ -19,13 +19,38 @@ use crate::batch::load_error;
 use crate::convert::{floats, opt_json, opt_map, to_json, token_ids};
 use crate::{guard, value_error};
 
-/// An `OSError` (the subclass Python picks for the errno) naming `path`.
+/// An `OSError` (the subclass Python picks for the errno, with the system's message) naming
+/// `path`.
 pub fn os_error(e: &io::Error, path: &std::path::Path, hint: &str) -> PyErr {
-    let message = format!("{}{hint}", e.kind());
-    match e.raw_os_error() {
-        Some(errno) => PyOSError::new_err((errno, message, path.display().to_string())),
-        None => PyOSError::new_err(format!("{}: {e}{hint}", path.display())),
+    let Some(errno) = e.raw_os_error() else {
+        return PyOSError::new_err(format!("{}: {e}{hint}", path.display()));
+    };
+    let strerror = Python::attach(|py| -> PyResult<String> {
+        py.import("os")?
+            .call_method1("strerror", (errno,))?
+            .extract()
+    })
+    .unwrap_or_else(|_| e.kind().to_string());
+    PyOSError::new_err((
+        errno,
+        format!("{strerror}{hint}"),
+        path.display().to_string(),
+    ))
+}
+
+/// A time or duration argument: finite (JSON has no NaN or infinity).
+fn finite(v: f64, field: &str) -> PyResult<f64> {
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(value_error(format!(
+            "{field} must be a finite number, not {v}"
+        )))
     }
+}
+
+fn finite_opt(v: Option<f64>, field: &str) -> PyResult<Option<f64>> {
+    v.map(|v| finite(v, field)).transpose()
 }
 
 fn record_error(e: RecordError, path: &std::path::Path) -> PyErr {
@@ -271,6 +296,8 @@ impl Recorder {
     ) -> PyResult<()> {
         guard(|| {
             let execution = id_arg(execution, "execution")?;
+            let t = finite(t, "t")?;
+            let budget_s = finite_opt(budget_s, "budget_s")?;
             let group = opt_json(group, "group")?;
             let task = opt_json(task, "task")?;
             let meta = opt_map(meta, "meta")?;
@@ -324,6 +351,7 @@ impl Recorder {
         guard(|| {
             let execution = id_arg(execution, "execution")?;
             let id = id_arg(id, "id")?;
+            let t = finite_opt(t, "t")?;
             let input = token_ids(input, "input")?;
             let output = token_ids(output, "output")?;
             let logprobs = match logprobs.filter(|l| !l.is_none()) {
@@ -400,6 +428,7 @@ impl Recorder {
     ) -> PyResult<()> {
         guard(|| {
             let execution = id_arg(execution, "execution")?;
+            let t = finite(t, "t")?;
             let status = match status {
                 "completed" => ClosureStatus::Completed,
                 "timeout" => ClosureStatus::Timeout,
@@ -455,6 +484,7 @@ impl Recorder {
     ) -> PyResult<()> {
         guard(|| {
             let execution = id_arg(execution, "execution")?;
+            let t = finite(t, "t")?;
             let status = match status {
                 "valid" => Validity::Valid,
                 "failed" => Validity::Failed,
