@@ -7,7 +7,9 @@
 //! - parse-only: every line through `serde_json::from_slice::<serde_json::Value>` (one thread),
 //!   and through `serde::de::IgnoredAny` (validation only, the cheapest serde_json pass);
 //! - `gyre admit FILE --out …` as a child process: wall time and peak RSS (getrusage), writing
-//!   JSONL and then Parquet (`--out rows.parquet`): time and size of each.
+//!   JSONL and then Parquet (`--out rows.parquet`): time and size of each;
+//! - `gyre sweep FILE --seeds 64 --jmax 1,2,5,0` (256 admissions of every execution, parsed
+//!   once), in the same run, as a ratio to one admit.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -69,7 +71,7 @@ fn run_measured(cmd: &mut Command) -> (f64, i64) {
     assert_eq!(pid, child.id() as i32);
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "gyre admit failed"
+        "gyre failed"
     );
     (t.elapsed().as_secs_f64(), ru.ru_maxrss)
 }
@@ -109,6 +111,18 @@ fn main() {
         (best, rss_kb)
     };
     let (admit, rss_kb) = best_of_3(&out);
+    let mut sweep = f64::INFINITY;
+    let mut sweep_rss = 0;
+    for _ in 0..3 {
+        let (secs, rss) = run_measured(
+            Command::new(&bin)
+                .args(["sweep", "--seeds", "64", "--jmax", "1,2,5,0", "--json"])
+                .arg(&path)
+                .stdout(std::process::Stdio::null()),
+        );
+        sweep = sweep.min(secs);
+        sweep_rss = sweep_rss.max(rss);
+    }
     let rss_mb = rss_kb as f64 / 1024.0;
     let out_pq = std::env::temp_dir().join("gyre-bench-admitted.parquet");
     let (admit_pq, rss_pq_kb) = best_of_3(&out_pq);
@@ -137,6 +151,11 @@ fn main() {
         "ratio admit/parse   {:.2}× (Value)  {:.2}× (IgnoredAny)   goal ≤ 1.5×",
         admit / value,
         admit / ignored
+    );
+    println!(
+        "gyre sweep          {sweep:.2} s  = {:.2}× one admit (64 seeds × 4 J_max; goal ≤ 20×)  peak RSS {:.1} MiB",
+        sweep / admit,
+        sweep_rss as f64 / 1024.0
     );
     println!(
         "peak RSS            {rss_mb:.1} MiB = {:.3}× file size   goal ≤ 0.25×",

@@ -12,6 +12,8 @@ pub mod import;
 pub mod output;
 pub mod paint;
 pub mod recgen;
+#[cfg(feature = "record")]
+pub mod record;
 pub mod report;
 pub mod show;
 pub mod synth;

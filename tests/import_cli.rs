@@ -133,7 +133,7 @@ fn bad_input_names_file_line_and_field() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("session.jsonl:3: malformed JSON"), "{err}");
     assert!(
-        err.contains("session.jsonl:5: assistant message without an id (message.id)"),
+        err.contains("session.jsonl:5: missing field `id` (message.id)"),
         "{err}"
     );
     assert!(!out.exists(), "no partial output");
@@ -147,7 +147,7 @@ fn bad_input_names_file_line_and_field() {
     doc["history"][2].as_object_mut().unwrap().remove("role");
     let text = serde_json::to_string_pretty(&doc).unwrap();
     std::fs::write(&traj, &text).unwrap();
-    let line = gyre::import::json_element_lines(&text, Some("history"))[2];
+    let line = gyre::import::input::json_element_lines(&text, Some("history"))[2];
     let (code, _, err) = gyre(&[
         "import",
         "swe-agent",
@@ -158,7 +158,7 @@ fn bad_input_names_file_line_and_field() {
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains(&format!(
-            "bad.traj:{line}: message without a role (history[2].role)"
+            "bad.traj:{line}: missing field `role` (history[2].role)"
         )),
         "{err}"
     );
@@ -282,4 +282,289 @@ fn tokenizer_by_path() {
     ]);
     assert_eq!(code, 2);
     assert!(err.contains("tokenizer_config.json"), "{err}");
+}
+
+/// One plain line (no colour, no source location), exit 2, no output file.
+fn refused(args: &[&str], out: &std::path::Path, needle: &str) -> String {
+    let (code, _, err) = gyre(args);
+    assert_eq!(code, 2, "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert!(
+        !err.contains('\u{1b}') && !err.contains("Location:"),
+        "{err}"
+    );
+    assert!(!err.contains("gyre validate"), "{err}");
+    assert!(!out.exists(), "{args:?} left {}", out.display());
+    err
+}
+
+#[test]
+fn the_wrong_importer_refuses_with_what_the_file_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let o = out.to_str().unwrap();
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo/example.jsonl");
+    let err = refused(
+        &[
+            "import",
+            "claude-code",
+            example.to_str().unwrap(),
+            "--out",
+            o,
+        ],
+        &out,
+        "not a Claude Code session: this is a gyre/1 recording",
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    refused(
+        &["import", "vllm", example.to_str().unwrap(), "--out", o],
+        &out,
+        "no logged calls",
+    );
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    refused(
+        &["import", "vllm", empty.to_str().unwrap(), "--out", o],
+        &out,
+        "empty.jsonl: not a vLLM/SGLang traffic log: this is an empty file",
+    );
+    let traj = fixture("swe-agent/function_calling_simple.traj");
+    refused(
+        &["import", "openhands", traj.to_str().unwrap(), "--out", o],
+        &out,
+        "it looks like `gyre import swe-agent` input",
+    );
+    let events = fixture("openhands/basic.json");
+    refused(
+        &["import", "swe-agent", events.to_str().unwrap(), "--out", o],
+        &out,
+        "it looks like `gyre import openhands` input",
+    );
+    refused(
+        &[
+            "import",
+            "claude-code",
+            events.to_str().unwrap(),
+            "--out",
+            o,
+        ],
+        &out,
+        "not a Claude Code session",
+    );
+}
+
+#[test]
+fn bad_paths_are_one_line_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let o = out.to_str().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let session = fixture("claude-code/short.jsonl");
+    let s = session.to_str().unwrap();
+    refused(
+        &["import", "claude-code", d, "--out", o],
+        &out,
+        "is a directory, not a Claude Code session",
+    );
+    refused(
+        &["import", "openhands", d, "--out", o],
+        &out,
+        "not an OpenHands event stream: this is a folder that is not an OpenHands session",
+    );
+    let nodir = dir.path().join("nodir/x.jsonl");
+    refused(
+        &["import", "claude-code", s, "--out", nodir.to_str().unwrap()],
+        &nodir,
+        "no such directory",
+    );
+    let (code, _, err) = gyre(&["import", "claude-code", s, "--out", d, "--force"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is a directory; name a file in it"), "{err}");
+    refused(
+        &[
+            "import",
+            "claude-code",
+            s,
+            "--out",
+            o,
+            "--tokenizer",
+            "nonexistent",
+        ],
+        &out,
+        "--tokenizer nonexistent",
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".gyre-out"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+#[test]
+fn hostile_bytes_are_file_line_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let o = out.to_str().unwrap();
+    let good = std::fs::read_to_string(fixture("claude-code/stop-hook-2.1.jsonl")).unwrap();
+    // Invalid UTF-8 on line 4.
+    let bad = dir.path().join("bad-utf8.jsonl");
+    let mut bytes = Vec::new();
+    for (i, l) in good.lines().enumerate() {
+        if i == 3 {
+            bytes.extend_from_slice(&l.as_bytes()[..40]);
+            bytes.push(0xff);
+            bytes.extend_from_slice(&l.as_bytes()[40..]);
+        } else {
+            bytes.extend_from_slice(l.as_bytes());
+        }
+        bytes.push(b'\n');
+    }
+    std::fs::write(&bad, &bytes).unwrap();
+    refused(
+        &["import", "claude-code", bad.to_str().unwrap(), "--out", o],
+        &out,
+        "bad-utf8.jsonl:4: invalid UTF-8",
+    );
+    // A .gz cut in the middle.
+    let gz = dir.path().join("cut.jsonl.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    for _ in 0..40 {
+        std::io::Write::write_all(&mut enc, good.as_bytes()).unwrap();
+    }
+    let full = enc.finish().unwrap();
+    std::fs::write(&gz, &full[..full.len() * 2 / 3]).unwrap();
+    let err = refused(
+        &["import", "claude-code", gz.to_str().unwrap(), "--out", o],
+        &out,
+        "cut.jsonl.gz:",
+    );
+    assert!(
+        err.contains("cut short") || err.contains("cannot read on"),
+        "{err}"
+    );
+    // A timestamp with a multibyte character where the zone offset goes: read, not a panic.
+    let odd = dir.path().join("odd-time.jsonl");
+    std::fs::write(
+        &odd,
+        good.replacen("2026-03-02T10:04:14.220Z", "2026-02-10T21:11:56+0é00", 1),
+    )
+    .unwrap();
+    let (code, _, err) = gyre(&["import", "claude-code", odd.to_str().unwrap(), "--out", o]);
+    assert_eq!(code, 0, "{err}");
+    let events = dir.path().join("odd-time.json");
+    std::fs::write(
+        &events,
+        std::fs::read_to_string(fixture("openhands/basic.json"))
+            .unwrap()
+            .replacen("2025-01-27T22:44:56.900854", "2026-02-10T21:11:56+0é00", 1),
+    )
+    .unwrap();
+    let o2 = dir.path().join("out2.jsonl");
+    let (code, _, err) = gyre(&[
+        "import",
+        "openhands",
+        events.to_str().unwrap(),
+        "--out",
+        o2.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // A JSON array given as JSONL traffic says what it is.
+    let array = dir.path().join("array.jsonl");
+    std::fs::write(&array, "[{\"kind\": \"header\"}]\n").unwrap();
+    let o3 = dir.path().join("out3.jsonl");
+    refused(
+        &[
+            "import",
+            "vllm",
+            array.to_str().unwrap(),
+            "--out",
+            o3.to_str().unwrap(),
+        ],
+        &o3,
+        "this is a JSON array",
+    );
+}
+
+/// Logged traffic whose lines would make records the loader refuses: refused at their line,
+/// nothing written.
+#[test]
+fn vllm_never_writes_records_that_do_not_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let o = out.to_str().unwrap();
+    let good = std::fs::read_to_string(fixture("vllm/swe-agent-qwen3.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = good
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let write = |name: &str, ls: &[serde_json::Value]| {
+        let p = dir.path().join(name);
+        let text: Vec<String> = ls.iter().map(|l| l.to_string()).collect();
+        std::fs::write(&p, text.join("\n")).unwrap();
+        p
+    };
+    // A copied record that is not valid gyre/1 (a closure without `t`).
+    let mut ls = lines.clone();
+    ls.last_mut().unwrap().as_object_mut().unwrap().remove("t");
+    let p = write("kind.jsonl", &ls);
+    refused(
+        &["import", "vllm", p.to_str().unwrap(), "--out", o],
+        &out,
+        &format!("kind.jsonl:{}:", ls.len()),
+    );
+    // A request id used twice in one execution.
+    let mut ls = lines.clone();
+    ls[0]["id"] = "a".into();
+    ls[1]["id"] = "a".into();
+    let p = write("dup.jsonl", &ls);
+    refused(
+        &["import", "vllm", p.to_str().unwrap(), "--out", o],
+        &out,
+        "dup.jsonl:2: would write an invalid record: request id \"a\" is already used",
+    );
+    // A numeric actor.
+    let mut ls = lines.clone();
+    ls[2]["actor"] = 3.into();
+    let p = write("actor.jsonl", &ls);
+    refused(
+        &["import", "vllm", p.to_str().unwrap(), "--out", o],
+        &out,
+        "actor.jsonl:3: invalid type: integer `3`, expected a string (actor)",
+    );
+    // Valid traffic re-rendered by the client: no request is delta-encoded, so none is said to be.
+    let (code, _, err) = gyre(&[
+        "import",
+        "vllm",
+        fixture("vllm/swe-agent-qwen3.jsonl").to_str().unwrap(),
+        "--out",
+        o,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("delta"), "{err}");
+    assert!(err.contains("2 executions, 6 requests"), "{err}");
+}
+
+#[test]
+fn help_lists_every_importer_and_lenient() {
+    let (code, stdout, _) = gyre(&["import", "--help"]);
+    assert_eq!(code, 0);
+    for line in [
+        "claude-code  A Claude Code session",
+        "swe-agent    A SWE-agent trajectory",
+        "openhands    OpenHands: an event stream",
+        "vllm         Logged vLLM/SGLang chat traffic",
+    ] {
+        assert!(stdout.contains(line), "{stdout}");
+    }
+    let (code, stdout, _) = gyre(&["import", "claude-code", "--help"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("--lenient"), "{stdout}");
+    let (code, stdout, _) = gyre(&["import", "vllm", "--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("--lenient") && !stdout.contains("--no-restore"),
+        "{stdout}"
+    );
 }

@@ -16,9 +16,7 @@ fn h(ids: &[u32]) -> u64 {
 
 fn swe(restore: bool, score: Option<f64>) -> (tempfile::TempDir, std::path::PathBuf) {
     let path = fixture("swe-agent/function_calling_simple.traj");
-    let (d, out, summary) = import_with(|b, hdr, sink| {
-        gyre::import::swe_agent::import(&path, &opts(restore, score), b, hdr, sink, &mut |_| {})
-    });
+    let (d, out, summary) = import("swe-agent", &path, restore, score);
     assert_eq!(summary.requests, 5);
     (d, out)
 }
@@ -87,9 +85,7 @@ fn swe_agent_info_goes_into_closure_and_meta() {
         serde_json::json!({"exit_status": "submitted", "submission": "diff --git a/x b/x"});
     let path = dir.path().join("with-info.traj");
     std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
-    let (_d, out, _) = import_with(|b, hdr, sink| {
-        gyre::import::swe_agent::import(&path, &opts(true, Some(0.0)), b, hdr, sink, &mut |_| {})
-    });
+    let (_d, out, _) = import("swe-agent", &path, true, Some(0.0));
     let all = lines(&out);
     let closure = all.last().unwrap();
     assert_eq!(closure["artifact"], "submission");
@@ -102,9 +98,7 @@ fn swe_agent_info_goes_into_closure_and_meta() {
 
     doc["info"] = serde_json::json!({"exit_status": "exit_cost"});
     std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
-    let (_d, out, _) = import_with(|b, hdr, sink| {
-        gyre::import::swe_agent::import(&path, &opts(true, Some(1.0)), b, hdr, sink, &mut |_| {})
-    });
+    let (_d, out, _) = import("swe-agent", &path, true, Some(1.0));
     let closure = lines(&out).pop().unwrap();
     assert_eq!(
         (&closure["status"], &closure["artifact"]),
@@ -124,16 +118,7 @@ fn openhands_event_streams() {
     ] {
         let path = fixture(file);
         for restore in [true, false] {
-            let (_d, out, summary) = import_with(|b, hdr, sink| {
-                gyre::import::openhands::import(
-                    &path,
-                    &opts(restore, Some(1.0)),
-                    b,
-                    hdr,
-                    sink,
-                    &mut |_| {},
-                )
-            });
+            let (_d, out, summary) = import("openhands", &path, restore, Some(1.0));
             assert_eq!(summary.requests, n, "{file}");
             let batch = load(&out);
             let s = stats(&batch);
@@ -153,9 +138,7 @@ fn openhands_event_streams() {
     }
     // basic.json: the edit observation answers the str_replace_editor call by its id.
     let path = fixture("openhands/basic.json");
-    let (_d, out, _) = import_with(|b, hdr, sink| {
-        gyre::import::openhands::import(&path, &opts(true, None), b, hdr, sink, &mut |_| {})
-    });
+    let (_d, out, _) = import("openhands", &path, true, None);
     let reqs = requests(&out);
     assert_eq!(reqs[0].0["tool_calls"][0]["name"], "str_replace_editor");
     assert_eq!(reqs[0].0["model"], "claude-3-5-sonnet-20241022");
@@ -171,9 +154,7 @@ fn openhands_event_streams() {
 #[test]
 fn vllm_records_are_exact() {
     let path = fixture("vllm/swe-agent-qwen3.jsonl");
-    let (_d, out, summary) = import_with(|b, hdr, sink| {
-        gyre::import::vllm::import(std::slice::from_ref(&path), b, hdr, sink, &mut |_| {})
-    });
+    let (_d, out, summary) = import("vllm", &path, true, None);
     assert_eq!((summary.requests, summary.executions), (6, 2));
     let source = lines(&path);
     let reqs = requests(&out);
@@ -253,9 +234,7 @@ fn vllm_delta_encoding_when_prompts_extend() {
     ]
     .join("\n");
     std::fs::write(&path, text).unwrap();
-    let (_d, out, _) = import_with(|b, hdr, sink| {
-        gyre::import::vllm::import(std::slice::from_ref(&path), b, hdr, sink, &mut |_| {})
-    });
+    let (_d, out, _) = import("vllm", &path, true, None);
     let reqs = requests(&out);
     assert_eq!(reqs[1].0["extends"], "r1");
     assert_eq!(reqs[1].0["input"], serde_json::json!([6]));

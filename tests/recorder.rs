@@ -265,6 +265,8 @@ fn appending_continues_a_recording_and_drops_a_cut_last_line() {
     std::fs::write(&path, &bytes).unwrap();
 
     let mut rec = Recorder::append(&path).unwrap();
+    assert!(rec.knows_execution("e1") && !rec.knows_execution("e2"));
+    assert!(rec.knows_request("e1", "r1") && !rec.knows_request("e1", "r2"));
     assert!(matches!(
         rec.header(None, None),
         Err(RecordError::Invalid(_))

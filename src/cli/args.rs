@@ -46,7 +46,8 @@ pub struct AdmissionArgs {
 #[derive(Clone, Debug)]
 pub struct Priority(pub Vec<Class>);
 
-fn parse_priority(s: &str) -> Result<Priority, String> {
+/// Parses a `--priority` list.
+pub fn parse_priority(s: &str) -> Result<Priority, String> {
     admit::parse_priority(s).map(Priority)
 }
 

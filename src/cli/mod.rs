@@ -6,9 +6,12 @@ mod args;
 mod demo;
 #[cfg(feature = "tui")]
 mod inspect;
+#[cfg(feature = "record")]
+mod record;
 mod replay;
 mod show;
 mod stats;
+mod sweep;
 mod synth;
 mod validate;
 
@@ -93,6 +96,18 @@ Examples:
 
 Same options and seed give the same bytes. .gz and .zst outputs are compressed.")]
     Synth(synth::SynthArgs),
+    /// What J_max, the seed and the priority do to cost and coverage: admission under many
+    /// settings, the recording parsed once.
+    #[command(after_help = "\
+Examples:
+  gyre sweep runs.jsonl                          # J_max 1, 2, 5 and uncapped over 16 seeds
+  gyre sweep runs.jsonl --jmax 1,3,5,8 --seeds 64
+  gyre sweep runs.jsonl --priority main,sub --json | jq '.settings[] | {jmax, cost_vs_uncapped}'
+
+Cost is the forward-backward tokens of the exported rows (the sum of their lengths); coverage is
+targets / trainable tokens of the executions that count in B. Each J_max is compared with the
+uncapped run under the same seed.")]
+    Sweep(sweep::SweepArgs),
     /// Open the interactive inspector on recordings (`gyre` alone opens it on the bundled demo).
     #[command(after_help = "\
 Examples:
@@ -116,6 +131,20 @@ docs/import.md describes every mapping.")]
         #[command(subcommand)]
         source: crate::import::cli::ImportCommand,
     },
+    /// Record a harness's model calls exactly: a proxy in front of a vLLM or SGLang server.
+    #[command(after_help = "\
+Examples:
+  gyre record --upstream http://127.0.0.1:8000 --tokenizer qwen3 --out run.jsonl
+  ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude          # Claude Code through it
+  OPENAI_BASE_URL=http://127.0.0.1:8787/v1 python agent.py # any OpenAI client
+  curl -d '{\"execution\": \"e1\", \"status\": \"completed\", \"artifact\": \"patch\", \"version\": 1}' \\
+       http://127.0.0.1:8787/gyre/closure
+
+Headers x-gyre-execution, x-gyre-agent, x-gyre-purpose, x-gyre-group and x-gyre-budget
+attribute requests; docs/record.md describes the rest. SIGINT/SIGTERM finish in-flight
+requests and close the recording; rerunning with the same --out appends.")]
+    #[cfg(feature = "record")]
+    Record(record::RecordArgs),
 }
 
 /// Entry point of the `gyre` binary.
@@ -172,5 +201,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Show(args)) => show::run(args),
         Some(Command::Synth(args)) => synth::run(args),
         Some(Command::Replay(args)) => replay::run(args),
+        Some(Command::Sweep(args)) => sweep::run(args),
+        #[cfg(feature = "record")]
+        Some(Command::Record(args)) => record::run(args),
     }
 }

@@ -246,111 +246,193 @@ fn below_n(rng: &mut ChaCha20Rng, n: u64) -> u64 {
     }
 }
 
-/// Runs admission for one execution (SPEC §5).
-pub fn admit(exec: &Execution, outcome: &Outcome, settings: &Settings) -> Admission {
-    let candidates = candidates(exec);
-    let mut claimed_by = vec![None; exec.tree.nodes.len()];
-    let drawable = drawable_nodes(exec, &candidates, &settings.priority);
-    if !matches!(outcome, Outcome::Scored { .. }) {
-        return Admission {
-            candidates,
-            draws: Vec::new(),
-            claimed_by,
-            stop: Stop::NotDrawn,
-            priority: settings.priority.clone(),
-            drawable,
-        };
-    }
-    let tree = &exec.tree;
-    // Trainable nodes on each candidate's path, and the candidates each node lies under.
-    let paths: Vec<Vec<NodeId>> = candidates
-        .iter()
-        .map(|c| {
-            tree.path_nodes(exec.requests[c.request as usize].output_node)
-                .into_iter()
-                .filter(|&n| trainable_node(exec, n))
-                .collect()
-        })
-        .collect();
-    let mut on_paths: Vec<Vec<u32>> = vec![Vec::new(); tree.nodes.len()];
-    for (ci, path) in paths.iter().enumerate() {
-        for &n in path {
-            on_paths[n as usize].push(ci as u32);
-        }
-    }
-    let mut weights: Vec<u64> = paths
-        .iter()
-        .map(|p| p.iter().map(|&n| tree.nodes[n as usize].len as u64).sum())
-        .collect();
-    let mut rng = execution_rng(settings.seed, &exec.id);
-    let mut draws = Vec::new();
-    let stop = loop {
-        if settings.jmax > 0 && draws.len() as u32 >= settings.jmax {
-            break Stop::JmaxReached;
-        }
-        let Some(class) = settings.priority.iter().copied().find(|&cl| {
-            candidates
-                .iter()
-                .zip(&weights)
-                .any(|(c, &w)| c.class == cl && w > 0)
-        }) else {
-            break Stop::Exhausted;
-        };
-        let pool: Vec<(usize, Weighted)> = candidates
+/// What admission needs of an execution whatever the settings: its candidates, the trainable
+/// nodes on each candidate's path and the candidates each such node lies under. Built once,
+/// it admits under any seed, J_max and priority ([`Prepared::run`]); a sweep over settings
+/// reuses it.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// Every candidate leaf, in request order.
+    pub candidates: Vec<Candidate>,
+    /// Trainable nodes on each candidate's path, in path order.
+    paths: Vec<Vec<NodeId>>,
+    /// For each trainable node on some path: the candidates whose path holds it
+    /// (`under[under_at[n]..under_at[n + 1]]`).
+    under_at: Vec<u32>,
+    under: Vec<u32>,
+    /// Unclaimed trainable tokens of each candidate before any draw.
+    weights: Vec<u64>,
+    /// Length of each candidate's path (`I + O`).
+    path_tokens: Vec<u64>,
+}
+
+/// Why admission stopped and what each draw took, without the per-node claims.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Drawn {
+    /// The draws, in order.
+    pub draws: Vec<Draw>,
+    /// For each tree node: the 1-based draw that claimed it.
+    pub claimed_by: Vec<Option<u32>>,
+    /// Why drawing stopped.
+    pub stop: Stop,
+}
+
+impl Prepared {
+    /// Prepares execution `exec`.
+    pub fn new(exec: &Execution) -> Self {
+        let tree = &exec.tree;
+        let candidates = candidates(exec);
+        let paths: Vec<Vec<NodeId>> = candidates
             .iter()
-            .zip(&weights)
-            .enumerate()
-            .filter(|(_, (c, w))| c.class == class && **w > 0)
-            .map(|(ci, (c, &w))| {
-                (
-                    ci,
-                    Weighted {
-                        request: c.request,
-                        weight: w,
-                    },
-                )
+            .map(|c| {
+                tree.path_nodes(exec.requests[c.request as usize].output_node)
+                    .into_iter()
+                    .filter(|&n| trainable_node(exec, n))
+                    .collect()
             })
             .collect();
-        let total: u64 = pool.iter().map(|(_, w)| w.weight).sum();
-        let mut x = below_n(&mut rng, total);
-        let (ci, chosen) = pool
-            .iter()
-            .find(|(_, w)| {
-                if x < w.weight {
-                    true
-                } else {
-                    x -= w.weight;
-                    false
-                }
-            })
-            .copied()
-            .expect("x < total lands in some candidate");
-        let k = draws.len() as u32 + 1;
-        let mut targets = Vec::new();
-        let mut target_tokens = 0;
-        for &n in &paths[ci] {
-            if claimed_by[n as usize].is_none() {
-                claimed_by[n as usize] = Some(k);
-                targets.push(n);
-                let len = tree.nodes[n as usize].len as u64;
-                target_tokens += len;
-                for &other in &on_paths[n as usize] {
-                    weights[other as usize] -= len;
-                }
+        let mut under_at = vec![0u32; tree.nodes.len() + 1];
+        for path in &paths {
+            for &n in path {
+                under_at[n as usize + 1] += 1;
             }
         }
-        draws.push(Draw {
-            class,
-            candidates: pool.into_iter().map(|(_, w)| w).collect(),
-            total,
-            chosen: chosen.request,
-            targets,
-            target_tokens,
-            path_tokens: tree.depth_tokens(exec.requests[chosen.request as usize].output_node),
-        });
+        for n in 0..tree.nodes.len() {
+            under_at[n + 1] += under_at[n];
+        }
+        let mut fill = under_at.clone();
+        let mut under = vec![0u32; *under_at.last().unwrap_or(&0) as usize];
+        for (ci, path) in paths.iter().enumerate() {
+            for &n in path {
+                under[fill[n as usize] as usize] = ci as u32;
+                fill[n as usize] += 1;
+            }
+        }
+        let weights = paths
+            .iter()
+            .map(|p| p.iter().map(|&n| tree.nodes[n as usize].len as u64).sum())
+            .collect();
+        let path_tokens = candidates
+            .iter()
+            .map(|c| tree.depth_tokens(exec.requests[c.request as usize].output_node))
+            .collect();
+        Prepared {
+            candidates,
+            paths,
+            under_at,
+            under,
+            weights,
+            path_tokens,
+        }
+    }
+
+    /// Runs the draw loop of SPEC §5 for `exec` (the execution this was prepared from).
+    pub fn run(&self, exec: &Execution, settings: &Settings) -> Drawn {
+        let tree = &exec.tree;
+        let mut claimed_by = vec![None; tree.nodes.len()];
+        let mut weights = self.weights.clone();
+        let mut rng = execution_rng(settings.seed, &exec.id);
+        let mut draws = Vec::new();
+        let stop = loop {
+            if settings.jmax > 0 && draws.len() as u32 >= settings.jmax {
+                break Stop::JmaxReached;
+            }
+            let Some(class) = settings.priority.iter().copied().find(|&cl| {
+                self.candidates
+                    .iter()
+                    .zip(&weights)
+                    .any(|(c, &w)| c.class == cl && w > 0)
+            }) else {
+                break Stop::Exhausted;
+            };
+            let pool: Vec<(usize, Weighted)> = self
+                .candidates
+                .iter()
+                .zip(&weights)
+                .enumerate()
+                .filter(|(_, (c, w))| c.class == class && **w > 0)
+                .map(|(ci, (c, &w))| {
+                    (
+                        ci,
+                        Weighted {
+                            request: c.request,
+                            weight: w,
+                        },
+                    )
+                })
+                .collect();
+            let total: u64 = pool.iter().map(|(_, w)| w.weight).sum();
+            let mut x = below_n(&mut rng, total);
+            let (ci, chosen) = pool
+                .iter()
+                .find(|(_, w)| {
+                    if x < w.weight {
+                        true
+                    } else {
+                        x -= w.weight;
+                        false
+                    }
+                })
+                .copied()
+                .expect("x < total lands in some candidate");
+            let k = draws.len() as u32 + 1;
+            let mut targets = Vec::new();
+            let mut target_tokens = 0;
+            for &n in &self.paths[ci] {
+                if claimed_by[n as usize].is_none() {
+                    claimed_by[n as usize] = Some(k);
+                    targets.push(n);
+                    let len = tree.nodes[n as usize].len as u64;
+                    target_tokens += len;
+                    let (a, b) = (self.under_at[n as usize], self.under_at[n as usize + 1]);
+                    for &other in &self.under[a as usize..b as usize] {
+                        weights[other as usize] -= len;
+                    }
+                }
+            }
+            draws.push(Draw {
+                class,
+                candidates: pool.into_iter().map(|(_, w)| w).collect(),
+                total,
+                chosen: chosen.request,
+                targets,
+                target_tokens,
+                path_tokens: self.path_tokens[ci],
+            });
+        };
+        Drawn {
+            draws,
+            claimed_by,
+            stop,
+        }
+    }
+}
+
+/// Runs admission for one execution (SPEC §5).
+pub fn admit(exec: &Execution, outcome: &Outcome, settings: &Settings) -> Admission {
+    admit_prepared(exec, &Prepared::new(exec), outcome, settings)
+}
+
+/// [`admit`] with the settings-independent part already prepared.
+pub fn admit_prepared(
+    exec: &Execution,
+    prepared: &Prepared,
+    outcome: &Outcome,
+    settings: &Settings,
+) -> Admission {
+    let drawable = drawable_nodes(exec, &prepared.candidates, &settings.priority);
+    let (draws, claimed_by, stop) = if matches!(outcome, Outcome::Scored { .. }) {
+        let d = prepared.run(exec, settings);
+        (d.draws, d.claimed_by, d.stop)
+    } else {
+        (
+            Vec::new(),
+            vec![None; exec.tree.nodes.len()],
+            Stop::NotDrawn,
+        )
     };
     Admission {
-        candidates,
+        candidates: prepared.candidates.clone(),
         draws,
         claimed_by,
         stop,
@@ -360,7 +442,7 @@ pub fn admit(exec: &Execution, outcome: &Outcome, settings: &Settings) -> Admiss
 }
 
 /// Nodes on the path of some candidate whose class the priority lists.
-fn drawable_nodes(exec: &Execution, candidates: &[Candidate], priority: &[Class]) -> Vec<bool> {
+pub fn drawable_nodes(exec: &Execution, candidates: &[Candidate], priority: &[Class]) -> Vec<bool> {
     let mut on = vec![false; exec.tree.nodes.len()];
     for c in candidates.iter().filter(|c| priority.contains(&c.class)) {
         let mut n = exec.requests[c.request as usize].output_node;

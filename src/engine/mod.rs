@@ -16,6 +16,7 @@ pub mod recorder;
 pub mod score;
 pub mod shard;
 pub mod stats;
+pub mod sweep;
 pub mod tree;
 pub mod write;
 

@@ -207,6 +207,21 @@ impl<W: Write> Recorder<W> {
         Ok(())
     }
 
+    /// Whether `execution` has a record in this recording (written here or read by
+    /// [`append`](Recorder::append)), so a writer can pick ids that are still free.
+    pub fn knows_execution(&self, execution: &str) -> bool {
+        self.executions.contains_key(execution)
+    }
+
+    /// Whether request `id` is already used in `execution`.
+    pub fn knows_request(&self, execution: &str, id: &str) -> bool {
+        match self.executions.get(execution) {
+            Some(State::Open { exec, .. }) => exec.requests.iter().any(|r| r.id == id),
+            Some(State::Closed(ids)) => ids.contains(id),
+            None => false,
+        }
+    }
+
     /// Flushes what was written.
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()

@@ -1,206 +1,214 @@
-//! The `gyre import` subcommands (wired into [`crate::cli`]).
+//! The `gyre import` subcommands, one per [`IMPORTERS`] entry (wired into [`crate::cli`]).
 
-use std::io::{self, IsTerminal};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
+use clap::{ArgMatches, Args, Command, FromArgMatches, Subcommand};
 use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::convo::Builder;
-use super::error::{ExistsError, UsageError};
+use super::error::{ExistsError, InputError, UsageError};
 use super::write::Sink;
-use super::{Options, Progress, Summary, load_tokenizer};
+use super::{IMPORTERS, Options, Progress, Source, Summary, importer, load_tokenizer};
 use crate::engine::load::LoadError;
+use crate::report::plural;
+use crate::text::sanitize;
 
-/// Which log to import.
-#[derive(Subcommand, Debug)]
-pub enum ImportCommand {
-    /// A Claude Code session (with its subagents/ files): one request per API response.
-    #[command(
-        name = "claude-code",
-        after_help = "\
-Examples:
-  gyre import claude-code ~/.claude/projects/-home-me-app/8463c716-….jsonl --out session.jsonl
-  gyre import claude-code SESSION.jsonl --score 1 --out session.jsonl.zst
-  gyre import claude-code SESSION.jsonl --no-restore --out rerendered.jsonl   # the false branches
-  gyre stats session.jsonl
-
-Reads SESSION.jsonl and SESSION/subagents/agent-*.jsonl (sub-agents, compaction). Records are
-reconstructed (re-tokenised, no log-probs) and marked so. docs/import.md has the mapping."
-    )]
-    ClaudeCode {
-        /// The session's main `.jsonl` file.
-        session: PathBuf,
-        #[command(flatten)]
-        common: Reconstructed,
-    },
-    /// A SWE-agent trajectory (`.traj`): one request per assistant message.
-    #[command(
-        name = "swe-agent",
-        after_help = "\
-Examples:
-  gyre import swe-agent trajectories/run/instance.traj --out instance.jsonl
-  gyre import swe-agent instance.traj --score 1 --out instance.jsonl --force"
-    )]
-    SweAgent {
-        /// The `.traj` file (JSON with `history[]`, optionally `info`).
-        traj: PathBuf,
-        #[command(flatten)]
-        common: Reconstructed,
-    },
-    /// An OpenHands event stream: one request per model response.
-    #[command(
-        name = "openhands",
-        after_help = "\
-Examples:
-  gyre import openhands trajectory.json --out trajectory.jsonl
-  gyre import openhands events.json --score 0 --out events.jsonl"
-    )]
-    Openhands {
-        /// The event stream (a JSON array of events).
-        events: PathBuf,
-        #[command(flatten)]
-        common: Reconstructed,
-    },
-    /// Logged vLLM/SGLang chat traffic with token ids and log-probs: exact records.
-    #[command(
-        name = "vllm",
-        after_help = "\
-Examples:
-  gyre import vllm traffic.jsonl --out runs.jsonl
-  gyre import vllm day1.jsonl.zst day2.jsonl.zst --out runs.jsonl.zst
-
-Each line: {\"execution\", \"agent\", \"purpose\", \"request\": <chat request>, \"response\": <chat
-response with prompt_token_ids, choices[0].token_ids and choices[0].logprobs>}; lines with a
-`kind` are gyre/1 records copied through (closures, assessments). docs/import.md has an example."
-    )]
-    Vllm {
-        /// JSONL files (plain, .gz or .zst), read in order.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-        #[command(flatten)]
-        out: OutArgs,
-        /// Tokenizer for span alignment: `qwen3` (bundled) or a tokenizer.json path.
-        #[arg(long, default_value = "qwen3")]
-        tokenizer: String,
-    },
-}
-
-/// Output options.
+/// Options every importer takes.
 #[derive(Args, Debug)]
-pub struct OutArgs {
+pub struct CommonArgs {
+    /// The log(s) to import.
+    #[arg(required = true, value_name = "LOG")]
+    inputs: Vec<PathBuf>,
     /// Output file (`-` = stdout); `.zst` / `.gz` names are compressed. Written atomically.
     #[arg(long, short)]
     out: PathBuf,
     /// Overwrite --out if it exists.
     #[arg(long)]
     force: bool,
-}
-
-/// Options of the reconstructing importers.
-#[derive(Args, Debug)]
-pub struct Reconstructed {
-    #[command(flatten)]
-    out: OutArgs,
     /// Tokenizer and chat template: `qwen3` (bundled) or a tokenizer.json path (with
     /// tokenizer_config.json beside it).
     #[arg(long, default_value = "qwen3")]
     tokenizer: String,
+    /// Skip lines (events, messages) that cannot be read, with a warning, instead of failing.
+    #[arg(long)]
+    lenient: bool,
+}
+
+/// Options of the importers that reconstruct records from text.
+#[derive(Args, Debug)]
+pub struct ReconstructArgs {
     /// Add a valid assessment of the closure's artifact with this score (without one, the
     /// execution has no reward and is excluded from admission).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     score: Option<f64>,
     /// Re-render history through the template instead of restoring recorded outputs.
     #[arg(long)]
     no_restore: bool,
 }
 
-impl Reconstructed {
-    fn options(&self) -> Options {
-        Options {
-            tokenizer: self.tokenizer.clone(),
-            restore: !self.no_restore,
-            score: self.score,
+/// A parsed `gyre import <source> …`.
+#[derive(Debug)]
+pub struct ImportCommand {
+    source: &'static str,
+    common: CommonArgs,
+    reconstruct: Option<ReconstructArgs>,
+}
+
+fn subcommand(source: &dyn Source) -> Command {
+    let a = source.about();
+    let cmd = CommonArgs::augment_args(Command::new(a.name)).mut_arg("inputs", |arg| {
+        let arg = arg.value_name(a.input).help(a.input_help);
+        if a.many {
+            arg
+        } else {
+            arg.num_args(1).action(clap::ArgAction::Set)
         }
+    });
+    let cmd = if a.reconstructed {
+        ReconstructArgs::augment_args(cmd)
+    } else {
+        cmd
+    };
+    // Last: augmenting with an argument struct sets that struct's doc as the about text.
+    cmd.about(a.summary).after_help(a.help)
+}
+
+impl FromArgMatches for ImportCommand {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let (name, sub) = matches.subcommand().ok_or_else(|| {
+            clap::Error::raw(
+                clap::error::ErrorKind::MissingSubcommand,
+                "gyre import needs a source: claude-code, swe-agent, openhands or vllm",
+            )
+        })?;
+        let source = importer(name).ok_or_else(|| {
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidSubcommand,
+                format!("no importer named {name}"),
+            )
+        })?;
+        let about = source.about();
+        Ok(Self {
+            source: about.name,
+            common: CommonArgs::from_arg_matches(sub)?,
+            reconstruct: if about.reconstructed {
+                Some(ReconstructArgs::from_arg_matches(sub)?)
+            } else {
+                None
+            },
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
     }
 }
 
-/// Runs an import; invalid input and an existing `--out` exit 2.
+impl Subcommand for ImportCommand {
+    fn augment_subcommands(cmd: Command) -> Command {
+        IMPORTERS
+            .iter()
+            .fold(cmd, |cmd, s| cmd.subcommand(subcommand(*s)))
+            .subcommand_required(true)
+    }
+
+    fn augment_subcommands_for_update(cmd: Command) -> Command {
+        Self::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        importer(name).is_some()
+    }
+}
+
+/// Runs an import: invalid input, bad arguments and an existing `--out` print one plain line
+/// (or the list of problems) and exit 2.
 pub fn run(cmd: ImportCommand) -> Result<ExitCode> {
-    match run_inner(cmd) {
+    match run_inner(&cmd) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
-            if let Some(le) = e.downcast_ref::<LoadError>() {
-                eprintln!("{le}");
-                return Ok(ExitCode::from(2));
+            let plain = if let Some(x) = e.downcast_ref::<InputError>() {
+                Some(x.to_string())
+            } else if let Some(x) = e.downcast_ref::<LoadError>() {
+                Some(x.to_string())
+            } else if let Some(x) = e.downcast_ref::<UsageError>() {
+                Some(format!("gyre: {x}"))
+            } else {
+                e.downcast_ref::<ExistsError>()
+                    .map(|x| format!("gyre: {x}"))
+            };
+            match plain {
+                Some(text) => {
+                    for line in text.lines() {
+                        say(&sanitize(line));
+                    }
+                    Ok(ExitCode::from(2))
+                }
+                None => Err(e),
             }
-            if let Some(x) = e.downcast_ref::<UsageError>() {
-                eprintln!("gyre: {x}");
-                return Ok(ExitCode::from(2));
-            }
-            if let Some(x) = e.downcast_ref::<ExistsError>() {
-                eprintln!("gyre: {x}");
-                return Ok(ExitCode::from(2));
-            }
-            Err(e)
         }
     }
 }
 
-/// The `--tokenizer` argument loaded; a bad one is a usage error (exit 2).
-fn tokenizer_arg(
-    arg: &str,
-) -> Result<(
-    crate::text::TokenText,
-    crate::text::ChatTemplate,
-    serde_json::Value,
-)> {
-    load_tokenizer(arg).map_err(|e| UsageError(format!("--tokenizer {arg}: {e:#}")).into())
+/// Checks `--out` before any work: its folder exists, it is not a folder, it does not exist
+/// unless `--force`.
+fn check_out(out: &Path, force: bool) -> Result<()> {
+    if out == Path::new("-") {
+        return Ok(());
+    }
+    if out.is_dir() {
+        return Err(UsageError(format!(
+            "--out {}: is a directory; name a file in it",
+            out.display()
+        ))
+        .into());
+    }
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(UsageError(format!(
+            "--out {}: no such directory {}",
+            out.display(),
+            dir.display()
+        ))
+        .into());
+    }
+    if out.exists() && !force {
+        return Err(ExistsError(out.to_path_buf()).into());
+    }
+    Ok(())
 }
 
-fn input_size(paths: &[&Path]) -> u64 {
-    paths
+fn run_inner(cmd: &ImportCommand) -> Result<()> {
+    let source = importer(cmd.source).expect("parsed from the registry");
+    let c = &cmd.common;
+    let opts = Options {
+        tokenizer: c.tokenizer.clone(),
+        restore: !cmd.reconstruct.as_ref().is_some_and(|r| r.no_restore),
+        score: cmd.reconstruct.as_ref().and_then(|r| r.score),
+        lenient: c.lenient,
+    };
+    if opts.score.is_some_and(|s| !s.is_finite()) {
+        return Err(UsageError("--score must be a finite number".into()).into());
+    }
+    check_out(&c.out, c.force)?;
+    super::check_inputs(source, &c.inputs)?;
+    let (tok, tmpl, tokenizer) = load_tokenizer(&opts.tokenizer)
+        .map_err(|e| UsageError(format!("--tokenizer {}: {e:#}", opts.tokenizer)))?;
+    let mut builder = Builder::new(tok, tmpl)?;
+    let sink = Sink::open(&c.out, c.force)?;
+    let total: u64 = c
+        .inputs
         .iter()
         .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-        .sum()
-}
-
-fn run_inner(cmd: ImportCommand) -> Result<()> {
-    let (source, inputs, out): (&str, Vec<&Path>, &OutArgs) = match &cmd {
-        ImportCommand::ClaudeCode { session, common } => {
-            ("claude-code", vec![session.as_path()], &common.out)
-        }
-        ImportCommand::SweAgent { traj, common } => {
-            ("swe-agent", vec![traj.as_path()], &common.out)
-        }
-        ImportCommand::Openhands { events, common } => {
-            ("openhands", vec![events.as_path()], &common.out)
-        }
-        ImportCommand::Vllm { files, out, .. } => {
-            ("vllm", files.iter().map(PathBuf::as_path).collect(), out)
-        }
-    };
-    for p in &inputs {
-        if !p.exists() {
-            return Err(super::error::bad(p, 0, "no such file", None));
-        }
-    }
-    if let ImportCommand::ClaudeCode { common, .. }
-    | ImportCommand::SweAgent { common, .. }
-    | ImportCommand::Openhands { common, .. } = &cmd
-    {
-        if let Some(s) = common.score {
-            if !s.is_finite() {
-                return Err(UsageError("--score must be a finite number".into()).into());
-            }
-        }
-    }
-    // Refuse an existing --out before any work.
-    let mut sink = Sink::open(&out.out, out.force)?;
-    let big = io::stderr().is_terminal() && input_size(&inputs) > (1 << 20);
-    let bar = big.then(|| {
+        .sum();
+    let bar = (io::stderr().is_terminal() && total > (1 << 20)).then(|| {
         let pb = ProgressBar::new(0);
         pb.set_style(
             ProgressStyle::with_template("{spinner} {msg} {bar:40} {pos}/{len} eta {eta}")
@@ -224,71 +232,63 @@ fn run_inner(cmd: ImportCommand) -> Result<()> {
             }
         }
     };
-    let summary: Summary = match &cmd {
-        ImportCommand::Vllm {
-            files, tokenizer, ..
-        } => {
-            let (tok, tmpl, header) = tokenizer_arg(tokenizer)?;
-            let mut builder = Builder::new(tok, tmpl)?;
-            super::vllm::import(files, &mut builder, &header, &mut sink, &mut progress)?
-        }
-        ImportCommand::ClaudeCode { session, common } => {
-            let opts = common.options();
-            let (tok, tmpl, header) = tokenizer_arg(&opts.tokenizer)?;
-            let mut builder = Builder::new(tok, tmpl)?;
-            super::claude_code::import(
-                session,
-                &opts,
-                &mut builder,
-                &header,
-                &mut sink,
-                &mut progress,
-            )?
-        }
-        ImportCommand::SweAgent { traj, common } => {
-            let opts = common.options();
-            let (tok, tmpl, header) = tokenizer_arg(&opts.tokenizer)?;
-            let mut builder = Builder::new(tok, tmpl)?;
-            super::swe_agent::import(traj, &opts, &mut builder, &header, &mut sink, &mut progress)?
-        }
-        ImportCommand::Openhands { events, common } => {
-            let opts = common.options();
-            let (tok, tmpl, header) = tokenizer_arg(&opts.tokenizer)?;
-            let mut builder = Builder::new(tok, tmpl)?;
-            super::openhands::import(
-                events,
-                &opts,
-                &mut builder,
-                &header,
-                &mut sink,
-                &mut progress,
-            )?
-        }
-    };
+    let result = super::import(
+        source,
+        &c.inputs,
+        &opts,
+        &mut builder,
+        &tokenizer,
+        sink,
+        &mut progress,
+    );
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
-    let lines = sink.lines();
-    sink.finish()?;
-    for w in summary.warnings.iter().take(20) {
-        eprintln!("warning: {w}");
+    let summary = result?;
+    report(source, &summary, &c.out);
+    Ok(())
+}
+
+/// One line on stderr; a closed stderr (`2>&1 | head -1`) is not an error.
+fn say(line: &str) {
+    let _ = writeln!(io::stderr(), "{line}");
+}
+
+fn report(source: &dyn Source, s: &Summary, out: &Path) {
+    for w in &s.warnings {
+        say(&format!("warning: {}", sanitize(w)));
     }
-    if summary.warnings.len() > 20 {
-        eprintln!("warning: … and {} more", summary.warnings.len() - 20);
+    let more = s.warning_count.saturating_sub(s.warnings.len() as u64);
+    if more > 0 {
+        say(&format!("warning: … and {more} more"));
     }
-    eprintln!(
-        "gyre: imported {source}: {} execution(s), {} requests, {} input + {} output tokens \
-         ({} input tokens written with delta encoding), {lines} lines{}",
-        summary.executions,
-        summary.requests,
-        summary.input_tokens,
-        summary.output_tokens,
-        summary.written_input_tokens,
-        if out.out == Path::new("-") {
+    if s.skipped > 0 {
+        say(&format!(
+            "gyre: --lenient skipped {}",
+            plural(s.skipped as usize, "line")
+        ));
+    }
+    let delta = if s.delta_requests > 0 {
+        format!(
+            " ({} in delta form: {} input tokens written)",
+            plural(s.delta_requests as usize, "request"),
+            s.written_input_tokens
+        )
+    } else {
+        String::new()
+    };
+    say(&format!(
+        "gyre: imported {}: {}, {}, {} input + {} output tokens{delta}, {}{}",
+        source.about().name,
+        plural(s.executions as usize, "execution"),
+        plural(s.requests as usize, "request"),
+        s.input_tokens,
+        s.output_tokens,
+        plural(s.lines as usize, "line"),
+        if out == Path::new("-") {
             String::new()
         } else {
-            format!(" → {}", out.out.display())
+            format!(" → {}", sanitize(&out.display().to_string()))
         }
-    );
-    Ok(())
+    ));
 }

@@ -13,6 +13,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::rc::Rc;
 
 use color_eyre::eyre::{Result, WrapErr, eyre};
+use serde_json::Value;
 
 use super::encode::{Part, Span, encode_labelled, extend_spans};
 use crate::engine::record::Source;
@@ -84,19 +85,6 @@ pub struct Context {
     pub tokens: Vec<u32>,
     /// Spans over `tokens`.
     pub spans: Vec<Span>,
-    /// Restoration only: the segments, in order.
-    pub segments: Vec<SegInfo>,
-}
-
-/// One segment of a restored context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SegInfo {
-    /// Identity of the segment's content.
-    pub key: u64,
-    /// For an output segment: the request whose recorded output it is.
-    pub restores: Option<usize>,
-    /// Tokens.
-    pub len: usize,
 }
 
 struct Seg {
@@ -113,6 +101,9 @@ pub struct Builder {
     eos_tail: String,
     segs: HashMap<u64, Rc<Seg>>,
     harness_outputs: HashMap<u64, Rc<Output>>,
+    /// Byte range of the tool definitions in a rendering that starts with a given first
+    /// message, by (tools, first turn) hash.
+    tool_ranges: HashMap<u64, Option<(usize, usize)>>,
 }
 
 impl Builder {
@@ -140,7 +131,16 @@ impl Builder {
             eos_tail,
             segs: HashMap::new(),
             harness_outputs: HashMap::new(),
+            tool_ranges: HashMap::new(),
         })
+    }
+
+    /// Forgets every rendered piece: turn keys are unique within one session only, so a builder
+    /// shared by several sessions forgets between them.
+    pub fn forget(&mut self) {
+        self.segs.clear();
+        self.harness_outputs.clear();
+        self.tool_ranges.clear();
     }
 
     /// The tokenizer.
@@ -220,24 +220,24 @@ impl Builder {
     }
 
     /// The context of a request whose conversation so far is `turns`, ending with the
-    /// generation prompt. With `restore`, assistant turns that are recorded responses (their
-    /// `response` index has an entry in `outputs`) are their recorded output tokens.
+    /// generation prompt; `tools` are the tool definitions the harness sent (rendered where the
+    /// template puts them, labelled `system`). With `restore`, assistant turns that are
+    /// recorded responses (their `response` index has an entry in `outputs`) are their recorded
+    /// output tokens.
     pub fn context(
         &mut self,
         turns: &[&Turn],
         outputs: &[Option<Rc<Output>>],
         restore: bool,
+        tools: &[Value],
     ) -> Result<Context> {
         if !restore {
             let msgs: Vec<Message> = turns.iter().map(|t| t.msg.clone()).collect();
-            let text = render_or_prompt(&self.tmpl, &msgs, &self.gen_prompt)?;
-            let parts = self.parts(&text, turns, outputs)?;
+            let text = render_or_prompt(&self.tmpl, &msgs, tools, &self.gen_prompt)?;
+            let mut parts = self.parts(&text, turns, outputs)?;
+            self.add_tools_part(&mut parts, &text, turns.first().copied(), tools)?;
             let (tokens, spans) = encode_labelled(&mut self.enc, &text, &parts)?;
-            return Ok(Context {
-                tokens,
-                spans,
-                segments: Vec::new(),
-            });
+            return Ok(Context { tokens, spans });
         }
         let mut ctx = Context::default();
         let mut pending: Vec<&Turn> = Vec::new();
@@ -245,10 +245,10 @@ impl Builder {
         for &turn in turns {
             let restored = turn
                 .response
-                .and_then(|r| outputs.get(r).and_then(|o| o.as_ref().map(|o| (r, o))));
+                .and_then(|r| outputs.get(r).and_then(|o| o.as_ref()));
             match restored {
-                Some((r, out)) => {
-                    self.push_rendered(&mut ctx, &pending, first, outputs)?;
+                Some(out) => {
+                    self.push_rendered(&mut ctx, &pending, first, outputs, tools)?;
                     pending.clear();
                     first = false;
                     let n = ctx.tokens.len();
@@ -262,17 +262,68 @@ impl Builder {
                             call_id: None,
                         }],
                     );
-                    ctx.segments.push(SegInfo {
-                        key: hash_str(&format!("output {r}")),
-                        restores: Some(r),
-                        len: out.tokens.len(),
-                    });
                 }
                 None => pending.push(turn),
             }
         }
-        self.push_rendered(&mut ctx, &pending, first, outputs)?;
+        self.push_rendered(&mut ctx, &pending, first, outputs, tools)?;
         Ok(ctx)
+    }
+
+    /// Labels the tool definitions in `text` (a rendering starting with `first`) `system`: where
+    /// the rendering of the first message with `tools` differs from its rendering without them.
+    fn add_tools_part(
+        &mut self,
+        parts: &mut Vec<Part>,
+        text: &str,
+        first: Option<&Turn>,
+        tools: &[Value],
+    ) -> Result<()> {
+        if tools.is_empty() {
+            return Ok(());
+        }
+        let mut h = DefaultHasher::new();
+        serde_json::to_string(tools)
+            .unwrap_or_default()
+            .hash(&mut h);
+        first.map(|t| t.key).hash(&mut h);
+        let key = h.finish();
+        let range = match self.tool_ranges.get(&key) {
+            Some(r) => *r,
+            None => {
+                let msgs: Vec<Message> = first.map(|t| t.msg.clone()).into_iter().collect();
+                let opts = RenderOptions::default();
+                let with = self.tmpl.render(&msgs, tools, opts)?;
+                let without = if msgs.is_empty() {
+                    String::new()
+                } else {
+                    self.tmpl.render(&msgs, &[], opts)?
+                };
+                let pre = common_prefix(&with, &without);
+                let room = with.len().min(without.len()) - pre;
+                let suf = common_suffix(&with[pre..], &without[pre..]).min(room);
+                let r = (with.len() - suf > pre && text.starts_with(&with[..with.len() - suf]))
+                    .then_some((pre, with.len() - suf));
+                self.tool_ranges.insert(key, r);
+                r
+            }
+        };
+        if let Some((start, end)) = range {
+            let at = parts.partition_point(|p| p.end <= start);
+            // Keep parts disjoint: the tools block sits between the system text and the rest.
+            if parts.get(at).is_none_or(|p| p.start >= end) {
+                parts.insert(
+                    at,
+                    Part {
+                        start,
+                        end,
+                        source: Source::System,
+                        call_id: None,
+                    },
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Renders `turns` as one segment (the conversation's start when `first`, else a
@@ -283,11 +334,17 @@ impl Builder {
         turns: &[&Turn],
         first: bool,
         outputs: &[Option<Rc<Output>>],
+        tools: &[Value],
     ) -> Result<()> {
         let mut h = DefaultHasher::new();
         first.hash(&mut h);
         for t in turns {
             t.key.hash(&mut h);
+        }
+        if first && !tools.is_empty() {
+            serde_json::to_string(tools)
+                .unwrap_or_default()
+                .hash(&mut h);
         }
         let key = h.finish();
         let seg = match self.segs.get(&key) {
@@ -295,14 +352,17 @@ impl Builder {
             None => {
                 let msgs: Vec<Message> = turns.iter().map(|t| t.msg.clone()).collect();
                 let text = if first {
-                    render_or_prompt(&self.tmpl, &msgs, &self.gen_prompt)?
+                    render_or_prompt(&self.tmpl, &msgs, tools, &self.gen_prompt)?
                 } else if msgs.is_empty() {
                     format!("{}{}", self.after_eos, self.gen_prompt)
                 } else {
                     self.tmpl
                         .render_continuation(&msgs, RenderOptions::generation(true))?
                 };
-                let parts = self.parts(&text, turns, outputs)?;
+                let mut parts = self.parts(&text, turns, outputs)?;
+                if first {
+                    self.add_tools_part(&mut parts, &text, turns.first().copied(), tools)?;
+                }
                 let (tokens, spans) = encode_labelled(&mut self.enc, &text, &parts)?;
                 let seg = Rc::new(Seg { tokens, spans });
                 self.segs.insert(key, Rc::clone(&seg));
@@ -312,11 +372,6 @@ impl Builder {
         let n = ctx.tokens.len();
         ctx.tokens.extend_from_slice(&seg.tokens);
         extend_spans(&mut ctx.spans, n, &seg.spans);
-        ctx.segments.push(SegInfo {
-            key,
-            restores: None,
-            len: seg.tokens.len(),
-        });
         Ok(())
     }
 
@@ -387,24 +442,48 @@ impl Builder {
     pub fn render_labelled(
         &mut self,
         turns: &[&Turn],
-        tools: &[serde_json::Value],
+        tools: &[Value],
     ) -> Result<(Vec<u32>, Vec<Span>)> {
         let msgs: Vec<Message> = turns.iter().map(|t| t.msg.clone()).collect();
         let text = self
             .tmpl
             .render(&msgs, tools, RenderOptions::generation(true))
             .wrap_err("rendering the request's messages")?;
-        let parts = self.parts(&text, turns, &[])?;
+        let mut parts = self.parts(&text, turns, &[])?;
+        self.add_tools_part(&mut parts, &text, turns.first().copied(), tools)?;
         encode_labelled(&mut self.enc, &text, &parts)
     }
 }
 
 /// The conversation rendered with the generation prompt (the prompt alone when it is empty).
-fn render_or_prompt(tmpl: &ChatTemplate, msgs: &[Message], gen_prompt: &str) -> Result<String> {
-    if msgs.is_empty() {
+fn render_or_prompt(
+    tmpl: &ChatTemplate,
+    msgs: &[Message],
+    tools: &[Value],
+    gen_prompt: &str,
+) -> Result<String> {
+    if msgs.is_empty() && tools.is_empty() {
         return Ok(gen_prompt.to_owned());
     }
-    tmpl.render(msgs, &[], RenderOptions::generation(true))
+    tmpl.render(msgs, tools, RenderOptions::generation(true))
+}
+
+fn common_prefix(a: &str, b: &str) -> usize {
+    let n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    (0..=n).rev().find(|&i| a.is_char_boundary(i)).unwrap_or(0)
+}
+
+fn common_suffix(a: &str, b: &str) -> usize {
+    let n = a
+        .bytes()
+        .rev()
+        .zip(b.bytes().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    (0..=n)
+        .rev()
+        .find(|&i| a.is_char_boundary(a.len() - i))
+        .unwrap_or(0)
 }
 
 /// Fallback for templates that do not append calls one by one: the last `n` `<tool_call>` …

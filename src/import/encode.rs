@@ -83,16 +83,3 @@ pub fn extend_spans(spans: &mut Vec<Span>, base_len: usize, more: &[Span]) {
         }
     }
 }
-
-/// The spans of tokens `from..` of a sequence labelled by `spans`, re-based to start at 0.
-pub fn tail_spans(spans: &[Span], from: usize) -> Vec<Span> {
-    spans
-        .iter()
-        .filter(|s| s.end > from)
-        .map(|s| Span {
-            end: s.end - from,
-            source: s.source,
-            call_id: s.call_id.clone(),
-        })
-        .collect()
-}

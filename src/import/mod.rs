@@ -1,9 +1,11 @@
 //! `gyre import`: gyre/1 records from the logs real harnesses write (docs/import.md).
 //!
+//! Every source is one [`Importer`] ([`IMPORTERS`] lists them):
 //! - [`claude_code`]: a Claude Code session (`~/.claude/projects/<project>/<session>.jsonl`,
-//!   its `subagents/` files, compaction and sub-agents), re-tokenised through a chat template;
-//! - [`swe_agent`]: a SWE-agent `.traj` trajectory;
-//! - [`openhands`]: an OpenHands event stream;
+//!   its `subagents/` files, compaction and sub-agents);
+//! - [`swe_agent`]: a SWE-agent `.traj` trajectory (1.x, and 0.x / EnIGMA);
+//! - [`openhands`]: an OpenHands event stream, session `events/` folder or evaluation
+//!   `output.jsonl`;
 //! - [`vllm`]: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
 //!   exact records, not reconstructed.
 //!
@@ -12,6 +14,10 @@
 //! marked `meta.reconstructed: true` (header and every request). By default a later context
 //! reuses the recorded output tokens of the earlier responses it contains (payload
 //! restoration); `restore: false` re-renders history instead.
+//!
+//! An import checks what its inputs look like first ([`sniff`]), reads them into typed values
+//! (field paths in every error), and writes through the engine's validating recorder
+//! ([`write`]), so its output always loads.
 
 pub mod claude_code;
 pub mod cli;
@@ -19,18 +25,27 @@ pub mod convo;
 pub mod demo;
 pub mod encode;
 pub mod error;
+pub mod input;
+pub mod openai;
 pub mod openhands;
 pub mod session;
+pub mod sniff;
 pub mod swe_agent;
+pub mod timestamp;
 pub mod vllm;
 pub mod write;
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use color_eyre::eyre::{Result, WrapErr, bail};
-use serde_json::Value;
+use color_eyre::eyre::{Result, bail};
+use serde_json::{Map, Value, json};
+
+pub use timestamp::parse_timestamp;
+
+use convo::Builder;
+use error::{Log, bad};
+use sniff::{Fit, Probe};
+use write::{Out, Sink};
 
 use crate::text::{ChatTemplate, TokenText};
 
@@ -44,6 +59,9 @@ pub struct Options {
     pub restore: bool,
     /// Adds a valid assessment of the closure's artifact with this score.
     pub score: Option<f64>,
+    /// Skip lines (events, history entries) that cannot be read, with a warning, instead of
+    /// failing.
+    pub lenient: bool,
 }
 
 impl Default for Options {
@@ -52,6 +70,7 @@ impl Default for Options {
             tokenizer: "qwen3".into(),
             restore: true,
             score: None,
+            lenient: false,
         }
     }
 }
@@ -63,14 +82,22 @@ pub struct Summary {
     pub executions: u64,
     /// Request records.
     pub requests: u64,
+    /// Requests written in delta form (`extends`).
+    pub delta_requests: u64,
     /// Σ full input lengths.
     pub input_tokens: u64,
     /// Σ output lengths.
     pub output_tokens: u64,
     /// Input tokens actually written (delta encoding writes only the new ones).
     pub written_input_tokens: u64,
-    /// Non-fatal remarks (missing sub-agent logs, skipped events…).
+    /// Lines written.
+    pub lines: u64,
+    /// Non-fatal remarks (missing sub-agent logs, skipped events…), the first few.
     pub warnings: Vec<String>,
+    /// How many remarks there were.
+    pub warning_count: u64,
+    /// Lines or elements skipped under `--lenient`.
+    pub skipped: u64,
 }
 
 /// Progress of an import, for a progress bar.
@@ -83,13 +110,124 @@ pub enum Progress {
         /// Total.
         total: u64,
     },
-    /// Requests written.
+    /// Requests written (of one session).
     Requests {
         /// Done.
         done: usize,
         /// Total.
         total: usize,
     },
+}
+
+/// How a source appears on the command line and in messages.
+#[derive(Debug)]
+pub struct About {
+    /// Subcommand name (`claude-code`).
+    pub name: &'static str,
+    /// The format in words (`a Claude Code session`).
+    pub what: &'static str,
+    /// One-line description (`gyre import --help`).
+    pub summary: &'static str,
+    /// Name of the input argument (`SESSION.jsonl`).
+    pub input: &'static str,
+    /// Help of the input argument.
+    pub input_help: &'static str,
+    /// Whether several inputs are read in order.
+    pub many: bool,
+    /// Whether an input may be a directory.
+    pub directories: bool,
+    /// Whether the records are reconstructed from text (`--score`, `--no-restore` apply).
+    pub reconstructed: bool,
+    /// Examples and notes after the options in `--help`.
+    pub help: &'static str,
+}
+
+/// Everything an importer works with: options, the renderer, the output, warnings and problems,
+/// progress.
+pub struct Job<'a> {
+    /// The options.
+    pub opts: &'a Options,
+    /// Renders conversations into tokens.
+    pub builder: &'a mut Builder,
+    /// The validating output.
+    pub out: Out,
+    /// Problems and warnings.
+    pub log: Log,
+    /// Progress callback.
+    pub progress: &'a mut dyn FnMut(Progress),
+}
+
+/// One log format. A new source is one file implementing this, listed in [`IMPORTERS`].
+pub trait Importer: Sync {
+    /// What one read yields and [`records`](Self::records) writes: a reconstructed session,
+    /// or a line of exact traffic.
+    type Item;
+
+    /// Name, help and properties.
+    fn about(&self) -> &'static About;
+
+    /// Whether the start of an input is this format.
+    fn sniff(&self, probe: &Probe) -> Fit;
+
+    /// Every file an import of `inputs` reads (a Claude Code session has files beside it).
+    fn files(&self, inputs: &[PathBuf]) -> Vec<PathBuf> {
+        inputs.to_vec()
+    }
+
+    /// Reads the inputs, handing each item to `emit` as soon as it is read (streaming sources
+    /// never hold the whole input). Per-line problems go to `job.log`.
+    fn read(
+        &self,
+        inputs: &[PathBuf],
+        job: &mut Job,
+        emit: &mut dyn FnMut(&mut Job, Self::Item) -> Result<()>,
+    ) -> Result<()>;
+
+    /// Writes one item's records to `job.out`.
+    fn records(&self, item: Self::Item, job: &mut Job) -> Result<()>;
+}
+
+/// An [`Importer`] behind a reference: what the command line and [`import`] work with.
+pub trait Source: Sync {
+    /// Name, help and properties.
+    fn about(&self) -> &'static About;
+    /// Whether the start of an input is this format.
+    fn sniff(&self, probe: &Probe) -> Fit;
+    /// Every file an import of `inputs` reads.
+    fn files(&self, inputs: &[PathBuf]) -> Vec<PathBuf>;
+    /// Reads the inputs and writes their records.
+    fn run(&self, inputs: &[PathBuf], job: &mut Job) -> Result<()>;
+}
+
+impl<T: Importer> Source for T {
+    fn about(&self) -> &'static About {
+        Importer::about(self)
+    }
+
+    fn sniff(&self, probe: &Probe) -> Fit {
+        Importer::sniff(self, probe)
+    }
+
+    fn files(&self, inputs: &[PathBuf]) -> Vec<PathBuf> {
+        Importer::files(self, inputs)
+    }
+
+    fn run(&self, inputs: &[PathBuf], job: &mut Job) -> Result<()> {
+        self.read(inputs, job, &mut |job, item| self.records(item, job))
+    }
+}
+
+/// Every source, in `gyre import --help` order.
+pub static IMPORTERS: [&dyn Source; 4] = [
+    &claude_code::ClaudeCode,
+    &swe_agent::SweAgent,
+    &openhands::Openhands,
+    &vllm::Vllm,
+];
+
+/// The source named `name` on the command line.
+pub fn importer(name: &str) -> Option<&'static dyn Source> {
+    IMPORTERS.iter().copied().find(|i| i.about().name == name)
 }
 
 /// The tokenizer and chat template named by `arg`, and the header's `tokenizer` value.
@@ -102,10 +240,16 @@ pub fn load_tokenizer(arg: &str) -> Result<(TokenText, ChatTemplate, Value)> {
         ));
     }
     let path = PathBuf::from(arg);
+    if !path.is_file() {
+        bail!(
+            "{}: no such file (a bundled name is `qwen3`)",
+            path.display()
+        );
+    }
     let path = std::fs::canonicalize(&path).unwrap_or(path);
     let tok = TokenText::from_file(&path)?;
     let config = path.with_file_name("tokenizer_config.json");
-    if !config.exists() {
+    if !config.is_file() {
         bail!(
             "{}: no tokenizer_config.json beside it (its chat template is needed to render \
              conversations)",
@@ -113,192 +257,125 @@ pub fn load_tokenizer(arg: &str) -> Result<(TokenText, ChatTemplate, Value)> {
         );
     }
     let tmpl = ChatTemplate::from_config_file(&config)?;
-    let header = serde_json::json!({ "path": path.to_string_lossy() });
+    let header = json!({ "path": path.to_string_lossy() });
     Ok((tok, tmpl, header))
 }
 
-/// Opens a possibly compressed file (gzip and zstd recognised by their magic numbers).
-pub fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>> {
-    let file = File::open(path).wrap_err_with(|| format!("reading {}", path.display()))?;
-    crate::engine::load::decompress(BufReader::with_capacity(1 << 16, file))
-        .wrap_err_with(|| format!("reading {}", path.display()))
-}
-
-/// Reads a whole (possibly compressed) file as UTF-8 text.
-pub fn read_text(path: &Path) -> Result<String> {
-    let mut s = String::new();
-    open_input(path)?
-        .read_to_string(&mut s)
-        .wrap_err_with(|| format!("reading {}", path.display()))?;
-    Ok(s)
-}
-
-/// Seconds since the Unix epoch of an RFC 3339 / ISO 8601 timestamp
-/// (`2026-02-10T21:11:56.906Z`, `2025-01-27T22:44:56.900854`, `…+02:00`); no zone = UTC.
-pub fn parse_timestamp(s: &str) -> Option<f64> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = s.get(r)?;
-        t.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| t.parse().ok())?
-    };
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b' ') {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut rest = &s[19..];
-    let mut frac = 0.0;
-    if let Some(r) = rest.strip_prefix('.') {
-        let n = r.bytes().take_while(u8::is_ascii_digit).count();
-        frac = format!("0.{}", &r[..n]).parse().ok()?;
-        rest = &r[n..];
-    }
-    let offset = match rest {
-        "" | "Z" | "z" => 0,
-        r if r.len() == 6 && (r.starts_with('+') || r.starts_with('-')) => {
-            let sign = if r.starts_with('-') { -1 } else { 1 };
-            let oh: i64 = r[1..3].parse().ok()?;
-            let om: i64 = r[4..6].parse().ok()?;
-            sign * (oh * 3600 + om * 60)
+/// Checks that every input is something `source` reads, before any work: an input that is
+/// missing, of the wrong kind or in another format is refused with what it looks like.
+pub fn check_inputs(source: &dyn Source, inputs: &[PathBuf]) -> Result<()> {
+    let about = source.about();
+    for path in inputs {
+        if !path.exists() {
+            return Err(bad(path, 0, "no such file or directory", None));
         }
-        _ => return None,
-    };
-    // Days from civil (Howard Hinnant's algorithm).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + se - offset;
-    Some(secs as f64 + frac)
-}
-
-/// 1-based line numbers where the elements of a top-level JSON array start: the document's
-/// root array (`key = None`) or the array under the root object's `key`. A scanner, not a
-/// parser: it assumes the text is valid JSON (parse it first) and only tracks strings and depth.
-pub fn json_element_lines(text: &str, key: Option<&str>) -> Vec<u64> {
-    let b = text.as_bytes();
-    let mut lines = Vec::new();
-    let mut line = 1u64;
-    let mut depth = 0usize;
-    let mut i = 0;
-    // Depth of the array whose elements we want, once found.
-    let mut target: Option<usize> = if key.is_none() { Some(1) } else { None };
-    let mut expect_element = false;
-    let mut last_key: Option<(usize, usize)> = None;
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\n' {
-            line += 1;
-        } else if c == b'"' {
-            let start = i + 1;
-            i += 1;
-            while i < b.len() && b[i] != b'"' {
-                if b[i] == b'\\' {
-                    i += 1;
-                } else if b[i] == b'\n' {
-                    line += 1;
-                }
-                i += 1;
-            }
-            if expect_element && Some(depth) == target {
-                lines.push(line);
-                expect_element = false;
-            }
-            if depth == 1 && target.is_none() {
-                last_key = Some((start, i));
-            }
-        } else if c == b'[' || c == b'{' {
-            if expect_element && Some(depth) == target {
-                lines.push(line);
-                expect_element = false;
-            }
-            depth += 1;
-            if c == b'[' && target.is_none() && depth == 2 {
-                if let (Some((s, e)), Some(k)) = (last_key, key) {
-                    if &text[s..e] == k {
-                        target = Some(2);
-                    }
-                }
-            }
-            if Some(depth) == target && c == b'[' {
-                expect_element = true;
-            }
-        } else if c == b']' || c == b'}' {
-            if Some(depth) == target && c == b']' {
-                return lines;
-            }
-            depth = depth.saturating_sub(1);
-            expect_element = false;
-        } else if c == b',' {
-            if Some(depth) == target {
-                expect_element = true;
-            }
-        } else if !c.is_ascii_whitespace() && c != b':' && expect_element && Some(depth) == target {
-            lines.push(line);
-            expect_element = false;
+        if path.is_dir() && !about.directories {
+            return Err(bad(
+                path,
+                0,
+                format!("is a directory, not {}", about.what),
+                None,
+            ));
         }
-        i += 1;
+        let probe = Probe::of(path);
+        if source.sniff(&probe) == Fit::No {
+            let others: Vec<&str> = IMPORTERS
+                .iter()
+                .filter(|i| i.about().name != about.name && i.sniff(&probe) == Fit::Yes)
+                .map(|i| i.about().name)
+                .collect();
+            return Err(bad(
+                path,
+                0,
+                format!("not {}: this is {}", about.what, probe.describe(&others)),
+                None,
+            ));
+        }
     }
-    lines
+    Ok(())
 }
 
-/// The line of element `i` (0 when unknown).
-pub fn line_of(lines: &[u64], i: usize) -> u64 {
-    lines.get(i).copied().unwrap_or(0)
-}
-
-/// Parses a JSON document; a syntax error becomes `file:line: malformed JSON`.
-pub fn parse_json_document(path: &Path, text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| {
-        error::bad(
-            path,
-            e.line() as u64,
-            format!("malformed JSON: {}", strip_position(&e.to_string())),
-            None,
-        )
-    })
-}
-
-/// serde_json appends " at line L column C"; the line is named already.
-pub fn strip_position(msg: &str) -> String {
-    match msg.rfind(" at line ") {
-        Some(i) => msg[..i].to_owned(),
-        None => msg.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn element_lines() {
-        let doc = "{\n \"a\": [1, 2],\n \"history\": [\n  {\"x\": \"[,]\"},\n  {\"y\": [1,\n 2]},\n  3\n ]\n}";
-        assert_eq!(json_element_lines(doc, Some("history")), vec![4, 5, 7]);
-        assert_eq!(json_element_lines("[\n{},\n{}\n]", None), vec![2, 3]);
-        assert_eq!(json_element_lines("[]", None), Vec::<u64>::new());
-    }
-
-    use super::*;
-
-    #[test]
-    fn timestamps() {
-        assert_eq!(parse_timestamp("1970-01-01T00:00:00Z"), Some(0.0));
-        assert_eq!(
-            parse_timestamp("2026-02-10T21:11:56.906Z"),
-            Some(1_770_757_916.906)
+/// Header metadata of an import of `inputs` by `source`.
+pub fn header_meta(source: &dyn Source, opts: &Options, inputs: &[PathBuf]) -> Map<String, Value> {
+    let about = source.about();
+    let names: Vec<String> = source
+        .files(inputs)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    if about.reconstructed {
+        session::header_meta(about.name, opts.restore, &names)
+    } else {
+        let mut m = Map::new();
+        m.insert("source".into(), json!(about.name));
+        m.insert("reconstructed".into(), Value::Bool(false));
+        m.insert(
+            "importer".into(),
+            json!(format!(
+                "gyre {} import {}",
+                env!("CARGO_PKG_VERSION"),
+                about.name
+            )),
         );
-        assert_eq!(
-            parse_timestamp("2025-01-27T22:44:56.900854"),
-            Some(1_738_017_896.900854)
-        );
-        assert_eq!(
-            parse_timestamp("2025-01-27T23:44:56+01:00"),
-            Some(1_738_017_896.0)
-        );
-        assert_eq!(parse_timestamp("yesterday"), None);
+        m.insert("inputs".into(), json!(names));
+        m
     }
+}
+
+/// Imports `inputs` with `source` into `sink`: checks the inputs, writes a header naming
+/// `tokenizer`, every record (each validated), and renames the output into place only when
+/// all went well. An input with nothing to import is refused.
+pub fn import(
+    source: &dyn Source,
+    inputs: &[PathBuf],
+    opts: &Options,
+    builder: &mut Builder,
+    tokenizer: &Value,
+    sink: Sink,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Summary> {
+    check_inputs(source, inputs)?;
+    let out = Out::new(sink, tokenizer, &header_meta(source, opts, inputs))?;
+    let mut job = Job {
+        opts,
+        builder,
+        out,
+        log: Log::new(opts.lenient),
+        progress,
+    };
+    source.run(inputs, &mut job)?;
+    job.log.check()?;
+    if job.out.summary().requests == 0 {
+        return Err(nothing_to_import(source, inputs, &job.log));
+    }
+    let (warnings, warning_count) = job.log.warnings();
+    let (warnings, skipped) = (warnings.to_vec(), job.log.skipped());
+    let (sink, mut summary) = job.out.finish()?;
+    sink.finish()?;
+    summary.warnings = warnings;
+    summary.warning_count = warning_count;
+    summary.skipped = skipped;
+    Ok(summary)
+}
+
+fn nothing_to_import(source: &dyn Source, inputs: &[PathBuf], log: &Log) -> color_eyre::Report {
+    let about = source.about();
+    let path: &Path = inputs.first().map_or(Path::new("-"), PathBuf::as_path);
+    let skipped = match log.skipped() {
+        0 => String::new(),
+        n => format!(
+            " (--lenient skipped {})",
+            crate::report::plural(n as usize, "line")
+        ),
+    };
+    bad(
+        path,
+        0,
+        format!(
+            "nothing to import: no model calls in {}{skipped}; this is {}",
+            about.what,
+            Probe::of(path).describe(&[])
+        ),
+        None,
+    )
 }

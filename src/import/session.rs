@@ -1,18 +1,18 @@
 //! A conversation log reconstructed as requests (Claude Code, SWE-agent, OpenHands), written as
-//! gyre/1 records marked `meta.reconstructed`.
+//! gyre/1 records marked `meta.reconstructed`, and checked against the log's own token counts.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::rc::Rc;
 
 use color_eyre::eyre::{Result, WrapErr};
 use serde_json::{Map, Value, json};
 
-use super::convo::{Builder, Output, Turn};
-use super::encode::tail_spans;
+use super::convo::{Output, Turn};
 use super::write::{
-    AssessmentOut, ClosureOut, ExecutionOut, Gyre1, HeaderOut, Line, RequestOut, Sink, ToolCallOut,
-    Validity, spans_out,
+    AssessmentOut, At, ClosureOut, ExecutionOut, RequestOut, ToolCallOut, Validity, spans_out,
 };
-use super::{Options, Summary};
+use super::{Job, Progress};
 use crate::engine::record::{Actor, ClosureStatus, Purpose};
 use crate::text::Message;
 
@@ -35,6 +35,11 @@ pub struct Response {
     pub finish: Option<String>,
     /// Request metadata (`reconstructed` is added).
     pub meta: Map<String, Value>,
+    /// The input length the log itself reports for this call (its `usage`), in the provider's
+    /// tokens, when logged: checked against the reconstructed context.
+    pub usage_input: Option<u64>,
+    /// The input line the response comes from (errors are reported there).
+    pub line: u64,
 }
 
 /// How the session ended.
@@ -57,6 +62,10 @@ pub struct Closure {
 pub struct Session {
     /// Execution id.
     pub execution: String,
+    /// The input file (errors and `source_line` name it).
+    pub file: PathBuf,
+    /// The line where the session starts in it (0 for a whole file).
+    pub line: u64,
     /// Start time (seconds).
     pub t: f64,
     /// Task description, when known.
@@ -65,14 +74,17 @@ pub struct Session {
     pub meta: Map<String, Value>,
     /// Every turn any context uses.
     pub turns: Vec<Turn>,
+    /// Tool definitions the harness sent with every call (rendered where the template puts
+    /// them); empty when the log does not have them.
+    pub tools: Vec<Value>,
     /// Responses in request order (a turn's `response` indexes this).
     pub responses: Vec<Response>,
     /// The closure.
     pub closure: Closure,
 }
 
-/// Header metadata common to reconstructed imports.
-pub fn header_meta(source: &str, opts: &Options, inputs: &[String]) -> Map<String, Value> {
+/// Header metadata of a reconstructing import.
+pub fn header_meta(source: &str, restore: bool, inputs: &[String]) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("reconstructed".into(), Value::Bool(true));
     m.insert("source".into(), json!(source));
@@ -84,7 +96,7 @@ pub fn header_meta(source: &str, opts: &Options, inputs: &[String]) -> Map<Strin
         )),
     );
     m.insert("inputs".into(), json!(inputs));
-    m.insert("restore".into(), Value::Bool(opts.restore));
+    m.insert("restore".into(), Value::Bool(restore));
     m.insert(
         "note".into(),
         json!(
@@ -95,89 +107,58 @@ pub fn header_meta(source: &str, opts: &Options, inputs: &[String]) -> Map<Strin
     m
 }
 
-/// Writes a header (when `header` is given) and the session's records to `sink`.
-pub fn write_session(
-    s: &Session,
-    builder: &mut Builder,
-    opts: &Options,
-    header: Option<(&Value, &Map<String, Value>)>,
-    sink: &mut Sink,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<Summary> {
-    let mut summary = Summary::default();
-    if let Some((tokenizer, meta)) = header {
-        sink.line(&Line::Header(HeaderOut {
-            format: Gyre1,
-            tokenizer: Some(tokenizer),
-            meta: Some(meta),
-        }))?;
-    }
+/// Request ids: `r1`, `r2`, … in request order.
+pub fn request_id(i: usize) -> String {
+    format!("r{}", i + 1)
+}
+
+/// Writes a session's records: execution, one request per response (each context built,
+/// written and dropped), the optional assessment and the closure.
+pub fn records(s: Session, job: &mut Job) -> Result<()> {
+    job.builder.forget();
+    let start = At {
+        file: &s.file,
+        line: s.line,
+    };
     let task = s.task.as_deref().map(Value::from);
-    sink.line(&Line::Execution(ExecutionOut {
-        execution: &s.execution,
-        t: s.t,
-        budget_s: None,
-        group: None,
-        task: task.as_ref(),
-        meta: Some(&s.meta),
-    }))?;
+    job.out.execution(
+        &ExecutionOut {
+            execution: &s.execution,
+            t: s.t,
+            budget_s: None,
+            group: None,
+            task: task.as_ref(),
+            meta: Some(&s.meta),
+        },
+        start,
+    )?;
     let mut outputs: Vec<Option<Rc<Output>>> = Vec::with_capacity(s.responses.len());
     for (i, r) in s.responses.iter().enumerate() {
-        let out = builder
+        let out = job
+            .builder
             .output(&r.message)
             .wrap_err_with(|| format!("rendering response {} ({})", i + 1, request_id(i)))?;
         outputs.push(Some(Rc::new(out)));
     }
-    // Per written request: its segment keys (restoration) or its full input + output.
-    let mut seg_keys: Vec<Vec<u64>> = vec![Vec::new(); s.responses.len()];
-    let mut full: Vec<Option<Vec<u32>>> = vec![None; s.responses.len()];
+    let mut usage = UsageCheck::default();
     for (i, r) in s.responses.iter().enumerate() {
-        progress(i, s.responses.len());
+        (job.progress)(Progress::Requests {
+            done: i,
+            total: s.responses.len(),
+        });
         let turns: Vec<&Turn> = r.context.iter().map(|&k| &s.turns[k as usize]).collect();
-        let ctx = builder
-            .context(&turns, &outputs, opts.restore)
+        let ctx = job
+            .builder
+            .context(&turns, &outputs, job.opts.restore, &s.tools)
             .wrap_err_with(|| format!("building the context of {}", request_id(i)))?;
         let out = outputs[i].as_ref().expect("every output is rendered");
-        // Delta encoding against the request whose response this context continues.
-        let mut extends: Option<(usize, usize)> = None; // (request, tokens it covers)
-        if opts.restore {
-            if let Some(pos) = ctx.segments.iter().rposition(|g| g.restores.is_some()) {
-                let p = ctx.segments[pos].restores.expect("output segment");
-                let same = seg_keys[p].len() == pos
-                    && seg_keys[p]
-                        .iter()
-                        .zip(&ctx.segments)
-                        .all(|(k, g)| *k == g.key);
-                if p < i && same {
-                    let n = ctx.segments[..=pos].iter().map(|g| g.len).sum();
-                    extends = Some((p, n));
-                }
-            }
-            seg_keys[i] = ctx.segments.iter().map(|g| g.key).collect();
-        } else {
-            for &k in r.context.iter().rev() {
-                let Some(p) = s.turns[k as usize].response else {
-                    continue;
-                };
-                if p >= i {
-                    continue;
-                }
-                if let Some(f) = &full[p] {
-                    if ctx.tokens.starts_with(f) {
-                        extends = Some((p, f.len()));
-                        break;
-                    }
-                }
-            }
+        let id = request_id(i);
+        if let Some(u) = r.usage_input {
+            usage.add(&r.agent, r.summary, &id, ctx.tokens.len() as u64, u);
         }
-        let covered = extends.map_or(0, |(_, n)| n);
-        let input = &ctx.tokens[covered..];
-        let spans = tail_spans(&ctx.spans, covered);
         let mut meta = r.meta.clone();
         meta.insert("reconstructed".into(), Value::Bool(true));
-        let id = request_id(i);
-        let ext_id = extends.map(|(p, _)| request_id(p));
-        let spans = spans_out(&spans);
+        let spans = spans_out(&ctx.spans);
         let tool_calls: Vec<ToolCallOut> = out
             .tool_calls
             .iter()
@@ -188,73 +169,183 @@ pub fn write_session(
                 end: c.end as u32,
             })
             .collect();
-        sink.line(&Line::Request(RequestOut {
-            execution: &s.execution,
-            id: &id,
-            agent: &r.agent,
-            purpose: if r.summary {
-                Purpose::Summary
-            } else {
-                Purpose::Task
+        job.out.request(
+            &RequestOut {
+                execution: &s.execution,
+                id: &id,
+                agent: &r.agent,
+                purpose: if r.summary {
+                    Purpose::Summary
+                } else {
+                    Purpose::Task
+                },
+                actor: Actor::Policy,
+                t: r.t,
+                model: r.model.as_deref(),
+                extends: None,
+                input: &ctx.tokens,
+                spans: &spans,
+                output: &out.tokens,
+                logprobs: None,
+                tool_calls: &tool_calls,
+                finish: r.finish.as_deref(),
+                meta: Some(&meta),
             },
-            actor: Actor::Policy,
-            t: r.t,
-            model: r.model.as_deref(),
-            extends: ext_id.as_deref(),
-            input,
-            spans: &spans,
-            output: &out.tokens,
-            logprobs: None,
-            tool_calls: &tool_calls,
-            finish: r.finish.as_deref(),
-            meta: Some(&meta),
-        }))?;
-        summary.requests += 1;
-        summary.input_tokens += ctx.tokens.len() as u64;
-        summary.output_tokens += out.tokens.len() as u64;
-        summary.written_input_tokens += input.len() as u64;
-        if !opts.restore {
-            let mut f = ctx.tokens;
-            f.extend_from_slice(&out.tokens);
-            full[i] = Some(f);
-        }
+            At {
+                file: &s.file,
+                line: r.line,
+            },
+        )?;
     }
-    progress(s.responses.len(), s.responses.len());
-    write_end(sink, &s.execution, &s.closure, opts.score)?;
-    Ok(summary)
+    (job.progress)(Progress::Requests {
+        done: s.responses.len(),
+        total: s.responses.len(),
+    });
+    let mut closure = s.closure.clone();
+    if let Some(warning) = usage.verdict(&s.execution, &mut closure.meta) {
+        job.log.warn(warning);
+    }
+    if closure.artifact.is_null() && job.opts.score.is_some() {
+        job.log.warn(format!(
+            "{}: --score ignored: the session has no assessable work (its closure has no \
+             artifact)",
+            s.execution
+        ));
+    }
+    write_end(job, &s.execution, &closure, start)
 }
 
 /// The closure (and, with a score, a valid assessment of the closure's artifact).
-pub fn write_end(sink: &mut Sink, execution: &str, c: &Closure, score: Option<f64>) -> Result<()> {
-    if let (Some(score), false) = (score, c.artifact.is_null()) {
+fn write_end(job: &mut Job, execution: &str, c: &Closure, at: At) -> Result<()> {
+    if let (Some(score), false) = (job.opts.score, c.artifact.is_null()) {
         let version = c.version.clone().unwrap_or(Value::Null);
         let evaluator = Value::from("gyre import --score");
-        sink.line(&Line::Assessment(AssessmentOut {
-            execution,
-            artifact: &c.artifact,
-            version: &version,
-            status: Validity::Valid,
-            score: Some(score),
-            t: c.t,
-            branch: None,
-            attempt: None,
-            evaluator: Some(&evaluator),
-            error: None,
-            critique: None,
-        }))?;
+        job.out.assessment(
+            &AssessmentOut {
+                execution,
+                artifact: &c.artifact,
+                version: &version,
+                status: Validity::Valid,
+                score: Some(score),
+                t: c.t,
+                branch: None,
+                attempt: None,
+                evaluator: Some(&evaluator),
+                error: None,
+                critique: None,
+            },
+            at,
+        )?;
     }
-    sink.line(&Line::Closure(ClosureOut {
-        execution,
-        t: c.t,
-        status: c.status,
-        committed: None,
-        artifact: (!c.artifact.is_null()).then_some(&c.artifact),
-        version: c.version.as_ref(),
-        meta: (!c.meta.is_empty()).then_some(&c.meta),
-    }))
+    job.out.closure(
+        &ClosureOut {
+            execution,
+            t: c.t,
+            status: c.status,
+            committed: None,
+            artifact: (!c.artifact.is_null()).then_some(&c.artifact),
+            version: c.version.as_ref(),
+            meta: (!c.meta.is_empty()).then_some(&c.meta),
+        },
+        at,
+    )
 }
 
-/// Request ids: `r1`, `r2`, … in request order.
-pub fn request_id(i: usize) -> String {
-    format!("r{}", i + 1)
+/// A request is *short* when more than this share of the context the log's `usage` accounts for
+/// (beyond the thread's first call, see [`UsageCheck`]) is missing from the reconstruction…
+pub const USAGE_SHORT_SHARE: f64 = 0.5;
+/// … and the missing part is at least this many tokens.
+pub const USAGE_SHORT_TOKENS: u64 = 20_000;
+
+/// Reconstructed context lengths against the input lengths the log reports (`usage`).
+///
+/// The two never agree exactly: the provider's tokenizer is not the one gyre renders with, the
+/// system prompt and tool definitions may be missing from the log (Claude Code), and hidden
+/// thinking counts in `usage` but is not in the log. The unlogged part is estimated per agent
+/// thread as the difference on the thread's first call and taken off every later call of the
+/// thread; what is still missing beyond [`USAGE_SHORT_SHARE`] and [`USAGE_SHORT_TOKENS`] means
+/// the reconstruction lost context (a broken `parentUuid` chain, lines missing from the log).
+#[derive(Debug, Default)]
+struct UsageCheck {
+    /// Unlogged tokens per (agent, summary) thread, from its first call.
+    baseline: HashMap<(String, bool), u64>,
+    checked: u64,
+    ratios: Vec<f64>,
+    /// (request, reconstructed, usage, unlogged) of the short requests.
+    short: Vec<(String, u64, u64, u64)>,
+}
+
+impl UsageCheck {
+    fn add(&mut self, agent: &str, summary: bool, id: &str, reconstructed: u64, usage: u64) {
+        let base = *self
+            .baseline
+            .entry((agent.to_owned(), summary))
+            .or_insert_with(|| usage.saturating_sub(reconstructed));
+        self.checked += 1;
+        let expected = usage.saturating_sub(base);
+        if expected > 0 {
+            self.ratios.push(reconstructed as f64 / expected as f64);
+        }
+        let missing = expected.saturating_sub(reconstructed);
+        if missing as f64 > USAGE_SHORT_SHARE * expected as f64 && missing >= USAGE_SHORT_TOKENS {
+            self.short.push((id.to_owned(), reconstructed, usage, base));
+        }
+    }
+
+    /// Records the figures in the closure's `meta.usage_check`; a warning when requests are
+    /// short.
+    fn verdict(&self, execution: &str, meta: &mut Map<String, Value>) -> Option<String> {
+        if self.checked == 0 {
+            return None;
+        }
+        let mut ratios = self.ratios.clone();
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios.get(ratios.len() / 2).copied();
+        meta.insert(
+            "usage_check".into(),
+            json!({
+                "requests": self.checked,
+                "short": self.short.len(),
+                "median_ratio": median.map(|m| (m * 1000.0).round() / 1000.0),
+            }),
+        );
+        let (id, rec, usage, base) = self.short.first()?;
+        let ids: Vec<&str> = self.short.iter().take(5).map(|s| s.0.as_str()).collect();
+        Some(format!(
+            "{execution}: {} of {} requests have far less context than the log's usage reports \
+             ({}{}): e.g. {id} has {rec} tokens reconstructed, usage reports {usage} input tokens \
+             of which ~{base} are the thread's unlogged prefix; the log may have lost lines",
+            self.short.len(),
+            self.checked,
+            ids.join(", "),
+            if self.short.len() > ids.len() {
+                ", …"
+            } else {
+                ""
+            },
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_check_flags_lost_context_only() {
+        let mut c = UsageCheck::default();
+        // First call: 26k unlogged (system prompt and tools).
+        c.add("main", false, "r1", 100, 26_100);
+        // Tokenizer drift and hidden thinking: 40% missing, not flagged.
+        c.add("main", false, "r2", 60_000, 126_000);
+        // Small contexts: half missing but under 20k tokens.
+        c.add("main", false, "r3", 3_000, 41_000);
+        // Lost context: 100k reported, 5k reconstructed.
+        c.add("main", false, "r4", 5_000, 131_000);
+        let mut meta = Map::new();
+        let w = c.verdict("s", &mut meta).unwrap();
+        assert!(w.starts_with("s: 1 of 4 requests"), "{w}");
+        assert!(w.contains("r4 has 5000 tokens"), "{w}");
+        assert_eq!(meta["usage_check"]["short"], 1);
+    }
 }

@@ -9,93 +9,434 @@
 //! common suffix take the rendered labels, anything in between is `context`.
 //!
 //! Lines with a `kind` field are gyre/1 records (an `execution`, `assessment` or `closure` the
-//! team logged beside its traffic) and are copied through unchanged.
+//! team logged beside its traffic): checked as the loader checks them and copied through.
 
 use std::collections::HashMap;
-use std::io::BufRead;
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
-use color_eyre::eyre::{Result, WrapErr};
+use color_eyre::eyre::Result;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::convo::{Builder, Turn};
+use super::convo::Turn;
 use super::encode::Span;
-use super::error::{Problems, diag};
-use super::swe_agent::{content_text, openai_tool_calls};
-use super::write::{Gyre1, HeaderOut, Line, RequestOut, Sink, ToolCallOut, spans_out};
-use super::{Progress, Summary, open_input, strip_position};
-use crate::engine::load::Diagnostic;
-use crate::engine::record::Source;
-use crate::engine::record::{Actor, Purpose};
+use super::error::diag;
+use super::input::{Counter, Lines, file_name, line_values, typed};
+use super::openai::ChatMessage;
+use super::sniff::{Fit, Probe, Shape};
+use super::write::{
+    AssessmentOut, At, ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut, Validity,
+    spans_out,
+};
+use super::{About, Importer, Job, Progress};
+use crate::engine::record::{Actor, Purpose, Record, Source, parse_line};
 use crate::text::Message;
 
-/// Earlier requests per execution checked as `extends` candidates.
-const DELTA_CANDIDATES: usize = 8;
+/// The vLLM traffic importer.
+pub struct Vllm;
 
-fn id_string(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) if n.is_u64() || n.is_i64() => Some(n.to_string()),
-        _ => None,
+static ABOUT: About = About {
+    name: "vllm",
+    what: "a vLLM/SGLang traffic log",
+    summary: "Logged vLLM/SGLang chat traffic with token ids and log-probs: exact records",
+    input: "TRAFFIC.jsonl",
+    input_help: "JSONL files (plain, .gz or .zst), read in order",
+    many: true,
+    directories: false,
+    reconstructed: false,
+    help: "\
+Examples:
+  gyre import vllm traffic.jsonl --out runs.jsonl
+  gyre import vllm day1.jsonl.zst day2.jsonl.zst --out runs.jsonl.zst
+
+Each line: {\"execution\", \"agent\", \"purpose\", \"request\": <chat request>, \"response\": <chat
+response with prompt_token_ids, choices[0].token_ids and choices[0].logprobs>}; lines with a
+`kind` are gyre/1 records, checked and copied through (closures, assessments). docs/import.md has
+an example.",
+};
+
+/// An id written as a string or an integer.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+enum Id {
+    Text(String),
+    Number(i64),
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Id::Text(s) => f.write_str(s),
+            Id::Number(n) => write!(f, "{n}"),
+        }
     }
 }
 
-fn token_ids(v: Option<&Value>, field: &str) -> Result<Vec<u32>, (String, String)> {
-    let Some(Value::Array(a)) = v else {
-        return Err((
-            "missing token ids (vLLM returns them with \"return_token_ids\": true)".to_owned(),
-            field.to_owned(),
-        ));
-    };
-    a.iter()
-        .enumerate()
-        .map(|(i, x)| {
-            x.as_u64()
-                .filter(|&n| n <= u32::MAX as u64)
-                .map(|n| n as u32)
-                .ok_or_else(|| {
-                    (
-                        "token ids must be integers in 0..2^32".to_owned(),
-                        format!("{field}[{i}]"),
-                    )
-                })
-        })
-        .collect()
+/// One logged call.
+#[derive(Deserialize)]
+struct Call {
+    execution: Id,
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    purpose: Option<String>,
+    #[serde(default)]
+    actor: Option<String>,
+    #[serde(default)]
+    id: Option<Id>,
+    #[serde(default)]
+    t: Option<f64>,
+    request: ChatRequest,
+    response: ChatResponse,
 }
 
-/// Turns of an OpenAI chat request's `messages`.
-fn request_turns(messages: &[Value]) -> Vec<Turn> {
+#[derive(Deserialize)]
+struct ChatRequest {
+    #[serde(default)]
+    messages: Vec<ChatMessage>,
+    #[serde(default)]
+    tools: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+struct ChatResponse {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    created: Option<f64>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    prompt_token_ids: Option<Vec<u32>>,
+    #[serde(default)]
+    choices: Vec<Choice>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    token_ids: Option<Vec<u32>>,
+    #[serde(default)]
+    logprobs: Option<Logprobs>,
+    #[serde(default)]
+    message: Option<ChatMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Logprobs {
+    #[serde(default)]
+    content: Option<Vec<LogprobItem>>,
+}
+
+#[derive(Deserialize)]
+struct LogprobItem {
+    logprob: f64,
+}
+
+/// A line of traffic, read and checked.
+pub enum Traffic {
+    /// A call, ready to write.
+    Call(Box<Checked>),
+    /// A gyre/1 record logged beside the traffic (its own line is kept for `meta`).
+    Record(Box<(Record, Value)>, PathBuf, u64),
+}
+
+/// A call whose fields are all there.
+pub struct Checked {
+    file: PathBuf,
+    line: u64,
+    execution: String,
+    id: String,
+    agent: String,
+    purpose: Purpose,
+    actor: Actor,
+    t: Option<f64>,
+    model: Option<String>,
+    prompt: Vec<u32>,
+    output: Vec<u32>,
+    logprobs: Vec<f64>,
+    messages: Vec<ChatMessage>,
+    tools: Vec<Value>,
+    response_message: Option<ChatMessage>,
+    finish: Option<String>,
+    response_id: Option<Value>,
+}
+
+impl Importer for Vllm {
+    type Item = Traffic;
+
+    fn about(&self) -> &'static About {
+        &ABOUT
+    }
+
+    fn sniff(&self, probe: &Probe) -> Fit {
+        match (&probe.shape, probe.first_object()) {
+            (Shape::Jsonl(_), Some(o)) if o.contains_key("kind") => Fit::Unknown,
+            (Shape::Jsonl(_), Some(o))
+                if o.contains_key("request") || o.contains_key("response") =>
+            {
+                Fit::Yes
+            }
+            // A call too long for the bytes looked at.
+            (Shape::Document(head), _) if !head.array => {
+                if head.has("request") || head.has("response") || head.has("execution") {
+                    Fit::Yes
+                } else {
+                    Fit::No
+                }
+            }
+            _ => Fit::No,
+        }
+    }
+
+    fn read(
+        &self,
+        inputs: &[PathBuf],
+        job: &mut Job,
+        emit: &mut dyn FnMut(&mut Job, Traffic) -> Result<()>,
+    ) -> Result<()> {
+        let total: u64 = inputs
+            .iter()
+            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+            .sum();
+        let counter = Counter::default();
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        let mut calls = 0u64;
+        for path in inputs {
+            let mut lines = Lines::open(path, &counter)?;
+            while let Some(line) = lines.next_line() {
+                let (n, text) = match line {
+                    Ok(l) => l,
+                    Err(d) => {
+                        job.log.problem(d);
+                        continue;
+                    }
+                };
+                if n % 16 == 0 {
+                    (job.progress)(Progress::Reading {
+                        done: counter.get(),
+                        total,
+                    });
+                }
+                if text.trim().is_empty() {
+                    continue;
+                }
+                let (values, err) = line_values(text);
+                if let Some(e) = err {
+                    job.log.problem(diag(path, n, e, None));
+                    continue;
+                }
+                for v in values {
+                    if let Some(item) = read_value(path, n, v, &mut counts, job) {
+                        calls += u64::from(matches!(item, Traffic::Call(_)));
+                        // Nothing is written once the input is known to be bad.
+                        if !job.log.has_problems() {
+                            emit(job, item)?;
+                        }
+                    }
+                }
+            }
+        }
+        (job.progress)(Progress::Reading { done: total, total });
+        if calls == 0 && !job.log.has_problems() {
+            let path = &inputs[0];
+            job.log.fatal(diag(
+                path,
+                0,
+                format!(
+                    "nothing to import: no logged calls (lines with `request` and `response`); \
+                     this is {}",
+                    Probe::of(path).describe(&[])
+                ),
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    fn records(&self, item: Traffic, job: &mut Job) -> Result<()> {
+        match item {
+            Traffic::Call(c) => write_call(&c, job),
+            Traffic::Record(rec, file, line) => {
+                copy_record(rec.0, &rec.1, At { file: &file, line }, job)
+            }
+        }
+    }
+}
+
+/// One JSON value of the log: a record or a call, checked; `None` (with a problem logged) when
+/// it cannot be written.
+fn read_value(
+    path: &Path,
+    n: u64,
+    v: Value,
+    counts: &mut HashMap<String, usize>,
+    job: &mut Job,
+) -> Option<Traffic> {
+    let Value::Object(obj) = &v else {
+        job.log
+            .problem(diag(path, n, "a line must be a JSON object", None));
+        return None;
+    };
+    if obj.contains_key("kind") {
+        return match parse_line(v.to_string().as_bytes()) {
+            Ok(parsed) => match parsed.record {
+                Record::Header(_) => {
+                    job.log.warn(format!(
+                        "{}:{n}: a header line in the traffic log is not copied (the output has \
+                         its own)",
+                        file_name(path)
+                    ));
+                    None
+                }
+                Record::Unknown(kind) => {
+                    job.log.problem(diag(
+                        path,
+                        n,
+                        format!("unknown record kind {kind:?}"),
+                        Some("kind"),
+                    ));
+                    None
+                }
+                rec => Some(Traffic::Record(Box::new((rec, v)), path.to_path_buf(), n)),
+            },
+            Err(e) => {
+                job.log
+                    .problem(diag(path, n, e.message, e.field.as_deref()));
+                None
+            }
+        };
+    }
+    let call: Call = match typed(&v) {
+        Ok(c) => c,
+        Err((msg, field)) => {
+            job.log.problem(diag(path, n, msg, Some(&field)));
+            return None;
+        }
+    };
+    match check_call(path, n, call, counts) {
+        Ok(c) => Some(Traffic::Call(Box::new(c))),
+        Err((msg, field)) => {
+            job.log.problem(diag(path, n, msg, Some(&field)));
+            None
+        }
+    }
+}
+
+/// The fields a call needs, or what is missing (message, field).
+fn check_call(
+    path: &Path,
+    n: u64,
+    call: Call,
+    counts: &mut HashMap<String, usize>,
+) -> Result<Checked, (String, String)> {
+    let missing_ids = |field: &str| {
+        (
+            "missing token ids (vLLM returns them with \"return_token_ids\": true)".to_owned(),
+            field.to_owned(),
+        )
+    };
+    let Call {
+        execution,
+        agent,
+        purpose,
+        actor,
+        id,
+        t,
+        request,
+        response,
+    } = call;
+    let prompt = response
+        .prompt_token_ids
+        .ok_or_else(|| missing_ids("response.prompt_token_ids"))?;
+    let choice = response.choices.into_iter().next().ok_or_else(|| {
+        (
+            "the response has no choices".to_owned(),
+            "response.choices".to_owned(),
+        )
+    })?;
+    let output = choice
+        .token_ids
+        .ok_or_else(|| missing_ids("response.choices[0].token_ids"))?;
+    let logprobs: Vec<f64> = choice
+        .logprobs
+        .and_then(|l| l.content)
+        .ok_or_else(|| {
+            (
+                "no log-probs (request them with \"logprobs\": true)".to_owned(),
+                "response.choices[0].logprobs.content".to_owned(),
+            )
+        })?
+        .into_iter()
+        .map(|i| i.logprob)
+        .collect();
+    if logprobs.len() != output.len() {
+        return Err((
+            format!(
+                "{} log-probs for {} output tokens",
+                logprobs.len(),
+                output.len()
+            ),
+            "response.choices[0].logprobs.content".to_owned(),
+        ));
+    }
+    let purpose = match purpose.as_deref() {
+        None | Some("task") => Purpose::Task,
+        Some("summary") => Purpose::Summary,
+        Some(other) => {
+            return Err((
+                format!("purpose {other:?} is neither \"task\" nor \"summary\""),
+                "purpose".to_owned(),
+            ));
+        }
+    };
+    // Never train on output whose sampler is not named as the policy.
+    let actor = match actor.as_deref() {
+        None | Some("policy") => Actor::Policy,
+        Some(_) => Actor::Evaluator,
+    };
+    let execution = execution.to_string();
+    let count = counts.entry(execution.clone()).or_default();
+    *count += 1;
+    let id = id.map_or_else(|| format!("r{count}"), |i| i.to_string());
+    Ok(Checked {
+        file: path.to_path_buf(),
+        line: n,
+        execution,
+        id,
+        agent: agent.unwrap_or_else(|| "main".into()),
+        purpose,
+        actor,
+        t: t.or(response.created),
+        model: response.model,
+        prompt,
+        output,
+        logprobs,
+        messages: request.messages,
+        tools: request.tools,
+        response_message: choice.message,
+        finish: choice.finish_reason,
+        response_id: response.id,
+    })
+}
+
+/// Turns of an OpenAI chat request's `messages` (an unknown role is rendered as `user`).
+fn request_turns(messages: &[ChatMessage]) -> Vec<Turn> {
     messages
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
-            let content = content_text(m.get("content"));
-            let (msg, source) = match role {
-                "system" | "developer" => (Message::new("system", content), Source::System),
-                "assistant" => (
-                    Message {
-                        role: "assistant".into(),
-                        content,
-                        reasoning_content: m
-                            .get("reasoning_content")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
-                        tool_calls: openai_tool_calls(m.get("tool_calls")),
-                        tool_call_id: None,
-                    },
-                    Source::Assistant,
-                ),
-                "tool" => (
-                    Message::tool(
-                        m.get("tool_call_id").and_then(Value::as_str).unwrap_or(""),
-                        content,
-                    ),
-                    Source::Tool,
-                ),
-                _ => (Message::new("user", content), Source::User),
-            };
-            Turn::new(&format!("message {i}"), msg, source)
+            let identity = format!("message {i}");
+            m.turn(&identity).unwrap_or_else(|| {
+                Turn::new(
+                    &identity,
+                    Message::new("user", m.content.text()),
+                    Source::User,
+                )
+            })
         })
         .collect()
 }
@@ -145,372 +486,202 @@ pub fn align(prompt: &[u32], rendered: &[u32], spans: &[Span]) -> (Vec<Span>, us
     (out, k + m)
 }
 
-/// An earlier request, remembered by the length and hash of its input + output (memory stays
-/// flat however many executions interleave).
-struct Prev {
-    id: String,
-    len: usize,
-    hash: PrefixHash,
-}
-
-/// Two independent polynomial hashes mod 2^61 − 1 (128 bits): equal prefixes hash equal; a
-/// collision between different token sequences is out of reach in practice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct PrefixHash(u64, u64);
-
-impl PrefixHash {
-    const P: u128 = (1 << 61) - 1;
-
-    fn push(self, id: u32) -> Self {
-        let step = |h: u64, base: u128| ((h as u128 * base + id as u128 + 1) % Self::P) as u64;
-        PrefixHash(step(self.0, 1_000_003), step(self.1, 2_147_483_629))
-    }
-
-    fn of(ids: &[u32]) -> Self {
-        ids.iter().fold(Self::default(), |h, &id| h.push(id))
-    }
-}
-
-/// The longest earlier request whose input + output is a prefix of `prompt`.
-fn longest_prefix<'a>(prompt: &[u32], history: &'a [Prev]) -> Option<&'a Prev> {
-    let mut best: Option<&Prev> = None;
-    let mut h = PrefixHash::default();
-    let wanted =
-        |n: usize, h: PrefixHash| history.iter().filter(move |p| p.len == n && p.hash == h);
-    for (n, &id) in prompt.iter().enumerate() {
-        if let Some(p) = wanted(n, h).next() {
-            best = Some(p);
+/// `[start, end)` of each `<tool_call>` … `</tool_call>` run of `output`.
+fn call_runs(output: &[u32], open: Option<u32>, close: Option<u32>) -> Vec<(usize, usize)> {
+    let (Some(open), Some(close)) = (open, close) else {
+        return Vec::new();
+    };
+    let mut runs = Vec::new();
+    let mut start = None;
+    for (j, &t) in output.iter().enumerate() {
+        if t == open {
+            start = Some(j);
+        } else if t == close {
+            if let Some(s) = start.take() {
+                runs.push((s, j + 1));
+            }
         }
-        h = h.push(id);
     }
-    if let Some(p) = wanted(prompt.len(), h).next() {
-        best = Some(p);
-    }
-    best
+    runs
 }
 
-/// Imports vLLM traffic logs into `sink` (header first).
-pub fn import(
-    files: &[PathBuf],
-    builder: &mut Builder,
-    tokenizer_header: &Value,
-    sink: &mut Sink,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Summary> {
-    let mut header = Map::new();
-    header.insert("source".into(), json!("vllm"));
-    header.insert("reconstructed".into(), Value::Bool(false));
-    header.insert(
-        "importer".into(),
-        json!(format!("gyre {} import vllm", env!("CARGO_PKG_VERSION"))),
+fn write_call(c: &Checked, job: &mut Job) -> Result<()> {
+    let name = file_name(&c.file);
+    let n = c.line;
+    // Spans: the rendered messages, aligned with the recorded prompt.
+    let turns = request_turns(&c.messages);
+    let refs: Vec<&Turn> = turns.iter().collect();
+    let (spans, aligned) = match job.builder.render_labelled(&refs, &c.tools) {
+        Ok((rendered, rspans)) => align(&c.prompt, &rendered, &rspans),
+        Err(e) => {
+            job.log.warn(format!(
+                "{name}:{n}: the messages do not render through the chat template ({e}); the \
+                 prompt is labelled `context`"
+            ));
+            (
+                vec![Span {
+                    end: c.prompt.len(),
+                    source: Source::Context,
+                    call_id: None,
+                }],
+                0,
+            )
+        }
+    };
+    // Tool calls: the i-th <tool_call> … </tool_call> run is the i-th call.
+    let calls = super::openai::tool_calls(
+        c.response_message
+            .as_ref()
+            .and_then(|m| m.tool_calls.as_deref()),
     );
-    header.insert(
-        "inputs".into(),
-        json!(
-            files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
+    let tok = job.builder.tokenizer();
+    let runs = call_runs(
+        &c.output,
+        tok.token_id("<tool_call>"),
+        tok.token_id("</tool_call>"),
+    );
+    let tool_calls: Vec<ToolCallOut> = if runs.len() == calls.len() {
+        calls
+            .iter()
+            .zip(&runs)
+            .map(|(call, &(s, e))| ToolCallOut {
+                id: &call.id,
+                name: Some(&call.name),
+                start: s as u32,
+                end: e as u32,
+            })
+            .collect()
+    } else {
+        if !calls.is_empty() {
+            job.log.warn(format!(
+                "{name}:{n}: {} tool calls but {} <tool_call> runs in the output; tool_calls \
+                 left out",
+                calls.len(),
+                runs.len()
+            ));
+        }
+        Vec::new()
+    };
+    let mut meta = Map::new();
+    if let Some(rid) = &c.response_id {
+        meta.insert("response_id".into(), rid.clone());
+    }
+    meta.insert("source_line".into(), json!(format!("{name}:{n}")));
+    meta.insert("aligned_prompt_tokens".into(), json!(aligned));
+    let spans = spans_out(&spans);
+    job.out.request(
+        &RequestOut {
+            execution: &c.execution,
+            id: &c.id,
+            agent: &c.agent,
+            purpose: c.purpose,
+            actor: c.actor,
+            t: c.t,
+            model: c.model.as_deref(),
+            extends: None,
+            input: &c.prompt,
+            spans: &spans,
+            output: &c.output,
+            logprobs: Some(&c.logprobs),
+            tool_calls: &tool_calls,
+            finish: c.finish.as_deref(),
+            meta: Some(&meta),
+        },
+        At {
+            file: &c.file,
+            line: n,
+        },
+    )
+}
+
+/// Writes a gyre/1 record logged beside the traffic, through the same checks as every line.
+fn copy_record(rec: Record, raw: &Value, at: At, job: &mut Job) -> Result<()> {
+    let meta = raw.get("meta").and_then(Value::as_object);
+    match rec {
+        Record::Execution(e) => job.out.execution(
+            &ExecutionOut {
+                execution: &e.execution,
+                t: e.t,
+                budget_s: e.budget_s,
+                group: e.group.as_ref(),
+                task: e.task.as_ref(),
+                meta,
+            },
+            at,
         ),
-    );
-    sink.line(&Line::Header(HeaderOut {
-        format: Gyre1,
-        tokenizer: Some(tokenizer_header),
-        meta: Some(&header),
-    }))?;
-    let call_open = builder.tokenizer().token_id("<tool_call>");
-    let call_close = builder.tokenizer().token_id("</tool_call>");
-    let total: u64 = files
-        .iter()
-        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-        .sum();
-    let mut summary = Summary::default();
-    let mut problems = Problems::default();
-    let mut prev: HashMap<String, Vec<Prev>> = HashMap::new();
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    let mut done = 0u64;
-    for path in files {
-        let mut reader = open_input(path)?;
-        let mut buf = String::new();
-        let mut n = 0u64;
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        loop {
-            buf.clear();
-            let got = reader
-                .read_line(&mut buf)
-                .wrap_err_with(|| format!("reading {}", path.display()))?;
-            if got == 0 {
-                break;
-            }
-            n += 1;
-            done += got as u64;
-            if n % 16 == 0 {
-                progress(Progress::Reading { done, total });
-            }
-            let text = buf.trim_end_matches(['\n', '\r']);
-            if text.trim().is_empty() {
-                continue;
-            }
-            let bad =
-                |msg: String, field: Option<&str>| -> Diagnostic { diag(path, n, msg, field) };
-            let v: Value = match serde_json::from_str(text) {
-                Ok(v) => v,
-                Err(e) => {
-                    problems.push(bad(
-                        format!("malformed JSON: {}", strip_position(&e.to_string())),
-                        None,
-                    ));
-                    continue;
-                }
-            };
-            let Some(obj) = v.as_object() else {
-                problems.push(bad("a line must be a JSON object".into(), None));
-                continue;
-            };
-            if let Some(kind) = obj.get("kind") {
-                if kind != "header" {
-                    sink.line(&v)?;
-                }
-                if kind == "closure" {
-                    if let Some(e) = obj.get("execution").and_then(id_string) {
-                        prev.remove(&e);
-                    }
-                }
-                continue;
-            }
-            let Some(execution) = obj.get("execution").and_then(id_string) else {
-                problems.push(bad("missing execution id".into(), Some("execution")));
-                continue;
-            };
-            let Some(request) = obj.get("request").filter(|r| r.is_object()) else {
-                problems.push(bad("missing the chat request".into(), Some("request")));
-                continue;
-            };
-            let Some(response) = obj.get("response").filter(|r| r.is_object()) else {
-                problems.push(bad("missing the chat response".into(), Some("response")));
-                continue;
-            };
-            let Some(choice) = response.get("choices").and_then(|c| c.get(0)) else {
-                problems.push(bad(
-                    "the response has no choices".into(),
-                    Some("response.choices"),
-                ));
-                continue;
-            };
-            let prompt = match token_ids(
-                response.get("prompt_token_ids"),
-                "response.prompt_token_ids",
-            ) {
-                Ok(p) => p,
-                Err((m, f)) => {
-                    problems.push(bad(m, Some(&f)));
-                    continue;
-                }
-            };
-            let output = match token_ids(choice.get("token_ids"), "response.choices[0].token_ids") {
-                Ok(p) => p,
-                Err((m, f)) => {
-                    problems.push(bad(m, Some(&f)));
-                    continue;
-                }
-            };
-            let Some(lp_items) = choice
-                .get("logprobs")
-                .and_then(|l| l.get("content"))
-                .and_then(Value::as_array)
-            else {
-                problems.push(bad(
-                    "no log-probs (request them with \"logprobs\": true)".into(),
-                    Some("response.choices[0].logprobs.content"),
-                ));
-                continue;
-            };
-            let mut logprobs = Vec::with_capacity(lp_items.len());
-            let mut lp_ok = true;
-            for (i, item) in lp_items.iter().enumerate() {
-                match item.get("logprob").and_then(Value::as_f64) {
-                    Some(x) => logprobs.push(x),
-                    None => {
-                        problems.push(bad(
-                            "log-prob is not a number".into(),
-                            Some(&format!(
-                                "response.choices[0].logprobs.content[{i}].logprob"
-                            )),
-                        ));
-                        lp_ok = false;
-                        break;
-                    }
-                }
-            }
-            if !lp_ok {
-                continue;
-            }
-            if logprobs.len() != output.len() {
-                problems.push(bad(
-                    format!(
-                        "{} log-probs for {} output tokens",
-                        logprobs.len(),
-                        output.len()
-                    ),
-                    Some("response.choices[0].logprobs.content"),
-                ));
-                continue;
-            }
-            let purpose = match obj.get("purpose").and_then(Value::as_str) {
-                None | Some("task") => Purpose::Task,
-                Some("summary") => Purpose::Summary,
-                Some(other) => {
-                    problems.push(bad(
-                        format!("purpose {other:?} is neither \"task\" nor \"summary\""),
-                        Some("purpose"),
-                    ));
-                    continue;
-                }
-            };
-            if !problems.0.is_empty() {
-                continue; // nothing is written once the input is known to be bad
-            }
-            // Spans: the rendered messages, aligned with the recorded prompt.
-            let array = |key: &str| {
-                request
-                    .get(key)
-                    .and_then(Value::as_array)
-                    .map_or(&[][..], Vec::as_slice)
-            };
-            let turns = request_turns(array("messages"));
-            let refs: Vec<&Turn> = turns.iter().collect();
-            let (spans, aligned) = match builder.render_labelled(&refs, array("tools")) {
-                Ok((rendered, rspans)) => align(&prompt, &rendered, &rspans),
-                Err(e) => {
-                    summary.warnings.push(format!(
-                        "{name}:{n}: the messages do not render through the chat template \
-                         ({e}); the prompt is labelled `context`"
-                    ));
-                    (
-                        vec![Span {
-                            end: prompt.len(),
-                            source: Source::Context,
-                            call_id: None,
-                        }],
-                        0,
-                    )
-                }
-            };
-            // Tool calls: the i-th <tool_call> … </tool_call> run is the i-th call.
-            let call_ids: Vec<(String, String)> =
-                openai_tool_calls(choice.get("message").and_then(|m| m.get("tool_calls")))
-                    .into_iter()
-                    .map(|c| (c.id, c.name))
-                    .collect();
-            let mut runs = Vec::new();
-            if let (Some(open), Some(close)) = (call_open, call_close) {
-                let mut start = None;
-                for (j, &t) in output.iter().enumerate() {
-                    if t == open {
-                        start = Some(j);
-                    } else if t == close {
-                        if let Some(s) = start.take() {
-                            runs.push((s, j + 1));
-                        }
-                    }
-                }
-            }
-            let tool_calls: Vec<(String, String, usize, usize)> = if runs.len() == call_ids.len() {
-                call_ids
-                    .into_iter()
-                    .zip(runs)
-                    .map(|((id, name), (s, e))| (id, name, s, e))
-                    .collect()
-            } else {
-                if !call_ids.is_empty() {
-                    summary.warnings.push(format!(
-                        "{name}:{n}: {} tool calls but {} <tool_call> runs in the output; \
-                         tool_calls left out",
-                        call_ids.len(),
-                        runs.len()
-                    ));
-                }
-                Vec::new()
-            };
-            // Delta encoding against an earlier request of the execution.
-            let history = prev.entry(execution.clone()).or_default();
-            let (extends, covered) = match longest_prefix(&prompt, history) {
-                Some(p) => (Some(p.id.clone()), p.len),
-                None => (None, 0),
-            };
-            let count = counts.entry(execution.clone()).or_default();
-            *count += 1;
-            let id = obj
-                .get("id")
-                .and_then(id_string)
-                .unwrap_or_else(|| format!("r{count}"));
-            let mut meta = Map::new();
-            if let Some(rid) = response.get("id") {
-                meta.insert("response_id".into(), rid.clone());
-            }
-            meta.insert("source_line".into(), json!(format!("{name}:{n}")));
-            meta.insert("aligned_prompt_tokens".into(), json!(aligned));
-            let agent = obj
-                .get("agent")
-                .and_then(id_string)
-                .unwrap_or_else(|| "main".into());
-            let t = obj
-                .get("t")
-                .and_then(Value::as_f64)
-                .or_else(|| response.get("created").and_then(Value::as_f64));
-            let tail = super::encode::tail_spans(&spans, covered);
-            let spans = spans_out(&tail);
-            let calls: Vec<ToolCallOut> = tool_calls
+        Record::Request(r) => {
+            let spans: Vec<SpanOut> = r
+                .spans
                 .iter()
-                .map(|(id, name, s, e)| ToolCallOut {
-                    id,
-                    name: Some(name),
-                    start: *s as u32,
-                    end: *e as u32,
+                .map(|s| SpanOut {
+                    end: s.end,
+                    source: s.source,
+                    call_id: s.call_id.as_deref(),
                 })
                 .collect();
-            // Never train on output whose sampler is not named as the policy.
-            let actor = match obj.get("actor").and_then(Value::as_str) {
-                None | Some("policy") => Actor::Policy,
-                Some(_) => Actor::Evaluator,
-            };
-            sink.line(&Line::Request(RequestOut {
-                execution: &execution,
-                id: &id,
-                agent: &agent,
-                purpose,
-                actor,
-                t,
-                model: response.get("model").and_then(Value::as_str),
-                extends: extends.as_deref(),
-                input: &prompt[covered..],
-                spans: &spans,
-                output: &output,
-                logprobs: Some(&logprobs),
-                tool_calls: &calls,
-                finish: choice.get("finish_reason").and_then(Value::as_str),
-                meta: Some(&meta),
-            }))?;
-            summary.requests += 1;
-            summary.input_tokens += prompt.len() as u64;
-            summary.output_tokens += output.len() as u64;
-            summary.written_input_tokens += (prompt.len() - covered) as u64;
-            let mut hash = PrefixHash::of(&prompt);
-            for &t in &output {
-                hash = hash.push(t);
-            }
-            history.push(Prev {
-                id,
-                len: prompt.len() + output.len(),
-                hash,
-            });
-            if history.len() > DELTA_CANDIDATES {
-                history.remove(0);
-            }
+            let calls: Vec<ToolCallOut> = r
+                .tool_calls
+                .iter()
+                .map(|c| ToolCallOut {
+                    id: &c.id,
+                    name: c.name.as_deref(),
+                    start: c.start,
+                    end: c.end,
+                })
+                .collect();
+            job.out.request(
+                &RequestOut {
+                    execution: &r.execution,
+                    id: &r.id,
+                    agent: &r.agent,
+                    purpose: r.purpose,
+                    actor: r.actor,
+                    t: r.t,
+                    model: r.model.as_deref(),
+                    extends: r.extends.as_deref(),
+                    input: &r.input,
+                    spans: &spans,
+                    output: &r.output,
+                    logprobs: r.logprobs.as_deref(),
+                    tool_calls: &calls,
+                    finish: r.finish.as_deref(),
+                    meta,
+                },
+                at,
+            )
         }
+        Record::Assessment(a) => job.out.assessment(
+            &AssessmentOut {
+                execution: &a.execution,
+                artifact: &a.artifact,
+                version: &a.version,
+                status: if a.valid {
+                    Validity::Valid
+                } else {
+                    Validity::Failed
+                },
+                score: a.score,
+                t: a.t,
+                branch: a.branch.as_deref(),
+                attempt: a.attempt.as_ref(),
+                evaluator: a.evaluator.as_ref(),
+                error: a.error.as_ref(),
+                critique: a.critique.as_ref(),
+            },
+            at,
+        ),
+        Record::Closure(c) => job.out.closure(
+            &ClosureOut {
+                execution: &c.execution,
+                t: c.t,
+                status: c.status,
+                committed: c.committed.as_deref(),
+                artifact: c.artifact.as_ref(),
+                version: c.version.as_ref(),
+                meta,
+            },
+            at,
+        ),
+        Record::Header(_) | Record::Unknown(_) => Ok(()),
     }
-    progress(Progress::Reading { done: total, total });
-    problems.check()?;
-    summary.executions = counts.len() as u64;
-    Ok(summary)
 }

@@ -3,9 +3,11 @@
 
 mod replay;
 mod stats;
+mod sweep;
 
 pub use replay::{draw_runs, replay_json, replay_text};
 pub use stats::stats_table;
+pub use sweep::{sweep_json, sweep_text};
 
 use crate::engine::admit::Class;
 use crate::engine::score::Outcome;

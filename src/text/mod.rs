@@ -9,5 +9,5 @@ pub mod tokenizer;
 pub use encode::CachedEncoder;
 pub use resolve::resolve as resolve_tokenizer;
 pub use sanitize::sanitize;
-pub use template::{ChatTemplate, Message, RenderOptions, ToolCall};
+pub use template::{ChatTemplate, Message, RenderOptions, ToolCall, python_json};
 pub use tokenizer::TokenText;

@@ -148,6 +148,11 @@ impl ChatTemplate {
         Self::from_config_json(QWEN3_CONFIG)
     }
 
+    /// The end-of-sequence token text from the config (Qwen3: `<|im_end|>`), if any.
+    pub fn eos_token(&self) -> Option<&str> {
+        self.eos_token.as_deref()
+    }
+
     /// From a `tokenizer_config.json` file.
     pub fn from_config_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
@@ -349,6 +354,19 @@ fn tojson(value: &Value, kwargs: Kwargs) -> Result<Value, Error> {
     let text = String::from_utf8(out)
         .map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))?;
     Ok(Value::from_safe_string(text))
+}
+
+/// `value` as Python's `json.dumps(value, ensure_ascii=False)` writes it: what a template's
+/// `tojson` puts in the prompt (used to find tool schemas in rendered text).
+pub fn python_json(value: &serde_json::Value) -> String {
+    let mut out = Vec::new();
+    // Writing a JSON value into memory cannot fail.
+    serde::Serialize::serialize(
+        value,
+        &mut serde_json::Serializer::with_formatter(&mut out, PyFormatter),
+    )
+    .expect("a JSON value serialises into memory");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
 /// `json.dumps` default separators: `", "` between items, `": "` after keys.

@@ -30,20 +30,42 @@ pub fn opts(restore: bool, score: Option<f64>) -> Options {
         tokenizer: "qwen3".into(),
         restore,
         score,
+        lenient: false,
     }
 }
 
-/// Runs `f` into a fresh output file; returns the directory guard, the file and the summary.
-pub fn import_with(
-    f: impl FnOnce(&mut Builder, &Value, &mut Sink) -> color_eyre::Result<Summary>,
-) -> (tempfile::TempDir, PathBuf, Summary) {
+/// Imports `inputs` with the importer named `source` into a fresh output file; the directory
+/// guard, the file and the summary.
+pub fn try_import(
+    source: &str,
+    inputs: &[PathBuf],
+    opts: &Options,
+) -> color_eyre::Result<(tempfile::TempDir, PathBuf, Summary)> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.jsonl");
-    let mut sink = Sink::open(&out, false).unwrap();
+    let sink = Sink::open(&out, false).unwrap();
     let mut b = builder();
-    let summary = f(&mut b, &Value::String("qwen3".into()), &mut sink).unwrap();
-    sink.finish().unwrap();
-    (dir, out, summary)
+    let summary = gyre::import::import(
+        gyre::import::importer(source).unwrap(),
+        inputs,
+        opts,
+        &mut b,
+        &Value::String("qwen3".into()),
+        sink,
+        &mut |_| {},
+    )?;
+    Ok((dir, out, summary))
+}
+
+/// [`try_import`] that must succeed.
+pub fn import(
+    source: &str,
+    input: &Path,
+    restore: bool,
+    score: Option<f64>,
+) -> (tempfile::TempDir, PathBuf, Summary) {
+    try_import(source, &[input.to_path_buf()], &opts(restore, score))
+        .unwrap_or_else(|e| panic!("importing {}: {e}", input.display()))
 }
 
 pub fn claude_code(
@@ -51,9 +73,7 @@ pub fn claude_code(
     restore: bool,
     score: Option<f64>,
 ) -> (tempfile::TempDir, PathBuf, Summary) {
-    import_with(|b, h, sink| {
-        gyre::import::claude_code::import(session, &opts(restore, score), b, h, sink, &mut |_| {})
-    })
+    import("claude-code", session, restore, score)
 }
 
 pub fn load(path: &Path) -> Batch {

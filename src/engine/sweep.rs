@@ -1,0 +1,251 @@
+//! Admission swept over settings (`gyre sweep`): what J_max, the seed and the priority do to a
+//! batch's cost (forward-backward tokens: the sum of exported row lengths) and coverage
+//! (targets / trainable tokens of the executions that count in `B`).
+//!
+//! The batch is parsed once; each execution is scored and prepared once ([`Prepared`]). Under
+//! a given seed and priority, the draws with a cap `J_max = j` are the first `j` draws of the
+//! uncapped loop (the cap only stops the loop), so one uncapped run per (execution, seed)
+//! gives the figures of every J_max. Executions run in parallel.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::admit::{Class, Prepared, Settings, drawable_nodes, trainable_node};
+use super::execution::Execution;
+use super::export::dummy_leaf;
+use super::load::Batch;
+use super::score::{self, Exclusion, Outcome};
+
+/// What to sweep.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepOptions {
+    /// Caps to compare; 0 = uncapped.
+    pub jmax: Vec<u32>,
+    /// First seed.
+    pub seed: u64,
+    /// Number of seeds: `seed..seed + seeds`.
+    pub seeds: u64,
+    /// Class priority, highest first.
+    pub priority: Vec<Class>,
+}
+
+/// The figures of one admission (one execution or a whole batch, one setting).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Figures {
+    /// Exported rows (draws, plus one placeholder per dummy).
+    pub rows: u64,
+    /// Forward-backward tokens: the sum of the rows' lengths.
+    pub tokens: u64,
+    /// Targets (Σ L_i).
+    pub targets: u64,
+    /// Trainable tokens of scored executions left out because J_max stopped the draws.
+    pub left_out_jmax: u64,
+    /// Trainable tokens of scored executions only candidates of unlisted classes reach.
+    pub left_out_class: u64,
+}
+
+impl Figures {
+    fn add(&mut self, o: &Figures) {
+        self.rows += o.rows;
+        self.tokens += o.tokens;
+        self.targets += o.targets;
+        self.left_out_jmax += o.left_out_jmax;
+        self.left_out_class += o.left_out_class;
+    }
+}
+
+/// What does not depend on the settings: per execution, its trainable tokens by fate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Trainable {
+    /// Trainable tokens of executions that count in `B` (scored and dummy): the coverage
+    /// denominator.
+    pub counted: u64,
+    /// Of those, in dummy executions (never targets: a dummy has one placeholder row).
+    pub dummy: u64,
+    /// Trainable tokens of excluded executions, by reason.
+    pub excluded_open: u64,
+    /// Excluded for want of a valid reward by the budget end.
+    pub excluded_no_reward: u64,
+}
+
+impl Trainable {
+    fn add(&mut self, o: &Trainable) {
+        self.counted += o.counted;
+        self.dummy += o.dummy;
+        self.excluded_open += o.excluded_open;
+        self.excluded_no_reward += o.excluded_no_reward;
+    }
+}
+
+/// One execution swept: its figures per J_max (in [`SweepOptions::jmax`] order), per seed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExecutionSweep {
+    /// Execution id.
+    pub execution: String,
+    /// `scored`, `dummy` or `excluded`.
+    pub status: &'static str,
+    /// Its trainable tokens.
+    pub trainable: Trainable,
+    /// `figures[j][s]`: J_max `jmax[j]`, seed `seed + s`.
+    pub figures: Vec<Vec<Figures>>,
+    /// The same under no cap, per seed (the cost baseline).
+    pub uncapped: Vec<Figures>,
+}
+
+/// A whole sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// What was swept.
+    pub options: SweepOptions,
+    /// Per execution, in batch order.
+    pub executions: Vec<ExecutionSweep>,
+    /// The batch's trainable tokens.
+    pub trainable: Trainable,
+    /// `B`: executions that count (scored + dummy); the same under every setting.
+    pub batch_executions: u64,
+}
+
+impl Sweep {
+    /// Batch figures at J_max index `j` (`None`: uncapped), seed index `s`.
+    pub fn batch(&self, j: Option<usize>, s: usize) -> Figures {
+        let mut total = Figures::default();
+        for e in &self.executions {
+            total.add(match j {
+                Some(j) => &e.figures[j][s],
+                None => &e.uncapped[s],
+            });
+        }
+        total
+    }
+}
+
+/// Sweeps `batch` under `options`.
+pub fn sweep(batch: &Batch, options: &SweepOptions) -> Sweep {
+    sweep_with_progress(batch, options, &|_, _| {})
+}
+
+/// [`sweep`], calling `progress(done, total)` as executions finish (from any thread).
+pub fn sweep_with_progress(
+    batch: &Batch,
+    options: &SweepOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Sweep {
+    let done = AtomicUsize::new(0);
+    let total = batch.executions.len();
+    let executions: Vec<ExecutionSweep> = batch
+        .executions
+        .par_iter()
+        .map(|exec| {
+            let e = sweep_execution(exec, options);
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            e
+        })
+        .collect();
+    let mut trainable = Trainable::default();
+    let mut batch_executions = 0;
+    for e in &executions {
+        trainable.add(&e.trainable);
+        batch_executions += (e.status != "excluded") as u64;
+    }
+    Sweep {
+        options: options.clone(),
+        executions,
+        trainable,
+        batch_executions,
+    }
+}
+
+fn sweep_execution(exec: &Execution, options: &SweepOptions) -> ExecutionSweep {
+    let outcome = score::score(exec);
+    let trainable_tokens: u64 = (0..exec.tree.nodes.len() as u32)
+        .filter(|&n| trainable_node(exec, n))
+        .map(|n| exec.tree.nodes[n as usize].len as u64)
+        .sum();
+    let mut trainable = Trainable::default();
+    let seeds = options.seeds as usize;
+    let fixed = |f: Figures| (vec![vec![f; seeds]; options.jmax.len()], vec![f; seeds]);
+    let (figures, uncapped) = match outcome {
+        Outcome::Excluded(reason) => {
+            match reason {
+                Exclusion::Open => trainable.excluded_open = trainable_tokens,
+                Exclusion::NoValidReward => trainable.excluded_no_reward = trainable_tokens,
+            }
+            fixed(Figures::default())
+        }
+        Outcome::Dummy => {
+            trainable.counted = trainable_tokens;
+            trainable.dummy = trainable_tokens;
+            let tokens = dummy_leaf(exec).map_or(0, |l| {
+                let r = &exec.requests[l as usize];
+                (r.input_len + r.output_len) as u64
+            });
+            fixed(Figures {
+                rows: 1,
+                tokens,
+                ..Figures::default()
+            })
+        }
+        Outcome::Scored { .. } => {
+            trainable.counted = trainable_tokens;
+            scored_figures(exec, options, trainable_tokens)
+        }
+    };
+    ExecutionSweep {
+        execution: exec.id.clone(),
+        status: outcome.label(),
+        trainable,
+        figures,
+        uncapped,
+    }
+}
+
+/// Figures of a scored execution: one uncapped run per seed, cut at every J_max.
+fn scored_figures(
+    exec: &Execution,
+    options: &SweepOptions,
+    trainable_tokens: u64,
+) -> (Vec<Vec<Figures>>, Vec<Figures>) {
+    let prepared = Prepared::new(exec);
+    let drawable = drawable_nodes(exec, &prepared.candidates, &options.priority);
+    // Trainable tokens some listed class can reach; the rest is left out by the priority.
+    let reachable: u64 = (0..exec.tree.nodes.len())
+        .filter(|&n| drawable[n] && trainable_node(exec, n as u32))
+        .map(|n| exec.tree.nodes[n].len as u64)
+        .sum();
+    let by_class = trainable_tokens - reachable;
+    let mut figures = vec![Vec::with_capacity(options.seeds as usize); options.jmax.len()];
+    let mut uncapped = Vec::with_capacity(options.seeds as usize);
+    for seed in options.seed..options.seed + options.seeds {
+        let settings = Settings {
+            seed,
+            jmax: 0,
+            priority: options.priority.clone(),
+        };
+        let drawn = prepared.run(exec, &settings);
+        let cut = |j: usize| {
+            let taken = &drawn.draws[..j.min(drawn.draws.len())];
+            let targets: u64 = taken.iter().map(|d| d.target_tokens).sum();
+            // A cap reached leaves the reachable rest to J_max (SPEC §3 reasons), as the
+            // draw loop checks the cap before looking for weight.
+            let capped = j <= drawn.draws.len();
+            Figures {
+                rows: taken.len() as u64,
+                tokens: taken.iter().map(|d| d.path_tokens).sum(),
+                targets,
+                left_out_jmax: if capped { reachable - targets } else { 0 },
+                left_out_class: by_class + if capped { 0 } else { reachable - targets },
+            }
+        };
+        for (jx, &j) in options.jmax.iter().enumerate() {
+            figures[jx].push(if j == 0 {
+                cut(usize::MAX)
+            } else {
+                cut(j as usize)
+            });
+        }
+        uncapped.push(cut(usize::MAX));
+    }
+    (figures, uncapped)
+}

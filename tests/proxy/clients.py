@@ -1,0 +1,383 @@
+"""Unmodified `openai` and `anthropic` clients driving `gyre record` (tests/record_proxy.rs).
+
+usage: clients.py BASE_URL SCENARIO [STATE_FILE]
+
+Each scenario is an agent loop as a harness writes it: it sends the conversation, runs the tool
+calls it gets back and appends their results. Tool calls are re-serialised the way many harnesses
+do (compact JSON, keys in another order) and thinking is dropped, so only payload restoration
+keeps the policy's context exact. Failures raise (exit status 1).
+"""
+
+import json
+import sys
+
+import anthropic
+import openai
+
+SYSTEM = "You are a careful shell agent. Run one command per turn."
+PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string"},
+        "step": {"type": "integer"},
+        "options": {"type": "object"},
+    },
+    "required": ["command"],
+}
+OPENAI_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command.",
+            "parameters": PARAMETERS,
+        },
+    }
+]
+ANTHROPIC_TOOLS = [
+    {"name": "bash", "description": "Run a shell command.", "input_schema": PARAMETERS}
+]
+TASK_TOOL = {
+    "name": "Task",
+    "description": "Delegate work to a sub-agent.",
+    "input_schema": {"type": "object", "properties": {"prompt": {"type": "string"}}},
+}
+
+
+def reorder(value):
+    """Keys reversed at every level (another harness's key order)."""
+    if isinstance(value, dict):
+        return {k: reorder(v) for k, v in reversed(list(value.items()))}
+    return value
+
+
+def compact(arguments):
+    return json.dumps(reorder(json.loads(arguments)), separators=(",", ":"))
+
+
+def run_tool(name, arguments):
+    return f"ran {name} with {json.dumps(arguments, sort_keys=True)}\nexit 0"
+
+
+def openai_client(base, execution=None):
+    headers = {"x-gyre-execution": execution} if execution else {}
+    return openai.OpenAI(
+        base_url=base + "/v1", api_key="unused", max_retries=0, default_headers=headers
+    )
+
+
+def anthropic_client(base, execution=None):
+    headers = {"x-gyre-execution": execution} if execution else {}
+    return anthropic.Anthropic(
+        base_url=base, api_key="unused", max_retries=0, default_headers=headers
+    )
+
+
+def openai_turn(client, messages, stream):
+    """One call; returns (content, calls, finish) with calls as [{id, name, arguments}]."""
+    if not stream:
+        r = client.chat.completions.create(
+            model="policy", messages=messages, tools=OPENAI_TOOLS, temperature=1.0, logprobs=True
+        )
+        m = r.choices[0].message
+        lps = r.choices[0].logprobs.content
+        assert len(lps) == r.usage.completion_tokens and all(t.logprob < 0 for t in lps)
+        calls = [
+            {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+            for c in m.tool_calls or []
+        ]
+        assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0
+        return m.content or "", calls, r.choices[0].finish_reason
+    content, calls, finish, usage = "", {}, None, None
+    for chunk in client.chat.completions.create(
+        model="policy",
+        messages=messages,
+        tools=OPENAI_TOOLS,
+        temperature=1.0,
+        stream=True,
+        stream_options={"include_usage": True},
+    ):
+        if chunk.usage is not None:
+            usage = chunk.usage
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        content += delta.content or ""
+        for c in delta.tool_calls or []:
+            entry = calls.setdefault(c.index, {"id": None, "name": "", "arguments": ""})
+            entry["id"] = c.id or entry["id"]
+            entry["name"] += c.function.name or ""
+            entry["arguments"] += c.function.arguments or ""
+        finish = chunk.choices[0].finish_reason or finish
+    assert usage is not None and usage.total_tokens > 0
+    return content, [calls[i] for i in sorted(calls)], finish
+
+
+def openai_loop(base, execution, stream, messages=None, rounds=20):
+    client = openai_client(base, execution)
+    messages = messages or [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Run the steps one by one. steps=3"},
+    ]
+    for _ in range(rounds):
+        content, calls, finish = openai_turn(client, messages, stream)
+        if not calls:
+            assert finish == "stop", finish
+            assert content.startswith("Finished after"), content
+            return messages
+        assert finish == "tool_calls", finish
+        assert all(c["id"].startswith("call_") for c in calls)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": content,
+                "tool_calls": [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": compact(c["arguments"])},
+                    }
+                    for c in calls
+                ],
+            }
+        )
+        for c in calls:
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": c["id"],
+                    "content": run_tool(c["name"], json.loads(c["arguments"])),
+                }
+            )
+    return messages
+
+
+def anthropic_turn(client, messages, stream, system=SYSTEM, tools=None):
+    kwargs = dict(
+        model="policy",
+        max_tokens=1024,
+        system=system,
+        messages=messages,
+        tools=tools if tools is not None else ANTHROPIC_TOOLS,
+    )
+    if stream:
+        with client.messages.stream(**kwargs) as s:
+            texts = "".join(s.text_stream)
+            r = s.get_final_message()
+        assert texts == "".join(b.text for b in r.content if b.type == "text")
+    else:
+        r = client.messages.create(**kwargs)
+    assert r.usage.input_tokens > 0 and r.usage.output_tokens > 0
+    return r
+
+
+def resend(block):
+    """The block as a harness sends it back: tool input keys reordered, thinking dropped."""
+    if block.type == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": reorder(block.input)}
+    if block.type == "text":
+        return {"type": "text", "text": block.text}
+    return None
+
+
+def anthropic_loop(base, execution, stream, messages=None, rounds=20, system=SYSTEM, client=None):
+    client = client or anthropic_client(base, execution)
+    messages = messages or [{"role": "user", "content": "Run the steps one by one. steps=3"}]
+    for _ in range(rounds):
+        r = anthropic_turn(client, messages, stream, system)
+        uses = [b for b in r.content if b.type == "tool_use"]
+        if not uses:
+            assert r.stop_reason == "end_turn", r.stop_reason
+            return messages, r
+        assert r.stop_reason == "tool_use", r.stop_reason
+        assert all(b.id.startswith("toolu_") for b in uses)
+        messages.append(
+            {"role": "assistant", "content": [x for x in map(resend, r.content) if x]}
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": b.id, "content": run_tool(b.name, b.input)}
+                    for b in uses
+                ],
+            }
+        )
+    return messages, r
+
+
+def loops(base):
+    """The same task four ways: OpenAI and Anthropic, streaming and not."""
+    openai_loop(base, "oa-plain", stream=False)
+    openai_loop(base, "oa-stream", stream=True)
+    anthropic_loop(base, "an-plain", stream=False)
+    anthropic_loop(base, "an-stream", stream=True)
+
+
+def expect_openai_error(client, content, status, kind):
+    try:
+        client.chat.completions.create(
+            model="policy", messages=[{"role": "user", "content": content}]
+        )
+    except openai.APIStatusError as e:
+        assert e.status_code == status, (content, e.status_code, e.body)
+        assert e.body["type"] == kind, (content, e.body)
+        assert e.body["message"], e.body
+        return
+    raise AssertionError(f"no error for {content!r}")
+
+
+def expect_anthropic_error(client, content, status, kind, stream=False):
+    try:
+        kwargs = dict(model="policy", max_tokens=64, messages=[{"role": "user", "content": content}])
+        if stream:
+            with client.messages.stream(**kwargs) as s:
+                s.get_final_message()
+        else:
+            client.messages.create(**kwargs)
+    except anthropic.APIStatusError as e:
+        assert e.status_code == status, (content, e.status_code, e.body)
+        assert e.body["type"] == "error", e.body
+        assert e.body["error"]["type"] == kind, (content, e.body)
+        return
+    raise AssertionError(f"no error for {content!r}")
+
+
+def errors(base):
+    """Every bad upstream answer is a proper API error in both APIs."""
+    oa, an = openai_client(base, "bad-openai"), anthropic_client(base, "bad-anthropic")
+    for marker, status, oa_kind, an_kind in [
+        ("FAIL-STATUS", 502, "upstream_error", "api_error"),
+        ("FAIL-NOIDS", 502, "upstream_error", "api_error"),
+        ("FAIL-LOGPROBS", 502, "upstream_error", "api_error"),
+        ("FAIL-BADID", 502, "upstream_error", "api_error"),
+        ("FAIL-SLOW", 504, "timeout_error", "timeout_error"),
+    ]:
+        expect_openai_error(oa, f"please {marker}", status, oa_kind)
+        expect_anthropic_error(an, f"please {marker}", status, an_kind)
+        expect_anthropic_error(an, f"stream {marker}", status, an_kind, stream=True)
+    try:
+        oa.chat.completions.create(
+            model="policy",
+            messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
+        )
+        raise AssertionError("an image was accepted")
+    except openai.BadRequestError as e:
+        assert e.body["param"] == "messages[0].content[0].type", e.body
+    # A good call after the failures still works (and is the only one recorded).
+    content, calls, _ = openai_turn(openai_client(base, "good"), [
+        {"role": "user", "content": "steps=1"}], stream=False)
+    assert calls and content == "Running step 0.", content
+
+
+def resume_a(base, state):
+    """Two rounds, then the conversation is saved (the proxy is restarted after this)."""
+    messages = openai_loop(base, "resume", stream=False, rounds=2)
+    with open(state, "w") as f:
+        json.dump(messages, f)
+
+
+def resume_b(base, state):
+    with open(state) as f:
+        messages = json.load(f)
+    openai_loop(base, "resume", stream=True, messages=messages)
+
+
+def claude_code_like(base):
+    """No attribution headers: a main agent delegates to a sub-agent (Task), then compacts
+    and goes on from the summary, as Claude Code does."""
+    client = anthropic_client(base)
+    tools = ANTHROPIC_TOOLS + [TASK_TOOL]
+    main = [{"role": "user", "content": "Please delegate the investigation. steps=1"}]
+    r = anthropic_turn(client, main, stream=True, tools=tools)
+    task = next(b for b in r.content if b.type == "tool_use")
+    assert task.name == "Task", r.content
+    # The sub-agent: its own system prompt, the Task prompt as its first message.
+    sub_messages, sub_final = anthropic_loop(
+        base, None, stream=False, system="You are a sub-agent.",
+        messages=[{"role": "user", "content": task.input["prompt"]}], client=client,
+    )
+    report = "".join(b.text for b in sub_final.content if b.type == "text")
+    main.append({"role": "assistant", "content": [x for x in map(resend, r.content) if x]})
+    main.append({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": task.id, "content": report}]})
+    r = anthropic_turn(client, main, stream=False, tools=tools)
+    assert r.stop_reason == "end_turn", r.content
+    main.append({"role": "assistant", "content": [x for x in map(resend, r.content) if x]})
+    # Compaction.
+    main.append({"role": "user", "content": "Your task is to create a detailed summary of "
+                 "the conversation so far, paying close attention to the user's requests."})
+    r = anthropic_turn(client, main, stream=False, tools=[])
+    text = "".join(b.text for b in r.content if b.type == "text")
+    summary = text.split("<summary>")[1].split("</summary>")[0].strip()
+    # The conversation after compaction starts from the summary, reworded around it.
+    after = [{"role": "user", "content": "This session is being continued from a previous "
+              "conversation that ran out of context. Summary:\n" + summary + "\n\nsteps=1"}]
+    anthropic_loop(base, None, stream=True, messages=after, client=client)
+
+
+def edited(base):
+    """A harness that changes a tool call's arguments before sending it back."""
+    client = openai_client(base, "edited")
+    messages = [{"role": "user", "content": "steps=2"}]
+    content, calls, _ = openai_turn(client, messages, stream=False)
+    args = json.loads(calls[0]["arguments"])
+    args["command"] = "echo edited"
+    messages.append({"role": "assistant", "content": content, "tool_calls": [
+        {"id": calls[0]["id"], "type": "function",
+         "function": {"name": "bash", "arguments": json.dumps(args)}}]})
+    messages.append({"role": "tool", "tool_call_id": calls[0]["id"], "content": "edited"})
+    openai_turn(client, messages, stream=False)
+
+
+def close(base, *executions):
+    """Closes and scores executions through the proxy; bad bodies are refused."""
+    import urllib.error
+    import urllib.request
+
+    def post(path, body, status):
+        req = urllib.request.Request(
+            base + path, data=json.dumps(body).encode(), method="POST",
+            headers={"content-type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                got, text = r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            got, text = e.code, e.read().decode()
+        assert got == status, (path, body, got, text)
+        if status != 200:
+            assert json.loads(text)["error"]["message"], text
+
+    for e in executions:
+        post("/gyre/closure", {"execution": e, "status": "completed", "artifact": "patch",
+                               "version": 1}, 200)
+        post("/gyre/assessment", {"execution": e, "artifact": "patch", "version": 1,
+                                  "status": "valid", "score": 1.0, "evaluator": "tests"}, 200)
+    e = executions[0]
+    post("/gyre/closure", {"execution": e, "status": "completed"}, 409)
+    post("/gyre/closure", {"execution": "x", "status": "finished"}, 400)
+    post("/gyre/assessment", {"execution": e, "artifact": "patch", "version": 1,
+                              "status": "valid"}, 400)
+    post("/gyre/assessment", {"kind": "closure", "execution": e}, 400)
+    post("/gyre/closure", [1, 2], 400)
+
+
+SCENARIOS = {
+    "loops": loops,
+    "errors": errors,
+    "claude-code-like": claude_code_like,
+    "edited": edited,
+}
+
+if __name__ == "__main__":
+    base, scenario = sys.argv[1], sys.argv[2]
+    if scenario == "resume-a":
+        resume_a(base, sys.argv[3])
+    elif scenario == "resume-b":
+        resume_b(base, sys.argv[3])
+    elif scenario == "close":
+        close(base, *sys.argv[3:])
+    else:
+        SCENARIOS[scenario](base)
+    print(f"{scenario}: ok")

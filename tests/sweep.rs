@@ -1,0 +1,93 @@
+//! `gyre sweep` figures are exactly what admissions run one by one give (the sweep derives every
+//! J_max from one uncapped run per seed and reuses prepared executions: nothing may drift).
+
+use gyre::engine::admit::{Class, Settings};
+use gyre::engine::load::{Batch, LoadOptions, load_bytes};
+use gyre::engine::provenance::{Reason, node_reason};
+use gyre::engine::score::AdvantageMode;
+use gyre::engine::sweep::{SweepOptions, sweep};
+use gyre::engine::{admit::trainable_node, export, process};
+use gyre::recgen::{self, GenOptions};
+use gyre::synth::{SynthOptions, write_synth};
+
+fn check(batch: &Batch, priority: Vec<Class>) {
+    let options = SweepOptions {
+        jmax: vec![1, 2, 3, 5, 0],
+        seed: 7,
+        seeds: 6,
+        priority: priority.clone(),
+    };
+    let s = sweep(batch, &options);
+    for (j, &jmax) in options.jmax.iter().enumerate() {
+        for k in 0..options.seeds as usize {
+            let settings = Settings {
+                seed: options.seed + k as u64,
+                jmax,
+                priority: priority.clone(),
+            };
+            let results = process(batch, &settings, AdvantageMode::DrGrpo);
+            for (i, e) in s.executions.iter().enumerate() {
+                let exec = &batch.executions[i];
+                let rows = export::execution_rows(batch, &results, i);
+                let f = e.figures[j][k];
+                assert_eq!(
+                    f.rows,
+                    rows.len() as u64,
+                    "{} rows, jmax {jmax}",
+                    e.execution
+                );
+                let tokens: u64 = rows.iter().map(|r| r.tokens.len() as u64).sum();
+                assert_eq!(f.tokens, tokens, "{} tokens", e.execution);
+                assert_eq!(f.targets, results.admissions[i].targets());
+                let (mut by_jmax, mut by_class) = (0, 0);
+                for n in 0..exec.tree.nodes.len() as u32 {
+                    if !trainable_node(exec, n) {
+                        continue;
+                    }
+                    let len = exec.tree.nodes[n as usize].len as u64;
+                    match node_reason(exec, &results.outcomes[i], &results.admissions[i], n, None) {
+                        Some(Reason::LeftOutJmax) => by_jmax += len,
+                        Some(Reason::LeftOutClass) => by_class += len,
+                        _ => {}
+                    }
+                }
+                assert_eq!((f.left_out_jmax, f.left_out_class), (by_jmax, by_class));
+                if jmax == 0 {
+                    assert_eq!(f, e.uncapped[k]);
+                }
+            }
+            assert_eq!(s.batch_executions, results.batch_executions);
+        }
+    }
+}
+
+#[test]
+fn sweep_matches_admissions_run_one_by_one() {
+    let mut synth = Vec::new();
+    write_synth(
+        &SynthOptions {
+            executions: 8,
+            turns: 8,
+            ..SynthOptions::default()
+        },
+        &mut synth,
+    )
+    .unwrap();
+    let mut generated = Vec::new();
+    let execs = recgen::generate(&GenOptions {
+        executions: 12,
+        vocab: 6,
+        seed: 3,
+        ..GenOptions::default()
+    });
+    recgen::write_recording(&execs, true, &mut generated).unwrap();
+    for (name, bytes) in [
+        ("example.jsonl", gyre::demo::RECORDING),
+        ("synth.jsonl", &synth[..]),
+        ("gen.jsonl", &generated[..]),
+    ] {
+        let batch = load_bytes(name, bytes, &LoadOptions::default()).unwrap();
+        check(&batch, Class::DEFAULT_PRIORITY.to_vec());
+        check(&batch, vec![Class::Sub, Class::Main]);
+    }
+}
