@@ -22,7 +22,8 @@ pub struct AdmitArgs {
     /// Advantage within GRPO groups: drgrpo (reward − mean), grpo (÷ std + 1e-6), none.
     #[arg(long, value_enum, default_value_t = AdvantageArg::Drgrpo)]
     advantage: AdvantageArg,
-    /// Write here instead of stdout.
+    /// Write here instead of stdout; a name ending in .parquet writes Parquet (list columns),
+    /// .zst or .gz compressed JSONL.
     #[arg(long, short)]
     out: Option<PathBuf>,
     /// Overwrite --out if it exists.
@@ -42,8 +43,7 @@ pub fn run(args: AdmitArgs) -> Result<ExitCode> {
     let results = eng::process(&batch, &args.admission.settings(), args.advantage.into());
     match (sink, args.out) {
         (Some(mut sink), Some(path)) => {
-            let rows = export::write_rows(&batch, &results, &mut sink)
-                .wrap_err_with(|| format!("writing {}", path.display()))?;
+            let rows = export::write_as(&batch, &results, &path, &mut sink)?;
             sink.finish()?;
             super::exit::note!(
                 "gyre: wrote {} ({}, B = {}) to {}",

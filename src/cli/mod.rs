@@ -44,12 +44,13 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Admit trajectories and export them as gyre/admitted-1 JSONL.
+    /// Admit trajectories and export them as gyre/admitted-1 JSONL (or Parquet).
     #[command(after_help = "\
 Examples:
   gyre admit runs.jsonl > admitted.jsonl
   gyre admit a.jsonl b.jsonl.gz --seed 7 --jmax 0 --out admitted.jsonl
   gyre admit runs.jsonl --priority main,sub --advantage grpo --out admitted.jsonl --force
+  gyre admit runs.jsonl --out admitted.parquet            # same rows, list columns
 
 One line per admitted trajectory, in execution order then draw order (docs/format.md).
 The file is written atomically: on any error no file (or the old one) is left.")]

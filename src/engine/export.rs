@@ -133,6 +133,25 @@ pub fn execution_rows(batch: &Batch, results: &Results, i: usize) -> Vec<Row> {
     }
 }
 
+/// Number of rows of execution `i` and the tokens they hold, known before the rows are built.
+pub fn row_size(batch: &Batch, results: &Results, i: usize) -> (usize, u64) {
+    let exec = &batch.executions[i];
+    match results.outcomes[i] {
+        Outcome::Excluded(_) => (0, 0),
+        Outcome::Dummy => (
+            1,
+            dummy_leaf(exec).map_or(0, |l| {
+                let r = &exec.requests[l as usize];
+                (r.input_len + r.output_len) as u64
+            }),
+        ),
+        Outcome::Scored { .. } => {
+            let draws = &results.admissions[i].draws;
+            (draws.len(), draws.iter().map(|d| d.path_tokens).sum())
+        }
+    }
+}
+
 /// The request a dummy's placeholder shows: the committed one, else the last policy request.
 pub fn dummy_leaf(exec: &Execution) -> Option<u32> {
     let committed = exec
@@ -220,6 +239,12 @@ fn fill_path(exec: &Execution, row: &mut Row, leaf: u32, is_target: impl Fn(Node
     row.targets = runs;
 }
 
+/// Whether `path` asks for Parquet rows (`.parquet`, see `engine::parquet`) rather than JSONL.
+pub fn is_parquet(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
 /// Writes every row of the batch, in execution order then draw order.
 pub fn write_rows(batch: &Batch, results: &Results, out: &mut dyn Write) -> io::Result<u64> {
     // Executions are serialised in parallel a few at a time so memory stays bounded.
@@ -250,11 +275,31 @@ pub fn write_rows(batch: &Batch, results: &Results, out: &mut dyn Write) -> io::
 }
 
 /// Writes the rows to `path` atomically (see [`crate::output::Sink`]): a failure never leaves
-/// a partial file, and without `force` an existing file is left alone.
+/// a partial file, and without `force` an existing file is left alone. A `.parquet` name writes
+/// Parquet, any other JSONL (compressed for `.zst`/`.gz`).
 pub fn write_file(batch: &Batch, results: &Results, path: &Path, force: bool) -> Result<u64> {
     let mut sink = Sink::open(path, force)?;
-    let rows = write_rows(batch, results, &mut sink)
-        .wrap_err_with(|| format!("writing {}", path.display()))?;
+    let rows = write_as(batch, results, path, &mut sink)?;
     sink.finish()?;
     Ok(rows)
+}
+
+/// Writes the rows to `sink` in the form `path` names (see [`is_parquet`]).
+pub fn write_as(batch: &Batch, results: &Results, path: &Path, sink: &mut Sink) -> Result<u64> {
+    if is_parquet(path) {
+        write_parquet(batch, results, sink)
+    } else {
+        write_rows(batch, results, sink).map_err(Into::into)
+    }
+    .wrap_err_with(|| format!("writing {}", path.display()))
+}
+
+#[cfg(feature = "parquet")]
+fn write_parquet(batch: &Batch, results: &Results, sink: &mut Sink) -> Result<u64> {
+    super::parquet::write_rows(batch, results, sink)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn write_parquet(_: &Batch, _: &Results, _: &mut Sink) -> Result<u64> {
+    color_eyre::eyre::bail!("this gyre was built without Parquet support (cargo feature `parquet`)")
 }

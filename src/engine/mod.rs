@@ -9,10 +9,13 @@ pub mod execution;
 pub mod export;
 pub mod load;
 pub mod loss;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod provenance;
 pub mod record;
 pub mod recorder;
 pub mod score;
+pub mod shard;
 pub mod stats;
 pub mod sweep;
 pub mod tree;

@@ -151,27 +151,35 @@ pub fn advantages(
     if mode == AdvantageMode::None {
         return vec![None; execs.len()];
     }
-    let mut groups: HashMap<String, Vec<f64>> = HashMap::new();
-    for (e, o) in execs.iter().zip(outcomes) {
-        if let (Some(g), Some(r)) = (e.group(), o.reward()) {
-            groups.entry(group_key(g)).or_default().push(r);
-        }
-    }
-    let stats: HashMap<String, (f64, f64)> = groups
-        .into_iter()
-        .map(|(k, rs)| (k, mean_std(&rs)))
-        .collect();
+    let stats = group_stats(
+        execs
+            .iter()
+            .zip(outcomes)
+            .filter_map(|(e, o)| Some((group_key(e.group()?), o.reward()?))),
+    );
     execs
         .iter()
         .zip(outcomes)
         .map(|(e, o)| {
             let r = o.reward()?;
-            let (mean, std) = stats[&group_key(e.group()?)];
-            Some(match mode {
-                AdvantageMode::Grpo => (r - mean) / (std + 1e-6),
-                _ => r - mean,
-            })
+            Some(advantage(r, stats[&group_key(e.group()?)], mode))
         })
+        .collect()
+}
+
+/// Mean and standard deviation (Bessel's correction; 0 for a group of one) of each group's
+/// rewards, given `(group key, reward)` of the counted executions in batch order (the order
+/// fixes the floating-point sums).
+pub fn group_stats(
+    members: impl IntoIterator<Item = (String, f64)>,
+) -> HashMap<String, (f64, f64)> {
+    let mut groups: HashMap<String, Vec<f64>> = HashMap::new();
+    for (k, r) in members {
+        groups.entry(k).or_default().push(r);
+    }
+    groups
+        .into_iter()
+        .map(|(k, rs)| (k, mean_std(&rs)))
         .collect()
 }
 
@@ -201,8 +209,16 @@ fn mean_std(rs: &[f64]) -> (f64, f64) {
     (mean * scale, std * scale)
 }
 
+/// The advantage of `reward` in a group with `(mean, std)` (mode `drgrpo` or `grpo`).
+pub fn advantage(reward: f64, (mean, std): (f64, f64), mode: AdvantageMode) -> f64 {
+    match mode {
+        AdvantageMode::Grpo => (reward - mean) / (std + 1e-6),
+        _ => reward - mean,
+    }
+}
+
 /// Groups compare by their JSON text, so `"g1"` and `1` are different groups.
-fn group_key(g: &serde_json::Value) -> String {
+pub fn group_key(g: &serde_json::Value) -> String {
     g.to_string()
 }
 

@@ -1,0 +1,230 @@
+"""Type stubs of gyre's native module (``gyre._gyre``): the gyre engine, wrapped."""
+
+import os
+import pathlib
+from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Tuple, TypedDict, Union
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow
+import pandas
+
+__version__: str
+
+PathLike = Union[str, "os.PathLike[str]"]
+TokenIds = Union[Sequence[int], npt.NDArray[np.integer[Any]]]
+Floats = Union[Sequence[float], npt.NDArray[np.floating[Any]]]
+Json = Any
+Advantage = Literal["drgrpo", "grpo", "none"]
+ClassName = Literal["main", "main-summary", "sub", "sub-summary"]
+
+class Span(TypedDict, total=False):
+    end: int
+    source: Literal["system", "user", "tool", "assistant", "critique", "summary", "template", "context"]
+    call_id: str
+
+class ToolCall(TypedDict, total=False):
+    id: str
+    name: str
+    start: int
+    end: int
+
+class Target(TypedDict):
+    request: str
+    offset: int
+    len: int
+    pos: int
+
+# One admitted trajectory (``gyre/admitted-1``). ``advantage`` is absent with
+# ``advantage="none"``; with ``numpy=True`` the array fields are NumPy arrays.
+Row = TypedDict(
+    "Row",
+    {
+        "execution": str,
+        "group": Json,
+        "draw": int,
+        "leaf": Optional[str],
+        "class": Optional[ClassName],
+        "reward": float,
+        "advantage": Optional[float],
+        "dummy": bool,
+        "tokens": Union[List[int], npt.NDArray[np.uint32]],
+        "prompt_len": int,
+        "loss_mask": Union[List[int], npt.NDArray[np.uint8]],
+        "logprobs": Union[None, List[float], npt.NDArray[np.float64]],
+        "targets": List[Target],
+        "exec_targets": int,
+        "weight": float,
+        "batch_executions": int,
+    },
+    total=False,
+)
+
+class Diagnostic(TypedDict):
+    file: str
+    line: int
+    message: str
+    field: Optional[str]
+
+class LoadError(ValueError):
+    """Invalid input: every problem as ``file:line: message (field)``."""
+
+    diagnostics: List[Diagnostic]
+
+class Recorder:
+    """Writes a gyre/1 recording as a run happens, checked as the loader checks it, in delta
+    form where a request continues an earlier one. A context manager."""
+
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        append: bool = False,
+        overwrite: bool = False,
+        delta: bool = True,
+        tokenizer: Json = None,
+        meta: Optional[Dict[str, Json]] = None,
+    ) -> None: ...
+    @property
+    def path(self) -> pathlib.Path: ...
+    @property
+    def lines(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def execution(
+        self,
+        execution: Union[str, int],
+        *,
+        t: float,
+        budget_s: Optional[float] = None,
+        group: Json = None,
+        task: Json = None,
+        meta: Optional[Dict[str, Json]] = None,
+    ) -> None: ...
+    def request(
+        self,
+        execution: Union[str, int],
+        id: Union[str, int],
+        *,
+        input: TokenIds,
+        output: TokenIds,
+        logprobs: Optional[Floats] = None,
+        t: Optional[float] = None,
+        agent: str = "main",
+        purpose: Literal["task", "summary"] = "task",
+        actor: Literal["policy", "evaluator"] = "policy",
+        spans: Optional[Sequence[Union[Span, Tuple[int, str], Tuple[int, str, str]]]] = None,
+        tool_calls: Optional[Sequence[ToolCall]] = None,
+        extends: Union[str, int, None] = None,
+        finish: Optional[str] = None,
+        model: Optional[str] = None,
+        meta: Optional[Dict[str, Json]] = None,
+    ) -> Optional[str]:
+        """Returns the id of the request this one was written as a delta of, or None."""
+    def closure(
+        self,
+        execution: Union[str, int],
+        *,
+        t: float,
+        status: Literal["completed", "timeout", "error"] = "completed",
+        artifact: Json = None,
+        version: Json = None,
+        committed: Union[str, int, None] = None,
+        meta: Optional[Dict[str, Json]] = None,
+    ) -> None: ...
+    def assessment(
+        self,
+        execution: Union[str, int],
+        *,
+        artifact: Json,
+        version: Json,
+        status: Literal["valid", "failed"],
+        t: float,
+        score: Optional[float] = None,
+        branch: Union[str, int, None] = None,
+        attempt: Json = None,
+        evaluator: Json = None,
+        error: Json = None,
+        critique: Json = None,
+    ) -> None: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "Recorder": ...
+    def __exit__(self, *_args: Any) -> bool: ...
+
+class Batch:
+    """Loaded recordings, ready to admit."""
+
+    def admit(
+        self,
+        *,
+        seed: int = 0,
+        jmax: int = 5,
+        priority: Union[None, str, Sequence[ClassName]] = None,
+        advantage: Advantage = "drgrpo",
+        stats: Optional["BatchStats"] = None,
+    ) -> "Rows":
+        """Scores and admits every execution (SPEC §4-§6)."""
+    def summary(self) -> "ShardSummary": ...
+    @property
+    def executions(self) -> List[str]: ...
+    @property
+    def files(self) -> List[str]: ...
+    @property
+    def warnings(self) -> List[str]: ...
+    @property
+    def skipped_lines(self) -> int: ...
+    @property
+    def dropped_executions(self) -> List[str]: ...
+    def __len__(self) -> int: ...
+
+class Rows:
+    """The admitted rows, in execution order then draw order."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> Row: ...
+    def __iter__(self) -> "RowIter": ...
+    def row(self, i: int, *, numpy: bool = False) -> Row: ...
+    def iter(self, *, numpy: bool = False) -> "RowIter": ...
+    def to_arrow(self) -> pyarrow.Table: ...
+    def to_pandas(self) -> pandas.DataFrame: ...
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
+    def write(self, path: PathLike, *, force: bool = False) -> int: ...
+    @property
+    def batch_executions(self) -> int: ...
+    @property
+    def settings(self) -> Dict[str, Any]: ...
+    def executions(self) -> List[Dict[str, Any]]: ...
+    def execution(self, execution: str) -> Dict[str, Any]: ...
+    def draw_log(self, execution: str) -> str: ...
+
+class RowIter(Iterator[Row]):
+    def __iter__(self) -> "RowIter": ...
+    def __next__(self) -> Row: ...
+
+class ShardSummary:
+    """What one shard contributes to ``B`` and group statistics. Picklable."""
+
+    def __init__(self) -> None: ...
+    @property
+    def executions(self) -> List[Dict[str, Any]]: ...
+    def __len__(self) -> int: ...
+
+class BatchStats:
+    """``B`` and group statistics of a whole batch. Picklable."""
+
+    def __init__(self) -> None: ...
+    @property
+    def batch_executions(self) -> int: ...
+    @property
+    def groups(self) -> Dict[str, Tuple[float, float]]:
+        """Per group, keyed by its JSON text (``'"g1"'``): (mean, std) of its rewards."""
+    @property
+    def order(self) -> List[str]: ...
+
+def load(paths: Union[PathLike, Sequence[PathLike]], *, lenient: bool = False) -> Batch: ...
+def load_parts(parts: Sequence[Tuple[str, bytes]], *, lenient: bool = False) -> Batch: ...
+def split(source: Union[PathLike, bytes], shards: int) -> List[bytes]: ...
+def combine(summaries: Sequence[ShardSummary]) -> BatchStats: ...
+def shard_of(execution: str, shards: int) -> int: ...
+def merge_load_errors(files: Sequence[str], errors: Sequence[LoadError]) -> LoadError: ...

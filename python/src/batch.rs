@@ -1,0 +1,612 @@
+//! `gyre.load` → `Batch`, `Batch.admit` → `Rows`: the engine's batch and its admitted rows, as
+//! dicts, NumPy arrays, Arrow (C stream) and files, plus what a notebook asks about an execution.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gyre::engine::admit::{Settings, parse_priority};
+use gyre::engine::export::{self, Row};
+use gyre::engine::load::{self as engine_load, LoadError as EngineLoadError, LoadOptions};
+use gyre::engine::score::{AdvantageMode, Outcome};
+use gyre::engine::{self as eng, Results, shard};
+use gyre::output::ExistsError;
+use gyre::report;
+use numpy::PyArray1;
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use serde_json::json;
+
+use crate::arrow::stream_capsule;
+use crate::convert::from_json;
+use crate::shard::{BatchStats, ShardSummary};
+use crate::{LoadError, guard, value_error};
+
+/// The engine's load error as `gyre.LoadError` (a `ValueError`), `file:line` per problem.
+pub fn load_error(e: &EngineLoadError) -> PyErr {
+    let err = LoadError::new_err(e.to_string());
+    Python::attach(|py| {
+        let diagnostics = PyList::empty(py);
+        for d in &e.diagnostics {
+            let item = PyDict::new(py);
+            item.set_item("file", d.file.display().to_string())?;
+            item.set_item("line", d.line)?;
+            item.set_item("message", &d.message)?;
+            item.set_item("field", d.field.as_deref())?;
+            diagnostics.append(item)?;
+        }
+        err.value(py).setattr("diagnostics", diagnostics)
+    })
+    .map_or_else(|e| e, |()| err)
+}
+
+/// One `LoadError` holding the diagnostics of several (one per shard), in the order of
+/// `files` then line: what one load of all inputs would have raised.
+#[pyfunction]
+pub fn merge_load_errors(
+    py: Python<'_>,
+    files: Vec<String>,
+    errors: Vec<Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    guard(|| {
+        let mut diagnostics = Vec::new();
+        for e in &errors {
+            let list: Vec<Bound<'_, PyDict>> =
+                e.getattr("diagnostics")
+                    .and_then(|d| d.extract())
+                    .map_err(|_| value_error("errors must be gyre.LoadError instances"))?;
+            for d in list {
+                let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
+                    d.get_item(k)?
+                        .ok_or_else(|| value_error(format!("a diagnostic without `{k}`")))
+                };
+                diagnostics.push(engine_load::Diagnostic {
+                    file: PathBuf::from(get("file")?.extract::<String>()?),
+                    line: get("line")?.extract()?,
+                    message: get("message")?.extract()?,
+                    field: get("field")?.extract()?,
+                });
+            }
+        }
+        let rank = |f: &std::path::Path| {
+            files
+                .iter()
+                .position(|g| std::path::Path::new(g) == f)
+                .unwrap_or(usize::MAX)
+        };
+        diagnostics.sort_by_key(|a| (rank(&a.file), a.line));
+        Ok(load_error(&EngineLoadError { diagnostics })
+            .into_value(py)
+            .into_any())
+    })
+}
+
+/// Paths from one path or a sequence of them.
+fn paths_arg(paths: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    let list: Vec<PathBuf> = if paths.is_instance_of::<PyString>() || paths.hasattr("__fspath__")? {
+        vec![paths.extract()?]
+    } else {
+        paths
+            .extract()
+            .map_err(|_| value_error("paths must be a path or a list of paths"))?
+    };
+    if list.is_empty() {
+        return Err(value_error("no input files"));
+    }
+    Ok(list)
+}
+
+/// Loads gyre/1 recordings (`.jsonl`, `.jsonl.gz`, `.jsonl.zst`), read in the order given.
+///
+/// Raises `gyre.LoadError` (a `ValueError`) naming `file:line` and the field of every problem.
+/// `lenient=True` skips bad lines (and executions whose tree can no longer be built) instead,
+/// listing them in `Batch.warnings`.
+#[pyfunction]
+#[pyo3(signature = (paths, *, lenient=false))]
+pub fn load(py: Python<'_>, paths: &Bound<'_, PyAny>, lenient: bool) -> PyResult<Batch> {
+    guard(|| {
+        let paths = paths_arg(paths)?;
+        let options = LoadOptions { lenient };
+        let batch = py
+            .detach(|| engine_load::load(&paths, &options, &|_, _| {}))
+            .map_err(|e| load_error(&e))?;
+        Ok(Batch::new(batch))
+    })
+}
+
+/// Loaded recordings: executions with their shared-prefix trees, ready to admit.
+#[pyclass(module = "gyre._gyre", frozen)]
+pub struct Batch {
+    pub(crate) inner: Arc<engine_load::Batch>,
+}
+
+impl Batch {
+    /// Wraps a loaded batch.
+    pub fn new(batch: engine_load::Batch) -> Self {
+        Batch {
+            inner: Arc::new(batch),
+        }
+    }
+}
+
+/// Admission settings from the Python arguments.
+fn settings(seed: i128, jmax: i128, priority: Option<&Bound<'_, PyAny>>) -> PyResult<Settings> {
+    let seed = u64::try_from(seed)
+        .map_err(|_| value_error(format!("seed must be an integer in 0..2^64, not {seed}")))?;
+    let jmax = u32::try_from(jmax).map_err(|_| {
+        value_error(format!(
+            "jmax must be an integer in 0..2^32 (0 = uncapped), not {jmax}"
+        ))
+    })?;
+    let priority = match priority.filter(|p| !p.is_none()) {
+        None => Settings::default().priority,
+        Some(p) => {
+            let text = if let Ok(s) = p.cast::<PyString>() {
+                s.to_str()?.to_owned()
+            } else {
+                let names: Vec<String> = p.extract().map_err(|_| {
+                    value_error("priority must be a list of class names or \"main,sub,…\"")
+                })?;
+                names.join(",")
+            };
+            parse_priority(&text).map_err(|e| value_error(format!("priority: {e}")))?
+        }
+    };
+    Ok(Settings {
+        seed,
+        jmax,
+        priority,
+    })
+}
+
+fn advantage_mode(s: &str) -> PyResult<AdvantageMode> {
+    match s {
+        "drgrpo" => Ok(AdvantageMode::DrGrpo),
+        "grpo" => Ok(AdvantageMode::Grpo),
+        "none" => Ok(AdvantageMode::None),
+        other => Err(value_error(format!(
+            "advantage must be \"drgrpo\", \"grpo\" or \"none\", not {other:?}"
+        ))),
+    }
+}
+
+fn advantage_name(mode: AdvantageMode) -> &'static str {
+    match mode {
+        AdvantageMode::DrGrpo => "drgrpo",
+        AdvantageMode::Grpo => "grpo",
+        AdvantageMode::None => "none",
+    }
+}
+
+#[pymethods]
+impl Batch {
+    /// Scores and admits every execution (SPEC §4–§6) and returns the admitted rows.
+    ///
+    /// `seed` keys each execution's draws; `jmax` caps draws per execution (0 = uncapped);
+    /// `priority` lists classes highest first (`["main", "sub"]` or `"main,sub"`; classes left
+    /// out are never drawn); `advantage` is `"drgrpo"` (reward − group mean), `"grpo"` (÷ std +
+    /// 1e-6) or `"none"` (no advantage field). `stats` (from `gyre.combine`) admits this batch
+    /// as one shard of a larger one: `B` and group advantages are then the whole batch's.
+    #[pyo3(signature = (*, seed=0, jmax=5, priority=None, advantage="drgrpo", stats=None))]
+    fn admit(
+        &self,
+        py: Python<'_>,
+        seed: i128,
+        jmax: i128,
+        priority: Option<&Bound<'_, PyAny>>,
+        advantage: &str,
+        stats: Option<PyRef<'_, BatchStats>>,
+    ) -> PyResult<Rows> {
+        guard(|| {
+            let settings = settings(seed, jmax, priority)?;
+            let mode = advantage_mode(advantage)?;
+            let batch = Arc::clone(&self.inner);
+            let results = match stats {
+                None => py.detach(|| eng::process(&batch, &settings, mode)),
+                Some(stats) => {
+                    let stats = &stats.inner;
+                    py.detach(|| shard::process_shard(&batch, &settings, mode, stats))
+                        .map_err(|e| value_error(e.to_string()))?
+                }
+            };
+            Ok(Rows::new(batch, results))
+        })
+    }
+
+    /// What this batch contributes to `B` and group statistics when it is one shard of a
+    /// larger batch (see `gyre.combine`).
+    fn summary(&self, py: Python<'_>) -> PyResult<ShardSummary> {
+        guard(|| {
+            let batch = Arc::clone(&self.inner);
+            Ok(ShardSummary {
+                inner: py.detach(|| shard::summarize(&batch)),
+            })
+        })
+    }
+
+    /// Execution ids, in order of first appearance.
+    #[getter]
+    fn executions(&self) -> Vec<String> {
+        self.inner.executions.iter().map(|e| e.id.clone()).collect()
+    }
+
+    /// The input files, in the order read.
+    #[getter]
+    fn files(&self) -> Vec<String> {
+        self.inner
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect()
+    }
+
+    /// Warnings (and lines skipped under `lenient`) as `file:line: message`.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings.iter().map(|w| w.to_string()).collect()
+    }
+
+    /// Lines skipped under `lenient`.
+    #[getter]
+    fn skipped_lines(&self) -> u64 {
+        self.inner.skipped_lines
+    }
+
+    /// Executions dropped under `lenient` (their tree could not be built).
+    #[getter]
+    fn dropped_executions(&self) -> Vec<String> {
+        self.inner.dropped_executions.clone()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.executions.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Batch({} executions from {})",
+            self.inner.executions.len(),
+            report::plural(self.inner.files.len(), "file")
+        )
+    }
+}
+
+/// The admitted rows of a batch (`gyre/admitted-1`, SPEC §8), in execution order then draw
+/// order: the rows `gyre admit` writes for the same input and settings.
+///
+/// Iterate for dicts (the export's fields, lists for arrays); `row(i, numpy=True)` or
+/// `iter(numpy=True)` give `tokens`, `loss_mask` and `logprobs` as NumPy arrays; `to_arrow()`
+/// a `pyarrow.Table` (list columns, through the Arrow C stream interface); `write(path)` JSONL
+/// or Parquet, like `gyre admit --out`. Per execution: `executions()`, `execution(id)`,
+/// `draw_log(id)`.
+#[pyclass(module = "gyre._gyre", frozen)]
+pub struct Rows {
+    batch: Arc<engine_load::Batch>,
+    results: Arc<Results>,
+    /// `starts[i]`: index of execution `i`'s first row; `starts[n]` = number of rows.
+    starts: Vec<usize>,
+}
+
+impl Rows {
+    fn new(batch: Arc<engine_load::Batch>, results: Results) -> Self {
+        let mut starts = Vec::with_capacity(batch.executions.len() + 1);
+        let mut n = 0;
+        starts.push(0);
+        for i in 0..batch.executions.len() {
+            n += export::row_size(&batch, &results, i).0;
+            starts.push(n);
+        }
+        Rows {
+            batch,
+            results: Arc::new(results),
+            starts,
+        }
+    }
+
+    fn len(&self) -> usize {
+        *self.starts.last().unwrap_or(&0)
+    }
+
+    /// The execution holding row `i`, and the row's index among its rows.
+    fn locate(&self, i: usize) -> (usize, usize) {
+        let exec = self.starts.partition_point(|&s| s <= i) - 1;
+        (exec, i - self.starts[exec])
+    }
+
+    fn index(&self, key: &str) -> PyResult<usize> {
+        self.batch.execution_index(key).ok_or_else(|| {
+            let known: Vec<&str> = self
+                .batch
+                .executions
+                .iter()
+                .take(8)
+                .map(|e| e.id.as_str())
+                .collect();
+            PyKeyError::new_err(format!(
+                "no execution {key:?} in the batch (first ids: {})",
+                known.join(", ")
+            ))
+        })
+    }
+}
+
+/// A row as a dict, fields in export order; arrays as lists or NumPy arrays.
+fn row_dict<'py>(py: Python<'py>, row: Row, numpy: bool) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("execution", &row.execution)?;
+    d.set_item(
+        "group",
+        match &row.group {
+            Some(g) => from_json(py, g)?,
+            None => py.None().into_bound(py),
+        },
+    )?;
+    d.set_item("draw", row.draw)?;
+    d.set_item("leaf", row.leaf.as_deref())?;
+    d.set_item("class", row.class.map(|c| c.name()))?;
+    d.set_item("reward", row.reward)?;
+    if let Some(adv) = row.advantage {
+        d.set_item("advantage", adv)?;
+    }
+    d.set_item("dummy", row.dummy)?;
+    if numpy {
+        d.set_item("tokens", PyArray1::from_vec(py, row.tokens))?;
+    } else {
+        d.set_item("tokens", PyList::new(py, &row.tokens)?)?;
+    }
+    d.set_item("prompt_len", row.prompt_len)?;
+    if numpy {
+        d.set_item("loss_mask", PyArray1::from_vec(py, row.loss_mask))?;
+    } else {
+        d.set_item("loss_mask", PyList::new(py, &row.loss_mask)?)?;
+    }
+    match row.logprobs {
+        Some(lp) if numpy => d.set_item("logprobs", PyArray1::from_vec(py, lp))?,
+        Some(lp) => d.set_item("logprobs", PyList::new(py, &lp)?)?,
+        None => d.set_item("logprobs", py.None())?,
+    }
+    let targets = PyList::empty(py);
+    for t in &row.targets {
+        let td = PyDict::new(py);
+        td.set_item("request", &t.request)?;
+        td.set_item("offset", t.offset)?;
+        td.set_item("len", t.len)?;
+        td.set_item("pos", t.pos)?;
+        targets.append(td)?;
+    }
+    d.set_item("targets", targets)?;
+    d.set_item("exec_targets", row.exec_targets)?;
+    d.set_item("weight", row.weight)?;
+    d.set_item("batch_executions", row.batch_executions)?;
+    Ok(d)
+}
+
+/// A file error from writing rows: `FileExistsError` for an existing file (without `force`).
+fn write_error(e: color_eyre::Report, path: &std::path::Path) -> PyErr {
+    if e.downcast_ref::<ExistsError>().is_some() {
+        return PyOSError::new_err((
+            17,
+            "File exists (pass force=True to overwrite it)",
+            path.display().to_string(),
+        ));
+    }
+    let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+    PyOSError::new_err(chain.join(": "))
+}
+
+#[pymethods]
+impl Rows {
+    fn __len__(&self) -> usize {
+        self.len()
+    }
+
+    /// Row `i` as a dict (negative indexes count from the end).
+    fn __getitem__(&self, py: Python<'_>, i: isize) -> PyResult<Py<PyDict>> {
+        self.row(py, i, false)
+    }
+
+    /// Row `i` as a dict; with `numpy=True` its `tokens` (uint32), `loss_mask` (uint8) and
+    /// `logprobs` (float64, or `None`) are NumPy arrays.
+    #[pyo3(signature = (i, *, numpy=false))]
+    fn row(&self, py: Python<'_>, i: isize, numpy: bool) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let n = self.len() as isize;
+            let j = if i < 0 { i + n } else { i };
+            if !(0..n).contains(&j) {
+                return Err(PyIndexError::new_err(format!(
+                    "row {i} out of range ({n} rows)"
+                )));
+            }
+            let (exec, k) = self.locate(j as usize);
+            let row = export::execution_rows(&self.batch, &self.results, exec).swap_remove(k);
+            Ok(row_dict(py, row, numpy)?.unbind())
+        })
+    }
+
+    fn __iter__(slf: Py<Self>) -> RowIter {
+        RowIter::new(slf, false)
+    }
+
+    /// Iterates over the rows as dicts (`numpy=True`: arrays as NumPy arrays).
+    #[pyo3(signature = (*, numpy=false))]
+    fn iter(slf: Py<Self>, numpy: bool) -> RowIter {
+        RowIter::new(slf, numpy)
+    }
+
+    /// The rows as a `pyarrow.Table` (one column per export field; `group` as text).
+    ///
+    /// The columns are built once in Rust and handed to pyarrow through the Arrow C stream
+    /// interface without another copy.
+    fn to_arrow<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let pa = slf.py().import("pyarrow")?;
+        pa.getattr("RecordBatchReader")?
+            .call_method1("from_stream", (slf,))?
+            .call_method0("read_all")
+    }
+
+    /// The rows as a `pandas.DataFrame` (through `to_arrow()`).
+    fn to_pandas<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        Rows::to_arrow(slf)?.call_method0("to_pandas")
+    }
+
+    /// The Arrow PyCapsule stream protocol: record batches of bounded size, built as read.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        // The schema is fixed; a requested one is a hint the protocol lets producers ignore.
+        let _ = requested_schema;
+        guard(|| stream_capsule(py, Arc::clone(&self.batch), Arc::clone(&self.results)))
+    }
+
+    /// Writes the rows to `path` as `gyre admit --out path` does: Parquet for `.parquet`, JSONL
+    /// otherwise (compressed for `.zst`/`.gz`); atomically, and never over an existing file
+    /// unless `force`. Returns the number of rows.
+    #[pyo3(signature = (path, *, force=false))]
+    fn write(&self, py: Python<'_>, path: PathBuf, force: bool) -> PyResult<u64> {
+        guard(|| {
+            let (batch, results) = (&self.batch, &self.results);
+            py.detach(|| export::write_file(batch, results, &path, force))
+                .map_err(|e| write_error(e, &path))
+        })
+    }
+
+    /// `B`: scored and dummy executions in the batch (SPEC §6).
+    #[getter]
+    fn batch_executions(&self) -> u64 {
+        self.results.batch_executions
+    }
+
+    /// The admission settings: `seed`, `jmax`, `priority`, `advantage`.
+    #[getter]
+    fn settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.results.settings;
+        let d = PyDict::new(py);
+        d.set_item("seed", s.seed)?;
+        d.set_item("jmax", s.jmax)?;
+        d.set_item(
+            "priority",
+            s.priority.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        )?;
+        d.set_item("advantage", advantage_name(self.results.advantage_mode))?;
+        Ok(d)
+    }
+
+    /// One dict per execution: `execution`, `group`, `status` (`scored`, `dummy`, `excluded`),
+    /// `reason` (why excluded), `reward`, `advantage`, `requests`, `candidates`, `draws`,
+    /// `rows`, `exec_targets` (`L_i`) and `weight` (`1/L_i`). Feeds `pandas.DataFrame`.
+    fn executions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        guard(|| {
+            let out = PyList::empty(py);
+            for (i, e) in self.batch.executions.iter().enumerate() {
+                let outcome = &self.results.outcomes[i];
+                let adm = &self.results.admissions[i];
+                let targets = adm.targets();
+                let v = json!({
+                    "execution": e.id,
+                    "group": e.group(),
+                    "status": outcome.label(),
+                    "reason": match outcome { Outcome::Excluded(x) => Some(x.to_string()), _ => None },
+                    "reward": outcome.reward(),
+                    "advantage": self.results.advantages[i],
+                    "requests": e.requests.len(),
+                    "candidates": adm.candidates.len(),
+                    "draws": adm.draws.len(),
+                    "rows": self.starts[i + 1] - self.starts[i],
+                    "exec_targets": targets,
+                    "weight": eng::loss::target_weight(targets),
+                });
+                out.append(from_json(py, &v)?)?;
+            }
+            Ok(out)
+        })
+    }
+
+    /// Everything decided about execution `execution`: status, reason, reward, group,
+    /// advantage, candidates (request and class), the draws (per draw the class, each
+    /// candidate's weight and probability, the chosen leaf, the targets it fixed), why drawing
+    /// stopped, `exec_targets`, and every assessment with its relation to the closure. The
+    /// same values as `gyre replay --json`. Raises `KeyError` for an unknown id.
+    fn execution<'py>(&self, py: Python<'py>, execution: &str) -> PyResult<Bound<'py, PyAny>> {
+        guard(|| {
+            let i = self.index(execution)?;
+            let mut v = report::replay_json(&self.batch, &self.results, i);
+            if let Some(obj) = v.as_object_mut() {
+                obj.insert("group".into(), json!(self.batch.executions[i].group()));
+                obj.insert("advantage".into(), json!(self.results.advantages[i]));
+                obj.insert(
+                    "batch_executions".into(),
+                    json!(self.results.batch_executions),
+                );
+            }
+            from_json(py, &v)
+        })
+    }
+
+    /// The draw log of `execution` as `gyre replay` prints it.
+    fn draw_log(&self, execution: &str) -> PyResult<String> {
+        guard(|| {
+            let i = self.index(execution)?;
+            Ok(report::replay_text(&self.batch, &self.results, i))
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        let s = &self.results.settings;
+        format!(
+            "Rows({} rows from {} executions, B = {}, seed {}, J_max {}, priority {})",
+            self.len(),
+            self.batch.executions.len(),
+            self.results.batch_executions,
+            s.seed,
+            report::jmax_text(s.jmax),
+            report::priority_text(&s.priority)
+        )
+    }
+}
+
+/// Iterator over `Rows`: builds one execution's rows at a time.
+#[pyclass(module = "gyre._gyre")]
+pub struct RowIter {
+    rows: Py<Rows>,
+    numpy: bool,
+    next_exec: usize,
+    pending: std::vec::IntoIter<Row>,
+}
+
+impl RowIter {
+    fn new(rows: Py<Rows>, numpy: bool) -> Self {
+        RowIter {
+            rows,
+            numpy,
+            next_exec: 0,
+            pending: Vec::new().into_iter(),
+        }
+    }
+}
+
+#[pymethods]
+impl RowIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyDict>>> {
+        guard(|| {
+            let rows = self.rows.get();
+            loop {
+                if let Some(row) = self.pending.next() {
+                    return Ok(Some(row_dict(py, row, self.numpy)?.unbind()));
+                }
+                if self.next_exec >= rows.batch.executions.len() {
+                    return Ok(None);
+                }
+                self.pending =
+                    export::execution_rows(&rows.batch, &rows.results, self.next_exec).into_iter();
+                self.next_exec += 1;
+            }
+        })
+    }
+}

@@ -1,0 +1,136 @@
+"""gyre.ray on a local Ray (2 CPUs) over multi-file recordings: the rows are exactly the rows
+one `gyre admit` over all the files writes, for executions and groups spread over files and
+shards; errors name file:line as one load would."""
+
+import random
+
+import pyarrow.parquet as pq
+import pytest
+import ray  # the suite fails, not skips, without Ray
+
+import gyre
+import gyre.ray
+from conftest import DEMO, cli_rows
+  # the suite fails, not skips, without Ray
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def chunks(path, n, out_dir):
+    """Cuts a recording into `n` files of consecutive lines: executions straddle files."""
+    lines = path.read_text().splitlines(keepends=True)
+    size = -(-len(lines) // n)
+    files = []
+    for k in range(n):
+        f = out_dir / f"{path.stem}-{k}.jsonl"
+        f.write_text("".join(lines[k * size:(k + 1) * size]))
+        files.append(f)
+    return files
+
+
+def rollout_workers(out_dir, workers=3, executions=18, seed=0):
+    """Rollout workers, one recording each: GRPO groups of 3 land on different workers, and
+    some executions are closed and assessed by a restarted worker, in a file of its own."""
+    rng = random.Random(seed)
+    recs = [gyre.Recorder(out_dir / f"worker-{w}.jsonl") for w in range(workers)]
+    late = gyre.Recorder(out_dir / "worker-restarted.jsonl")
+    for x in range(executions):
+        rec = recs[x % workers]
+        ex = f"x{x:02d}"
+        rec.execution(ex, group=f"g{x // 3}", t=0.0, budget_s=100.0)
+        context = [rng.randrange(1, 500) for _ in range(rng.randrange(3, 30))]
+        for turn in range(rng.randrange(1, 5)):
+            out = [rng.randrange(500, 1000) for _ in range(rng.randrange(1, 9))]
+            agent = "main" if rng.random() < 0.8 else "sub-1"
+            rec.request(ex, f"r{turn}", input=context, output=out,
+                        logprobs=[-rng.random() for _ in out], agent=agent, t=float(turn))
+            if rng.random() < 0.3:  # a retry on the same context
+                rec.request(ex, f"r{turn}b", input=context, output=out[:1], logprobs=[-0.5], t=float(turn))
+            context = context + out + [rng.randrange(1, 500) for _ in range(rng.randrange(1, 6))]
+        closer = late if x % 5 == 0 else rec
+        fate = x % 6
+        if fate == 0:
+            continue  # open: excluded
+        if fate == 1:
+            closer.closure(ex, t=50.0)  # no artifact: dummy
+            continue
+        closer.closure(ex, t=50.0, artifact="patch", version=1)
+        if fate == 2:
+            closer.assessment(ex, artifact="patch", version=1, status="failed", t=60.0, error="tests")
+        closer.assessment(ex, artifact="patch", version=1, status="valid",
+                          score=round(rng.random(), 3) if fate != 3 else 0.0, t=70.0)
+    for r in recs + [late]:
+        r.close()
+    return [out_dir / f"worker-{w}.jsonl" for w in range(workers)] + [out_dir / "worker-restarted.jsonl"]
+
+
+def key(row):
+    return row["execution"], row["draw"]
+
+
+@pytest.mark.parametrize("shards", [1, 3, 7])
+def test_sharded_admission_equals_one_gyre_admit(tmp_path, synth, shards):
+    files = chunks(synth, 3, tmp_path) + [DEMO]
+    for options, kwargs in [
+        ([], {}),
+        (["--seed", "9", "--jmax", "2", "--advantage", "grpo"], dict(seed=9, jmax=2, advantage="grpo")),
+    ]:
+        expected = cli_rows(files, tmp_path / "cli.jsonl", *options, "--force")
+        table = gyre.ray.admit([str(f) for f in files], shards=shards, order="input", **kwargs)
+        assert table.to_pylist() == expected
+        by_shard = gyre.ray.admit(files, shards=shards, **kwargs).to_pylist()
+        assert sorted(by_shard, key=key) == sorted(expected, key=key)
+        # Shard order: each shard's executions together, in input order within the shard.
+        shard_of = [gyre.shard_of(r["execution"], shards) for r in by_shard]
+        assert shard_of == sorted(shard_of)
+
+
+def test_rollout_workers_groups_across_files(tmp_path):
+    files = rollout_workers(tmp_path)
+    expected = cli_rows(files, tmp_path / "cli.jsonl")
+    assert {r["group"] for r in expected} >= {"g0", "g1", "g2"}
+    assert any(r["dummy"] for r in expected)
+    table = gyre.ray.admit(files, shards=4, order="input")
+    assert table.to_pylist() == expected
+    # In-memory recordings (a worker's bytes, or an ObjectRef to them) work like files.
+    sources = [(str(f), f.read_bytes()) for f in files[:2]] + [(str(f), ray.put(f.read_bytes())) for f in files[2:]]
+    assert gyre.ray.admit(sources, shards=3, order="input").to_pylist() == expected
+
+
+def test_parquet_parts_from_the_tasks(tmp_path, synth):
+    files = chunks(synth, 2, tmp_path)
+    expected = cli_rows(files, tmp_path / "cli.jsonl", "--jmax", "3")
+    parts = gyre.ray.write_parquet(files, tmp_path / "out", shards=3, jmax=3)
+    assert [p.rsplit("/", 1)[1] for p in parts] == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    got = [row for p in parts for row in pq.read_table(p).to_pylist()]
+    assert sorted(got, key=key) == sorted(expected, key=key)
+    assert pq.read_table(tmp_path / "out").num_rows == len(expected)
+    with pytest.raises(Exception, match="exists"):
+        gyre.ray.write_parquet(files, tmp_path / "out", shards=3, jmax=3)
+    gyre.ray.write_parquet(files, tmp_path / "out", shards=3, jmax=3, force=True)
+
+
+def test_errors_name_file_and_line_across_shards(tmp_path, synth):
+    files = chunks(synth, 2, tmp_path)
+    lines = files[1].read_text().splitlines(keepends=True)
+    lines[2] = '{"kind":"request","execution":"e0001","id":"zz","input":[1],"output":[2],"logprobs":[]}\n'
+    lines[4] = "{not json\n"
+    files[1].write_text("".join(lines))
+    with pytest.raises(gyre.LoadError) as e:
+        gyre.ray.admit(files, shards=3)
+    message = str(e.value)
+    assert f"{files[1]}:3: logprobs has 0 entries but output has 1 tokens (logprobs)" in message
+    assert f"{files[1]}:5: malformed JSON" in message
+    assert message.endswith("2 problems in the input")
+    with pytest.warns(UserWarning, match=r"skipped"):
+        table = gyre.ray.admit(files, shards=3, lenient=True, order="input")
+    assert table.to_pylist() == cli_rows(files, tmp_path / "cli.jsonl", "--lenient")
+    with pytest.raises(ValueError, match="advantage"):
+        gyre.ray.admit(files, advantage="ppo")
+    with pytest.raises(ValueError, match="shards"):
+        gyre.ray.admit(files, shards=0)
