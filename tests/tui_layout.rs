@@ -2,7 +2,7 @@
 
 use gyre::engine::load::{LoadOptions, load_bytes};
 use gyre::text::TokenText;
-use gyre::tui::tokens::{ANCHOR, Layout, PathIndex, RowStart};
+use gyre::tui::path::{ANCHOR, Layout, PathIndex, RowStart};
 use proptest::prelude::*;
 
 fn recording(ids: &[u32]) -> Vec<u8> {
