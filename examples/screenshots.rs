@@ -15,8 +15,8 @@ use gyre::demo::Demo;
 use gyre::engine::admit::Settings;
 use gyre::engine::load::{LoadOptions, load_bytes};
 use gyre::tui::app::{Action, App};
-use gyre::tui::pane::Pane;
 use gyre::tui::keys::Command as C;
+use gyre::tui::pane::Pane;
 use gyre::tui::theme::Theme;
 use gyre::tui::ui;
 use ratatui::Terminal;
@@ -184,7 +184,7 @@ fn render(app: &App) -> Buffer {
 fn demo(size: (u16, u16)) -> App {
     let demo = Demo::default();
     let batch = load_bytes(demo.name(), demo.bytes(), &LoadOptions::default()).unwrap();
-    let text = gyre::cli::token_text(None, &batch).unwrap();
+    let text = gyre::text::resolve_tokenizer(None, &batch).unwrap();
     let mut app = App::new(
         format!("demo: {}", demo.name()),
         Settings::default(),

@@ -12,7 +12,9 @@ pub mod import;
 pub mod output;
 pub mod paint;
 pub mod recgen;
+pub mod report;
 pub mod show;
 pub mod synth;
 pub mod text;
+#[cfg(feature = "tui")]
 pub mod tui;

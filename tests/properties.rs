@@ -183,6 +183,29 @@ proptest! {
         prop_assert_eq!(full, delta);
     }
 
+    /// A delta record is inserted from the end of the request it extends, searching only the
+    /// forks above it; that must place every token exactly as matching its full input from the
+    /// root does (SPEC §1: the two encodings are the same request).
+    #[test]
+    fn full_and_delta_encodings_build_the_same_trees((opts, _settings) in options()) {
+        let execs = recgen::generate(&opts);
+        let (full, _, _) = run(&recording_bytes(&execs, false), &Settings::default());
+        let (delta, _, _) = run(&recording_bytes(&execs, true), &Settings::default());
+        for (f, d) in full.executions.iter().zip(&delta.executions) {
+            for (i, (rf, rd)) in f.requests.iter().zip(&d.requests).enumerate() {
+                let who = |e: &gyre::engine::execution::Execution, n: u32| {
+                    let node = &e.tree.nodes[n as usize];
+                    (node.kind, node.owner, node.offset, node.len)
+                };
+                let pf: Vec<_> = f.tree.path_nodes(rf.output_node).into_iter().map(|n| who(f, n)).collect();
+                let pd: Vec<_> = d.tree.path_nodes(rd.output_node).into_iter().map(|n| who(d, n)).collect();
+                prop_assert_eq!(pf, pd, "{} request {}", f.id, i);
+                prop_assert_eq!(rf.matched, rd.matched);
+            }
+            prop_assert_eq!(f.tree.nodes.len(), d.tree.nodes.len());
+        }
+    }
+
     #[test]
     fn interleaving_executions_changes_no_execution_rows((opts, settings) in options(), shuffle in any::<u64>()) {
         let execs = recgen::generate(&opts);

@@ -482,6 +482,136 @@ fn s2_extends_does_not_choose_among_token_identical_branches() {
     assert_eq!(who(e, "r4", 2), "r1.out[0]");
 }
 
+/// A tool span naming `call` over input token `end - 1` (the rest of the input unlabelled).
+fn tool_spans(end: usize, calls: &[&str]) -> Value {
+    let mut spans = vec![json!({"end": end - calls.len()})];
+    for (i, c) in calls.iter().enumerate() {
+        spans.push(json!({"end": end - calls.len() + i + 1, "source": "tool", "call_id": c}));
+    }
+    json!({ "spans": spans })
+}
+
+fn emits(call: &str, len: usize) -> Value {
+    json!({"tool_calls": [{"id": call, "name": "bash", "start": 0, "end": len}]})
+}
+
+/// SPEC §2 step 1 (clarified): "compare them where they part … An emitter above the parting
+/// point lies on every tied path and decides nothing: a full-form request names the call ids of
+/// its whole conversation". Every request below names all call ids of its conversation. r2 and
+/// r3 are token-identical retries continuing r1 (whose call_1 lies above where they part); r4
+/// continues r3 and names call_1 and call_3, so it joins r3, not the earliest (r2).
+#[test]
+fn s2_emitters_above_the_parting_point_decide_nothing() {
+    let src = recording(&[
+        req("e1", "r1", &[1, 2], &[10, 11], emits("call_1", 2)),
+        req("e1", "r2", &[1, 2, 10, 11, 3], &[12], {
+            let mut v = tool_spans(5, &["call_1"]);
+            merge(&mut v, emits("call_2", 1));
+            v
+        }),
+        req("e1", "r3", &[1, 2, 10, 11, 3], &[12], {
+            let mut v = tool_spans(5, &["call_1"]);
+            merge(&mut v, emits("call_3", 1));
+            v
+        }),
+        req(
+            "e1",
+            "r4",
+            &[1, 2, 10, 11, 3, 12, 4, 5],
+            &[13],
+            tool_spans(8, &["call_1", "call_3"]),
+        ),
+        scored("e1", 1.0),
+    ]);
+    let (batch, results) = run(&src, &uncapped());
+    let (_, e) = ex(&batch, "e1");
+    assert_eq!(
+        shape(e),
+        "root → [1 2] → [10 11]r1 → [3] → {[12]r2, [12]r3 → [4 5] → [13]r4}"
+    );
+    assert_eq!(who(e, "r4", 5), "r3.out[0]");
+    assert_eq!(candidate_ids(&batch, &results, "e1"), strs(&["r2", "r4"]));
+
+    // The same recording in delta form places every request the same way.
+    let delta = recording(&[
+        req("e1", "r1", &[1, 2], &[10, 11], emits("call_1", 2)),
+        req("e1", "r2", &[3], &[12], {
+            let mut v = json!({"extends": "r1", "spans": [{"end": 1, "source": "tool", "call_id": "call_1"}]});
+            merge(&mut v, emits("call_2", 1));
+            v
+        }),
+        req("e1", "r3", &[3], &[12], {
+            let mut v = json!({"extends": "r1", "spans": [{"end": 1, "source": "tool", "call_id": "call_1"}]});
+            merge(&mut v, emits("call_3", 1));
+            v
+        }),
+        req(
+            "e1",
+            "r4",
+            &[4, 5],
+            &[13],
+            json!({"extends": "r3", "spans": [{"end": 1}, {"end": 2, "source": "tool", "call_id": "call_3"}]}),
+        ),
+        scored("e1", 1.0),
+    ]);
+    let (db, _) = run(&delta, &uncapped());
+    assert_eq!(shape(&db.executions[0]), shape(e));
+}
+
+/// The SPEC example extended: r1 and r3 are token-identical retries; r2 continues r1 (tool
+/// result [T]) and r4, r5 continue r3 (tool result [W], placed by call_3: at the first parting
+/// point r3's branch holds its emitter). r4 and r5 are token-identical retries in turn. r6
+/// continues r5 and names call_3 and call_5: where r4 and r5 part, r3 lies above (on both
+/// paths) and decides nothing, r5's branch holds call_5's emitter, so r6 goes under r5, not the
+/// earliest (r4). r7 names only call_3: nothing tells r4 and r5 apart, the earliest wins.
+#[test]
+fn s2_a_tie_below_an_emitter_on_one_branch_only() {
+    let src = recording(&[
+        req("e1", "r1", &[1, 2], &[10, 11], emits("call_1", 2)),
+        req("e1", "r3", &[1, 2], &[10, 11], emits("call_3", 2)),
+        req("e1", "r2", &[1, 2, 10, 11, 3], &[12], {
+            let mut v = tool_spans(5, &["call_1"]);
+            merge(&mut v, emits("call_2", 1));
+            v
+        }),
+        req("e1", "r4", &[1, 2, 10, 11, 5], &[12], {
+            let mut v = tool_spans(5, &["call_3"]);
+            merge(&mut v, emits("call_4", 1));
+            v
+        }),
+        req("e1", "r5", &[1, 2, 10, 11, 5], &[12], {
+            let mut v = tool_spans(5, &["call_3"]);
+            merge(&mut v, emits("call_5", 1));
+            v
+        }),
+        req(
+            "e1",
+            "r6",
+            &[1, 2, 10, 11, 5, 12, 4],
+            &[13],
+            tool_spans(7, &["call_3", "call_5"]),
+        ),
+        req(
+            "e1",
+            "r7",
+            &[1, 2, 10, 11, 5, 12, 6],
+            &[14],
+            tool_spans(7, &["call_3"]),
+        ),
+        scored("e1", 1.0),
+    ]);
+    let (batch, _) = run(&src, &uncapped());
+    let (_, e) = ex(&batch, "e1");
+    assert_eq!(
+        shape(e),
+        "root → [1 2] → {[10 11]r1 → [3] → [12]r2, \
+         [10 11]r3 → [5] → {[12]r4 → [6] → [14]r7, [12]r5 → [4] → [13]r6}}"
+    );
+    assert_eq!(who(e, "r4", 2), "r3.out[0]");
+    assert_eq!(who(e, "r6", 5), "r5.out[0]");
+    assert_eq!(who(e, "r7", 5), "r4.out[0]");
+}
+
 /// SPEC §2 step 2: "If the match ends inside a node, split the node there (identities are kept; a
 /// request whose output is split still owns both parts)". §5: r1's output has no other policy
 /// output below its end, so r1 stays a candidate. Targets over all draws: r1's 4 tokens + r2's 1.

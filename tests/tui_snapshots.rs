@@ -147,7 +147,12 @@ fn help_overlay_opens_and_escape_closes() {
     let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let seen = words(&seen);
     for b in gyre::tui::keys::BINDINGS {
-        let first = b.help.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+        let first = b
+            .help
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ");
         assert!(seen.contains(&first), "help lists {:?}", b.command);
     }
     for (term, _) in gyre::tui::keys::GLOSSARY {
@@ -364,7 +369,8 @@ fn bundled_demo_opens_with_qwen3_text() {
     let demo = gyre::demo::Demo::default();
     let batch =
         gyre::engine::load::load_bytes(demo.name(), demo.bytes(), &Default::default()).unwrap();
-    let text = gyre::cli::token_text(None, &batch).expect("the demo names a bundled tokenizer");
+    let text =
+        gyre::text::resolve_tokenizer(None, &batch).expect("the demo names a bundled tokenizer");
     assert_eq!(text.label(), "qwen3");
     let mut app = gyre::tui::app::App::new(
         "demo",

@@ -9,7 +9,7 @@ use super::record::{
     Actor, AssessmentRecord, ClosureRecord, ExecutionRecord, LineError, Purpose, Record,
     RequestRecord, Source, Span, ToolCall,
 };
-use super::tree::{NodeId, NodeKind, Tree};
+use super::tree::{NodeId, NodeKind, ROOT, Tree};
 
 /// A place in the input: file index (in the order given) and 1-based line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -44,8 +44,8 @@ pub struct Request {
     /// Spans in full-input coordinates, kept only over the context this request brought into
     /// the tree (offsets from `matched` on): the rest labels tokens some earlier node holds.
     pub spans: Vec<Span>,
-    /// Requests that emitted a call id named by a `tool` span of the full input (including the
-    /// chain it extends), oldest first.
+    /// Requests that emitted a call id named by a `tool` span of this record's own `input`,
+    /// oldest first (a delta record's chain is reached through [`Request::extends`]).
     pub call_emitters: Vec<u32>,
     /// The request this one extends (delta encoding).
     pub extends: Option<u32>,
@@ -245,6 +245,9 @@ pub struct Execution {
     pub first_seen: LineRef,
     ids: HashMap<String, u32>,
     emitters: HashMap<Box<str>, Vec<u32>>,
+    /// The path (`I + O`) of the latest request, while requests keep extending it and forks
+    /// above it need its tokens: each extension then costs its new tokens, not the path.
+    path_cache: Option<(u32, Vec<u32>)>,
 }
 
 impl Execution {
@@ -260,6 +263,7 @@ impl Execution {
             first_seen: at,
             ids: HashMap::new(),
             emitters: HashMap::new(),
+            path_cache: None,
         }
     }
 
@@ -342,6 +346,22 @@ impl Execution {
         out
     }
 
+    /// The node whose end is the end of request `e`'s path.
+    fn continuation_node(&self, e: u32) -> NodeId {
+        let r = &self.requests[e as usize];
+        // Nothing ever matches into an empty output node; its parent ends the same path.
+        if r.output_len == 0 {
+            self.tree.nodes[r.output_node as usize].parent
+        } else {
+            r.output_node
+        }
+    }
+
+    /// Releases memory only needed while records are still being added.
+    pub fn finish_loading(&mut self) {
+        self.path_cache = None;
+    }
+
     fn add_request(&mut self, r: RequestRecord, at: LineRef) -> Result<(), LineError> {
         if let Some(&prev) = self.ids.get(&r.id) {
             return Err(LineError {
@@ -364,18 +384,8 @@ impl Execution {
             })?),
         };
         let encoded_len = r.input.len() as u32;
-        let full;
-        let input: &[u32] = match extends {
-            None => &r.input,
-            Some(e) => {
-                full = [self.path_tokens(e), r.input].concat();
-                &full
-            }
-        };
-        let base = input.len() as u32 - encoded_len;
-        let mut call_emitters = extends.map_or_else(Vec::new, |e| {
-            self.requests[e as usize].call_emitters.clone()
-        });
+        // Emitters of the call ids this record's own tool spans name.
+        let mut call_emitters: Vec<u32> = Vec::new();
         for s in &r.spans {
             if let (Source::Tool, Some(id)) = (s.source, &s.call_id) {
                 for &e in self.emitters.get(id).into_iter().flatten() {
@@ -385,15 +395,58 @@ impl Execution {
                 }
             }
         }
-        let preferred: Vec<NodeId> = call_emitters
-            .iter()
-            .map(|&e| self.requests[e as usize].output_node)
-            .collect();
-        let inserted = self.tree.insert(idx, input, &r.output, |tree, end| {
-            preferred
-                .iter()
-                .any(|&e| tree.is_ancestor_or_self(end, e) || tree.is_ancestor_or_self(e, end))
-        });
+        // A delta record continues from the end of the request it extends: matching from the
+        // root would walk down that path anyway, and only forks along it can lead elsewhere.
+        let cache = self.path_cache.take();
+        let (base, inserted, cache) = match extends {
+            Some(e) => {
+                let from = self.continuation_node(e);
+                let base = self.tree.depth_tokens(from) as u32;
+                let cached = cache.filter(|(q, _)| *q == e).map(|(_, path)| path);
+                let needs_prefix = self.tree.needs_prefix(from);
+                let prefix = if needs_prefix {
+                    Some(cached.unwrap_or_else(|| self.path_tokens(e)))
+                } else {
+                    cached
+                };
+                let above = match &prefix {
+                    Some(p) if needs_prefix => p.as_slice(),
+                    _ => &[],
+                };
+                let requests = &self.requests;
+                let inserted = self.tree.insert(idx, from, above, &r.input, &r.output, || {
+                    // Side branches can tie with this path above its end: every call id of the
+                    // chain counts there, as in the equivalent full-form record.
+                    let mut all = if needs_prefix {
+                        chain_emitters(requests, e)
+                    } else {
+                        Vec::new()
+                    };
+                    for c in &call_emitters {
+                        if !all.contains(c) {
+                            all.push(*c);
+                        }
+                    }
+                    output_nodes(requests, &all)
+                });
+                // The path of this request is the next one's prefix when it is extended in turn.
+                let cache = prefix.map(|mut path| {
+                    path.extend_from_slice(&r.input);
+                    path.extend_from_slice(&r.output);
+                    (idx, path)
+                });
+                (base, inserted, cache)
+            }
+            None => {
+                let requests = &self.requests;
+                let inserted = self.tree.insert(idx, ROOT, &[], &r.input, &r.output, || {
+                    output_nodes(requests, &call_emitters)
+                });
+                (0, inserted, None)
+            }
+        };
+        self.path_cache = cache;
+        let input_len = base + encoded_len;
         // Keep only the spans over context this request brought in: full-form records repeat
         // the spans of the whole conversation, which would otherwise grow memory quadratically.
         let matched = inserted.matched as u32;
@@ -419,7 +472,7 @@ impl Execution {
             agent: r.agent,
             purpose: r.purpose,
             actor: r.actor,
-            input_len: input.len() as u32,
+            input_len,
             output_len: r.output.len() as u32,
             output_node: inserted.output,
             matched: inserted.matched as u32,
@@ -456,6 +509,33 @@ impl Execution {
             },
         }
     }
+}
+
+/// Requests that emitted a call id named along the `extends` chain ending at `e` (`e`
+/// included), oldest first.
+fn chain_emitters(requests: &[Request], e: u32) -> Vec<u32> {
+    let mut chain = Vec::new();
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        chain.push(c);
+        cur = requests[c as usize].extends;
+    }
+    let mut out: Vec<u32> = Vec::new();
+    for &c in chain.iter().rev() {
+        for &em in &requests[c as usize].call_emitters {
+            if !out.contains(&em) {
+                out.push(em);
+            }
+        }
+    }
+    out
+}
+
+/// The output nodes of requests `list`.
+fn output_nodes(requests: &[Request], list: &[u32]) -> Vec<NodeId> {
+    list.iter()
+        .map(|&e| requests[e as usize].output_node)
+        .collect()
 }
 
 /// Who a token is (SPEC §2).

@@ -505,7 +505,8 @@ impl Loader {
             });
         }
         for (idx, slot) in self.slots.into_iter().enumerate() {
-            let exec = slot.expect("execution slot is filled");
+            let mut exec = slot.expect("execution slot is filled");
+            exec.finish_loading();
             match self.dropped.get(&idx) {
                 Some(why) => {
                     self.batch.warnings.push(Diagnostic {

@@ -154,7 +154,7 @@ pub fn load_input(opts: &Options, jobs: &Jobs) {
     if !wants_text {
         return;
     }
-    match crate::cli::token_text(opts.tokenizer.as_deref(), &batch) {
+    match crate::text::resolve_tokenizer(opts.tokenizer.as_deref(), &batch) {
         Ok(t) => {
             // Build the id → text table here, not on the first frame that shows text.
             let _ = t.decode(&[0]);

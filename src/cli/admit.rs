@@ -1,0 +1,61 @@
+//! `gyre admit`: the admitted set as `gyre/admitted-1` JSONL (SPEC §8).
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use color_eyre::eyre::{Result, WrapErr};
+
+use super::args::{AdmissionArgs, AdvantageArg, InputArgs, load_with_progress};
+use crate::engine::{self as eng, export};
+use crate::output::Sink;
+
+/// `gyre admit` arguments.
+#[derive(Args, Debug)]
+pub struct AdmitArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    #[command(flatten)]
+    admission: AdmissionArgs,
+    /// Advantage within GRPO groups: drgrpo (reward − mean), grpo (÷ std + 1e-6), none.
+    #[arg(long, value_enum, default_value_t = AdvantageArg::Drgrpo)]
+    advantage: AdvantageArg,
+    /// Write here instead of stdout.
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+    /// Overwrite --out if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Runs `gyre admit`.
+pub fn run(args: AdmitArgs) -> Result<ExitCode> {
+    // Opened first: an existing file is refused before the work, not after it.
+    let sink = args
+        .out
+        .as_deref()
+        .map(|path| Sink::open(path, args.force))
+        .transpose()?;
+    let batch = load_with_progress(&args.input)?;
+    let results = eng::process(&batch, &args.admission.settings(), args.advantage.into());
+    match (sink, args.out) {
+        (Some(mut sink), Some(path)) => {
+            let rows = export::write_rows(&batch, &results, &mut sink)
+                .wrap_err_with(|| format!("writing {}", path.display()))?;
+            sink.finish()?;
+            eprintln!(
+                "gyre: wrote {rows} rows ({} executions, B = {}) to {}",
+                batch.executions.len(),
+                results.batch_executions,
+                path.display()
+            );
+        }
+        _ => {
+            let stdout = io::stdout().lock();
+            let mut w = io::BufWriter::with_capacity(1 << 20, stdout);
+            export::write_rows(&batch, &results, &mut w).wrap_err("writing rows to stdout")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
