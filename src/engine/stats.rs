@@ -8,6 +8,7 @@ use rayon::prelude::*;
 
 use super::Results;
 use super::admit::{Admission, Class, Stop, trainable_node};
+use super::branches;
 use super::execution::{Execution, Request};
 use super::load::Batch;
 use super::record::{Actor, Source};
@@ -63,6 +64,9 @@ pub struct Stats {
     /// Points where a later input departs from a recorded output: branches strictly inside an
     /// output, and outputs whose first token has a context sibling (re-rendered from the start).
     pub divergences_in_outputs: u64,
+    /// Requests by why they sit where they do in their execution's tree (`retry`, `diverge`,
+    /// `sub-agent`, `compaction`, `context-branch`, `continue`…; see [`super::branches`]).
+    pub requests_by_branch: BTreeMap<String, u64>,
     /// Warnings raised while loading.
     pub warnings: u64,
     /// Lines skipped under `--lenient`.
@@ -102,6 +106,9 @@ pub fn stats(batch: &Batch, results: &Results) -> Stats {
             s.raw_tokens += (r.input_len + r.output_len) as u64;
         }
         s.tree_tokens += exec.tree.tokens.len() as u64;
+        for (link, n) in branches::counts(exec) {
+            *s.requests_by_branch.entry(link.into()).or_default() += n;
+        }
         for (n, node) in exec.tree.nodes.iter().enumerate() {
             let n = n as u32;
             match node.kind {
