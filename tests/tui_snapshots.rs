@@ -428,3 +428,23 @@ fn a_load_error_is_shown() {
         "{s}"
     );
 }
+
+#[test]
+fn no_color_tells_every_provenance_apart() {
+    use gyre::paint::{ColorMode, Tone};
+    let t = gyre::tui::theme::Theme { color: false };
+    for mode in ColorMode::ALL {
+        let styles: Vec<_> = Tone::legend(mode)
+            .into_iter()
+            .map(|tone| t.tone(tone))
+            .collect();
+        for (i, a) in styles.iter().enumerate() {
+            for b in &styles[i + 1..] {
+                // Log-prob heat shares a look between its two likeliest buckets.
+                if mode != ColorMode::Logprob {
+                    assert_ne!(a, b, "{mode:?}: two tones look the same without colour");
+                }
+            }
+        }
+    }
+}

@@ -122,7 +122,7 @@ pub fn areas(size: (u16, u16), detail: bool, zoom: Option<Pane>) -> Areas {
         let [execs, tree] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Fill(1)]).areas(top);
         let [left, right] =
-            Layout::horizontal([Constraint::Percentage(60), Constraint::Fill(1)]).areas(bottom);
+            Layout::horizontal([Constraint::Percentage(55), Constraint::Fill(1)]).areas(bottom);
         let [tokens, why] = Layout::vertical([
             Constraint::Fill(1),
             Constraint::Length(why_height(left.width).min(left.height / 2)),

@@ -149,27 +149,44 @@ fn delta(a: u64, b: u64) -> String {
     }
 }
 
-fn moved(name: &str, a: u64, b: u64) -> String {
-    if a == b {
-        format!("{name} {a} (±0)")
-    } else {
-        format!("{name} {a} → {b} ({})", delta(a, b))
-    }
+fn moved(name: &str, a: u64, b: u64) -> Option<String> {
+    (a != b).then(|| format!("{name} {a} → {b} ({})", delta(a, b)))
 }
 
-/// The line a settings change leaves: what it did to the batch and to the selected execution.
+/// The line a settings change leaves: what it did to the batch and to the selected execution
+/// (figures that did not move are left out).
 pub fn change_text(c: &Change) -> String {
     let (b, a) = (&c.before, &c.after);
-    format!(
-        "{}: {} · {} · {} · {}: {} · {}",
-        c.what,
+    let batch: Vec<String> = [
         moved("rows", b.rows, a.rows),
         moved("targets", b.targets, a.targets),
         moved("left out", b.left_out, a.left_out),
-        sanitize(&c.exec),
+        moved("B", b.batch_executions, a.batch_executions),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let exec: Vec<String> = [
         moved("L_i", c.exec_before.targets, c.exec_after.targets),
         moved("rows", c.exec_before.rows, c.exec_after.rows),
-    )
+        moved("left out", c.exec_before.left_out, c.exec_after.left_out),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut out = format!("{}: ", c.what);
+    if batch.is_empty() {
+        out.push_str("rows, targets and left-out tokens unchanged");
+    } else {
+        out.push_str(&batch.join(" · "));
+    }
+    out.push_str(&format!(" · {}: ", sanitize(&c.exec)));
+    if exec.is_empty() {
+        out.push_str(&format!("L_i {} unchanged", c.exec_after.targets));
+    } else {
+        out.push_str(&exec.join(" · "));
+    }
+    out
 }
 
 fn totals_text(t: &Totals) -> String {
@@ -233,7 +250,27 @@ fn title(app: &App, area: Rect, buf: &mut Buffer) {
         }
         _ => spans.push(Span::raw(sanitize(&app.label))),
     }
-    Paragraph::new(Line::from(spans)).render(area, buf);
+    Paragraph::new(fit_line(spans, area.width as usize)).render(area, buf);
+}
+
+/// Spans cut to `w` columns, ending in `…` when cut.
+fn fit_line(spans: Vec<Span<'static>>, w: usize) -> Line<'static> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    for s in spans {
+        let sw = s.width();
+        if used + sw <= w {
+            used += sw;
+            out.push(s);
+            continue;
+        }
+        let room = w.saturating_sub(used);
+        if room > 0 {
+            out.push(Span::styled(fit(&s.content, room), s.style));
+        }
+        break;
+    }
+    Line::from(out)
 }
 
 fn loading(app: &App, phase: Phase, done: u64, total: u64, full: Rect, buf: &mut Buffer) {
@@ -300,7 +337,7 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         ]),
         (None, None) => legend(app),
     };
-    Paragraph::new(line).render(area, buf);
+    Paragraph::new(fit_line(line.spans, area.width as usize)).render(area, buf);
 }
 
 fn hints(app: &App, area: Rect, buf: &mut Buffer) {

@@ -383,15 +383,15 @@ fn draw_rows(
         rows.push(vec![Piece::text(
             fit(
                 &format!(
-                    "random {} (next_u64{}) mod {} = {}",
+                    "random {} mod {} = {}{}",
                     d.random,
+                    d.total,
+                    d.point,
                     if d.rejected > 0 {
-                        format!(", {} rejected before it", d.rejected)
+                        format!(" ({} values rejected before it)", d.rejected)
                     } else {
                         String::new()
                     },
-                    d.total,
-                    d.point
                 ),
                 w,
             ),
