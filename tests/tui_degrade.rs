@@ -154,7 +154,7 @@ fn reconstructed_records_say_so_in_the_why_line_and_the_detail() {
     // The cursor starts on r1's first output token.
     let s = screen(&app);
     let why = why_text(&app);
-    assert!(why.contains("output token 1 of r1"), "{why}");
+    assert!(why.contains("output token 0 of r1"), "{why}");
     assert!(why.contains("reconstructed, not recorded"), "{why}");
     let a = app.areas();
     let detail: String = s
@@ -166,11 +166,11 @@ fn reconstructed_records_say_so_in_the_why_line_and_the_detail() {
     // A recorded request says nothing of the kind, even where its context came from r1.
     app.apply(Effect::SelectRequest(r2));
     let s = screen(&app);
-    assert!(why_text(&app).contains("output token 1 of r2"), "{s}");
+    assert!(why_text(&app).contains("output token 0 of r2"), "{s}");
     assert!(!s.contains("reconstructed, not recorded"), "{s}");
     cmds(&mut app, &[C::Home]);
     let why = why_text(&app);
-    assert!(why.contains("input token 1 of r1"), "{why}");
+    assert!(why.contains("input token 0 of r1"), "{why}");
     assert!(why.contains("reconstructed, not recorded"), "{why}");
 }
 

@@ -75,7 +75,7 @@ fn why_line_reports_context_sources_and_reasons() {
     cmds(&mut app, &[C::Home]);
     let why = why_text(&app);
     assert!(why.contains("context:system"), "{why}");
-    assert!(why.contains("input token 1 of r1"), "{why}");
+    assert!(why.contains("input token 0 of r1"), "{why}");
     insta::assert_snapshot!("why_context", why);
 }
 

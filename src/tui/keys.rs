@@ -652,7 +652,9 @@ pub const GLOSSARY: &[(&str, &str)] = &[
     ),
     (
         "positions",
-        "cursor positions and token numbers on screen are 1-based",
+        "path positions (the cursor, go to position) are 1-based; offsets inside a request \
+         (output token 3 of r7, r1[0..36], diverges at token 78) are 0-based, as in records \
+         and exports",
     ),
     (
         "divergence",

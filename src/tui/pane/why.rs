@@ -60,8 +60,7 @@ pub fn spans(ctx: &Ctx, view: &PathView, pos: u64) -> Vec<Span<'static>> {
                 "policy"
             };
             spans.push(Span::raw(format!(
-                "output token {} of {}",
-                offset + 1,
+                "output token {offset} of {}",
                 sanitize(&r.id)
             )));
             spans.push(Span::styled(
@@ -81,8 +80,7 @@ pub fn spans(ctx: &Ctx, view: &PathView, pos: u64) -> Vec<Span<'static>> {
         } => {
             let r = &exec.requests[request as usize];
             spans.push(Span::raw(format!(
-                "input token {} of {}",
-                offset + 1,
+                "input token {offset} of {}",
                 sanitize(&r.id)
             )));
             spans.push(Span::styled(
@@ -97,7 +95,7 @@ pub fn spans(ctx: &Ctx, view: &PathView, pos: u64) -> Vec<Span<'static>> {
                             "harness re-serialised {}'s output here; diverges at its token {}; \
                              not sampled in this context",
                             ctx.id(re.of),
-                            re.diverges_at + 1
+                            re.diverges_at
                         ),
                         t.marker(),
                     ));
