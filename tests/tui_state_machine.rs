@@ -291,9 +291,18 @@ fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
         let action = action(a, app.size, &cmds, &mut clock);
         let shown = format!("{action:?}");
         app.step(action);
+        // Now and then the terminal has another size than the app has heard of yet.
+        let size = if k % 7 == 3 {
+            (
+                app.size.0.saturating_sub(k as u16 % 30).max(1),
+                app.size.1.saturating_sub(k as u16 % 9).max(1),
+            )
+        } else {
+            app.size
+        };
         let area = term.backend().buffer().area;
-        if (area.width, area.height) != app.size {
-            term.backend_mut().resize(app.size.0, app.size.1);
+        if (area.width, area.height) != size {
+            term.backend_mut().resize(size.0, size.1);
         }
         term.draw(|fr| ui::render(&app, fr))
             .map_err(|e| format!("draw: {e}"))?;

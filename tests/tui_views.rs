@@ -445,3 +445,27 @@ fn loading_names_its_phase_and_an_empty_recording_says_so() {
     }
     assert!(screen(&app).contains("the input holds no execution"));
 }
+
+#[test]
+fn a_terminal_smaller_than_the_app_knows_is_drawn_cut_not_out_of_bounds() {
+    // The resize event is still on its way when the frame is drawn.
+    let wide = gyre::text::TokenText::from_vocab(
+        (0..100).map(|_| "漢字漢字漢字漢字".to_string()).collect(),
+    );
+    for overlay in [
+        C::Boundaries,
+        C::Help,
+        C::Search,
+        C::Export,
+        C::Why,
+        C::EditPriority,
+    ] {
+        let mut app = demo_app(98, 40, true);
+        app.step(Action::Text(wide.clone()));
+        cmds(&mut app, &[overlay]);
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(98, 15)).unwrap();
+        t.draw(|f| gyre::tui::ui::render(&app, f)).unwrap();
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(300, 90)).unwrap();
+        t.draw(|f| gyre::tui::ui::render(&app, f)).unwrap();
+    }
+}

@@ -217,6 +217,11 @@ pub fn run(opts: Options) -> Result<ExitCode> {
             Msg::Done(a) => app.step(a),
         };
         loop {
+            // A resize the event thread has not reported yet.
+            let size = terminal.size()?;
+            if (size.width, size.height) != app.size {
+                app.step(Action::Resize(size.width, size.height));
+            }
             terminal.draw(|f| ui::render(&app, f))?;
             // An export still being written would leave a temporary file behind.
             if app.quit && app.exporting.is_empty() {

@@ -19,9 +19,24 @@ use super::overlay::{self, Overlay, centered};
 use super::pane::replay::{jmax_text, priority_text};
 use super::pane::{fit, sanitize};
 
-/// Draws the whole screen.
+/// Draws the whole screen. A terminal resized since the app last heard of it (the event is on
+/// its way) gets the app's screen cut to what fits, never a draw outside its buffer.
 pub fn render(app: &App, f: &mut Frame<'_>) {
-    draw(app, f.buffer_mut());
+    let area = f.area();
+    if (area.width, area.height) == app.size {
+        draw(app, f.buffer_mut());
+        return;
+    }
+    let mut own = Buffer::empty(Rect::new(0, 0, app.size.0, app.size.1));
+    draw(app, &mut own);
+    let out = f.buffer_mut();
+    for y in 0..area.height.min(app.size.1) {
+        for x in 0..area.width.min(app.size.0) {
+            if let Some(cell) = out.cell_mut((area.x + x, area.y + y)) {
+                *cell = own[(x, y)].clone();
+            }
+        }
+    }
 }
 
 /// Draws the whole screen into a buffer of the app's size.

@@ -473,7 +473,7 @@ impl TokensPane {
                     }
                 };
                 let x = inner.x + c.x;
-                if x >= inner.right() {
+                if x >= inner.right() || y >= buf.area.bottom() {
                     continue;
                 }
                 if c.glyph.width == 1 {
