@@ -66,7 +66,7 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
         for w in &d.candidates {
             let r = &exec.requests[w.request as usize];
             t.push_str(&format!(
-                "  {} {:<12} w={:>8}  p={:<7}  {:<slice_w$}{}\n",
+                "  {} {:<12} w={:>8}  p={:<7} {:<slice_w$}{}\n",
                 if w.request == d.chosen { "●" } else { "○" },
                 r.id,
                 w.weight,
