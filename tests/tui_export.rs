@@ -147,3 +147,24 @@ fn export_runs_on_a_worker_and_reports_back_through_step() {
     );
     assert!(path.exists());
 }
+
+#[test]
+fn export_never_writes_to_the_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = demo_app(160, 45, true);
+    app.cwd = dir.path().to_path_buf();
+    cmds(&mut app, &[C::Export]);
+    app.step(Action::ClearField);
+    app.step(Action::Input('-'));
+    app.step(Action::Cmd(C::Enter));
+    assert!(
+        app.message
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("needs a file name"),
+        "{:?}",
+        app.message
+    );
+    assert!(app.exporting.is_empty());
+}

@@ -53,14 +53,6 @@ pub enum Link {
 }
 
 impl Link {
-    /// Whether the request starts a new root-level chain.
-    pub fn is_root(&self) -> bool {
-        matches!(
-            self,
-            Link::Root | Link::SubAgent | Link::Compaction | Link::NewContext | Link::Evaluator
-        )
-    }
-
     /// Short machine name (`retry`, `diverge`, …), as `gyre stats --json` counts them.
     pub fn name(&self) -> &'static str {
         match self {
@@ -299,8 +291,6 @@ pub struct Sibling {
     pub common: u64,
     /// Where they part.
     pub parting: Parting,
-    /// Index (in the path's nodes) of the first node that is no longer shared.
-    pub segment: usize,
 }
 
 /// The nearest sibling branch of request `r`'s path: the deepest point (before the path's end)
@@ -359,7 +349,6 @@ pub fn sibling(exec: &Execution, r: u32) -> Option<Sibling> {
         request: sib?,
         common,
         parting,
-        segment: k,
     })
 }
 

@@ -1088,7 +1088,8 @@ impl App {
     }
 
     fn export_path(&self, name: &str) -> Option<PathBuf> {
-        if name.is_empty() {
+        // `-` would be stdout: the screen itself.
+        if name.is_empty() || name == "-" {
             return None;
         }
         Some(if Path::new(name).is_absolute() {
@@ -1119,7 +1120,7 @@ impl App {
 
     fn export(&mut self, name: &str, force: bool) {
         let Some(path) = self.export_path(name) else {
-            self.say("export cancelled: no file name");
+            self.say("export cancelled: it needs a file name");
             return;
         };
         if self.rerunning() {

@@ -445,15 +445,6 @@ impl<'a> Layout<'a> {
         self.rows_up(t, 1)
     }
 
-    /// The start of the row after the row starting at `t` (or `t` at the end).
-    pub fn next_row(&mut self, t: RowStart) -> RowStart {
-        let rows = self.rows(t, 2, false);
-        match rows.get(1) {
-            Some(r) => self.normalize(r.start),
-            None => t,
-        }
-    }
-
     /// Moves `t` by `delta` rows.
     pub fn move_rows(&mut self, t: RowStart, delta: i64) -> RowStart {
         if delta >= 0 {

@@ -71,18 +71,6 @@ impl Pane {
         Pane::ALL.get((n as usize).checked_sub(1)?).copied()
     }
 
-    /// Name in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Pane::Executions => "executions",
-            Pane::Tree => "tree",
-            Pane::Replay => "replay",
-            Pane::Assessments => "assessments",
-            Pane::Tokens => "tokens",
-            Pane::Detail => "detail",
-        }
-    }
-
     /// Its rectangle in `a` (zero when hidden).
     pub fn area(self, a: &Areas) -> Rect {
         match self {
