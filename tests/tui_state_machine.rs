@@ -273,6 +273,12 @@ fn check(app: &App) -> Result<(), String> {
     Ok(())
 }
 
+/// A character a terminal would act on or not show: controls, bidi overrides, invisible marks.
+fn hidden(ch: char) -> bool {
+    ch.is_control()
+        || matches!(ch, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
 fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
     // Exports go through the prompt and fail at once (no directory there): writing and syncing
     // thousands of files would measure the disk, not the inspector.
@@ -314,7 +320,7 @@ fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
             .buffer()
             .content()
             .iter()
-            .find(|c| c.symbol().chars().any(|ch| ch.is_control()))
+            .find(|c| c.symbol().chars().any(hidden))
         {
             return Err(format!(
                 "{}: step {k} ({shown}): a cell holds {:?}",
