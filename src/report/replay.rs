@@ -9,6 +9,7 @@ use crate::engine::export;
 use crate::engine::load::Batch;
 use crate::engine::score::{self, Outcome};
 use crate::engine::why::prob_text;
+use crate::text::sanitize;
 
 /// Target runs of every draw of execution `i`, merged like the export's `targets`.
 pub fn draw_runs(batch: &Batch, results: &Results, i: usize) -> Vec<Vec<export::TargetRun>> {
@@ -18,7 +19,7 @@ pub fn draw_runs(batch: &Batch, results: &Results, i: usize) -> Vec<Vec<export::
         .collect()
 }
 
-/// The readable draw log of execution `i`.
+/// The readable draw log of execution `i` (ids made safe for a terminal).
 pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
     let exec = &batch.executions[i];
     let adm = &results.admissions[i];
@@ -26,7 +27,7 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
     let s = &results.settings;
     let mut t = format!(
         "execution {} · {} · {} · seed {} · J_max {} · priority {}\n",
-        exec.id,
+        sanitize(&exec.id),
         outcome_text(outcome),
         plural(adm.candidates.len(), "candidate"),
         s.seed,
@@ -68,7 +69,7 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
             t.push_str(&format!(
                 "  {} {:<12} w={:>8}  p={:<7} {:<slice_w$}{}\n",
                 if w.request == d.chosen { "●" } else { "○" },
-                r.id,
+                sanitize(&r.id),
                 w.weight,
                 prob_text(d.probability(w)),
                 format!("[{}, {})", w.from, w.to()),
@@ -84,7 +85,7 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
             .map(|r| {
                 format!(
                     "{}[{}..{}]@{}",
-                    r.request,
+                    sanitize(&r.request),
                     r.offset,
                     r.offset + r.len,
                     r.pos
