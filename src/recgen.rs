@@ -11,6 +11,12 @@ use std::io::{self, Write};
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
+use serde_json::{Map, Value};
+
+use crate::engine::record::{Actor, ClosureStatus, Purpose, Source};
+use crate::engine::write::{
+    AssessmentOut, ClosureOut, ExecutionOut, Line, RequestOut, SpanOut, ToolCallOut, Validity,
+};
 
 /// Generator settings.
 #[derive(Clone, Debug)]
@@ -380,112 +386,124 @@ pub fn write_record(
     delta: bool,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    let id = &exec.id;
+    let id = exec.id.as_str();
+    let patch = Value::from("patch");
+    let mut emit = |line: &Line| {
+        let mut buf = line.to_bytes();
+        buf.push(b'\n');
+        out.write_all(&buf)
+    };
     match &exec.records[i] {
-        GenRecord::Execution { budget_s, group } => writeln!(
-            out,
-            r#"{{"kind":"execution","execution":"{id}","t":0,"budget_s":{budget_s},"group":"{group}"}}"#
-        ),
+        GenRecord::Execution { budget_s, group } => {
+            let group = Value::from(group.as_str());
+            emit(&Line::Execution(ExecutionOut {
+                execution: id,
+                t: 0.0,
+                budget_s: Some(*budget_s),
+                group: Some(&group),
+                task: None,
+                meta: None,
+            }))
+        }
         GenRecord::Assessment {
             valid,
             score,
             t,
             version,
         } => {
-            if *valid {
-                writeln!(
-                    out,
-                    r#"{{"kind":"assessment","execution":"{id}","artifact":"patch","version":{version},"status":"valid","score":{score},"t":{t}}}"#
-                )
-            } else {
-                writeln!(
-                    out,
-                    r#"{{"kind":"assessment","execution":"{id}","artifact":"patch","version":{version},"status":"failed","t":{t},"error":"evaluator failed"}}"#
-                )
-            }
+            let version = Value::from(*version);
+            let error = Value::from("evaluator failed");
+            emit(&Line::Assessment(AssessmentOut {
+                execution: id,
+                artifact: &patch,
+                version: &version,
+                status: if *valid {
+                    Validity::Valid
+                } else {
+                    Validity::Failed
+                },
+                score: valid.then_some(*score),
+                t: *t,
+                branch: None,
+                attempt: None,
+                evaluator: None,
+                error: (!valid).then_some(&error),
+                critique: None,
+            }))
         }
-        GenRecord::Closure { status, version } => match version {
-            Some(v) => writeln!(
-                out,
-                r#"{{"kind":"closure","execution":"{id}","t":300,"status":"{status}","artifact":"patch","version":{v}}}"#
-            ),
-            None => writeln!(
-                out,
-                r#"{{"kind":"closure","execution":"{id}","t":300,"status":"{status}"}}"#
-            ),
-        },
+        GenRecord::Closure { status, version } => {
+            let version = version.map(Value::from);
+            let status = match *status {
+                "timeout" => ClosureStatus::Timeout,
+                "error" => ClosureStatus::Error,
+                _ => ClosureStatus::Completed,
+            };
+            emit(&Line::Closure(ClosureOut {
+                execution: id,
+                t: 300.0,
+                status,
+                committed: None,
+                artifact: version.is_some().then_some(&patch),
+                version: version.as_ref(),
+                meta: None,
+            }))
+        }
         GenRecord::Request(r) => {
             let base = if delta {
                 extends_candidate(exec, i)
             } else {
                 None
             };
-            write!(
-                out,
-                r#"{{"kind":"request","execution":"{id}","id":"{}","agent":"{}","purpose":"{}","actor":"{}""#,
-                r.id, r.agent, r.purpose, r.actor
-            )?;
-            let skip = match base {
-                Some((eid, len)) => {
-                    write!(out, r#","extends":"{eid}""#)?;
-                    len
-                }
-                None => 0,
-            };
-            out.write_all(b",\"input\":")?;
-            write_ids(out, &r.input[skip..])?;
-            out.write_all(b",\"spans\":[")?;
-            let mut first = true;
-            for s in r.spans.iter().filter(|s| s.end > skip) {
-                if !first {
-                    out.write_all(b",")?;
-                }
-                first = false;
-                write!(out, r#"{{"end":{},"source":"{}""#, s.end - skip, s.source)?;
-                if let Some(c) = &s.call_id {
-                    write!(out, r#","call_id":"{c}""#)?;
-                }
-                out.write_all(b"}")?;
-            }
-            out.write_all(b"],\"output\":")?;
-            write_ids(out, &r.output)?;
-            match &r.logprobs {
-                Some(lps) => {
-                    out.write_all(b",\"logprobs\":[")?;
-                    for (j, lp) in lps.iter().enumerate() {
-                        if j > 0 {
-                            out.write_all(b",")?;
-                        }
-                        write!(out, "{lp:?}")?;
-                    }
-                    out.write_all(b"]")?;
-                }
-                None => out.write_all(br#","meta":{"reconstructed":true}"#)?,
-            }
-            out.write_all(b",\"tool_calls\":[")?;
-            for (j, (cid, s, e)) in r.tool_calls.iter().enumerate() {
-                if j > 0 {
-                    out.write_all(b",")?;
-                }
-                write!(
-                    out,
-                    r#"{{"id":"{cid}","name":"bash","start":{s},"end":{e}}}"#
-                )?;
-            }
-            out.write_all(b"]}\n")
+            let skip = base.as_ref().map_or(0, |(_, len)| *len);
+            let spans: Vec<SpanOut> = r
+                .spans
+                .iter()
+                .filter(|s| s.end > skip)
+                .map(|s| SpanOut {
+                    end: (s.end - skip) as u32,
+                    source: Source::parse(s.source).unwrap_or(Source::Context),
+                    call_id: s.call_id.as_deref(),
+                })
+                .collect();
+            let calls: Vec<ToolCallOut> = r
+                .tool_calls
+                .iter()
+                .map(|(cid, s, e)| ToolCallOut {
+                    id: cid,
+                    name: Some("bash"),
+                    start: *s as u32,
+                    end: *e as u32,
+                })
+                .collect();
+            let mut reconstructed = Map::new();
+            reconstructed.insert("reconstructed".into(), Value::Bool(true));
+            emit(&Line::Request(RequestOut {
+                execution: id,
+                id: &r.id,
+                agent: &r.agent,
+                purpose: if r.purpose == "summary" {
+                    Purpose::Summary
+                } else {
+                    Purpose::Task
+                },
+                actor: if r.actor == "evaluator" {
+                    Actor::Evaluator
+                } else {
+                    Actor::Policy
+                },
+                t: None,
+                model: None,
+                extends: base.as_ref().map(|(eid, _)| eid.as_str()),
+                input: &r.input[skip..],
+                spans: &spans,
+                output: &r.output,
+                logprobs: r.logprobs.as_deref(),
+                tool_calls: &calls,
+                finish: None,
+                meta: r.logprobs.is_none().then_some(&reconstructed),
+            }))
         }
     }
-}
-
-fn write_ids(out: &mut impl Write, ids: &[u32]) -> io::Result<()> {
-    out.write_all(b"[")?;
-    for (j, t) in ids.iter().enumerate() {
-        if j > 0 {
-            out.write_all(b",")?;
-        }
-        write!(out, "{t}")?;
-    }
-    out.write_all(b"]")
 }
 
 /// The latest earlier request whose input + output is a prefix of request `i`'s input.

@@ -11,11 +11,13 @@ pub mod export;
 pub mod load;
 pub mod loss;
 pub mod provenance;
+pub mod recorder;
 pub mod record;
 pub mod score;
 pub mod stats;
 pub mod tree;
 pub mod why;
+pub mod write;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

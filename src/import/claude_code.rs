@@ -22,6 +22,7 @@ use super::error::{Problems, diag};
 use super::session::{Closure, Response, Session, header_meta, write_session};
 use super::write::Sink;
 use super::{Options, Summary, open_input, parse_timestamp};
+use crate::engine::record::ClosureStatus;
 use crate::engine::record::Source;
 use crate::text::{Message, ToolCall};
 
@@ -1003,7 +1004,7 @@ pub fn read_session(
         responses,
         closure: Closure {
             t: log.last_ts.unwrap_or(t0),
-            status: "completed",
+            status: ClosureStatus::Completed,
             artifact: json!("session"),
             version: Some(json!(1)),
             meta: Map::new(),

@@ -22,6 +22,7 @@ use super::{
     Options, Progress, Summary, json_element_lines, line_of, parse_json_document, parse_timestamp,
     read_text,
 };
+use crate::engine::record::ClosureStatus;
 use crate::engine::record::Source;
 use crate::text::Message;
 
@@ -82,7 +83,7 @@ pub fn read_session(path: &Path) -> Result<(Session, Vec<String>)> {
     let mut system: Option<u32> = None;
     let mut first_t: Option<f64> = None;
     let mut last_t: Option<f64> = None;
-    let mut status = "completed";
+    let mut status = ClosureStatus::Completed;
     let mut task: Option<String> = None;
     let mut skipped = 0usize;
     for (i, e) in events.iter().enumerate() {
@@ -182,7 +183,7 @@ pub fn read_session(path: &Path) -> Result<(Session, Vec<String>)> {
                     });
                     items.push(Item::Response(r));
                     if action == "finish" {
-                        status = "completed";
+                        status = ClosureStatus::Completed;
                     }
                     continue;
                 }
@@ -268,7 +269,7 @@ pub fn read_session(path: &Path) -> Result<(Session, Vec<String>)> {
                     .and_then(Value::as_str)
                     == Some("error")
                 {
-                    status = "error";
+                    status = ClosureStatus::Error;
                 }
                 skipped += 1;
                 continue;

@@ -9,10 +9,11 @@ use serde_json::{Map, Value, json};
 use super::convo::{Builder, Output, Turn};
 use super::encode::tail_spans;
 use super::write::{
-    AssessmentLine, ClosureLine, ExecutionLine, HeaderLine, RequestLine, Sink, ToolCallOut,
-    spans_out,
+    AssessmentOut, ClosureOut, ExecutionOut, Gyre1, HeaderOut, Line, RequestOut, Sink, ToolCallOut,
+    Validity, spans_out,
 };
 use super::{Options, Summary};
+use crate::engine::record::{Actor, ClosureStatus, Purpose};
 use crate::text::Message;
 
 /// One model response, to become one request.
@@ -41,8 +42,8 @@ pub struct Response {
 pub struct Closure {
     /// Time (seconds).
     pub t: f64,
-    /// `completed`, `timeout` or `error`.
-    pub status: &'static str,
+    /// How the session ended.
+    pub status: ClosureStatus,
     /// Artifact (`Null` = no assessable work).
     pub artifact: Value,
     /// Version.
@@ -105,20 +106,21 @@ pub fn write_session(
 ) -> Result<Summary> {
     let mut summary = Summary::default();
     if let Some((tokenizer, meta)) = header {
-        sink.line(&HeaderLine {
-            kind: "header",
-            format: "gyre/1",
-            tokenizer,
-            meta,
-        })?;
+        sink.line(&Line::Header(HeaderOut {
+            format: Gyre1,
+            tokenizer: Some(tokenizer),
+            meta: Some(meta),
+        }))?;
     }
-    sink.line(&ExecutionLine {
-        kind: "execution",
+    let task = s.task.as_deref().map(Value::from);
+    sink.line(&Line::Execution(ExecutionOut {
         execution: &s.execution,
         t: s.t,
-        task: s.task.as_deref(),
-        meta: &s.meta,
-    })?;
+        budget_s: None,
+        group: None,
+        task: task.as_ref(),
+        meta: Some(&s.meta),
+    }))?;
     let mut outputs: Vec<Option<Rc<Output>>> = Vec::with_capacity(s.responses.len());
     for (i, r) in s.responses.iter().enumerate() {
         let out = builder
@@ -175,32 +177,38 @@ pub fn write_session(
         meta.insert("reconstructed".into(), Value::Bool(true));
         let id = request_id(i);
         let ext_id = extends.map(|(p, _)| request_id(p));
-        sink.line(&RequestLine {
-            kind: "request",
+        let spans = spans_out(&spans);
+        let tool_calls: Vec<ToolCallOut> = out
+            .tool_calls
+            .iter()
+            .map(|c| ToolCallOut {
+                id: &c.id,
+                name: Some(&c.name),
+                start: c.start as u32,
+                end: c.end as u32,
+            })
+            .collect();
+        sink.line(&Line::Request(RequestOut {
             execution: &s.execution,
             id: &id,
             agent: &r.agent,
-            purpose: r.summary.then_some("summary"),
+            purpose: if r.summary {
+                Purpose::Summary
+            } else {
+                Purpose::Task
+            },
+            actor: Actor::Policy,
             t: r.t,
             model: r.model.as_deref(),
             extends: ext_id.as_deref(),
             input,
+            spans: &spans,
             output: &out.tokens,
             logprobs: None,
-            spans: spans_out(&spans),
-            tool_calls: out
-                .tool_calls
-                .iter()
-                .map(|c| ToolCallOut {
-                    id: &c.id,
-                    name: &c.name,
-                    start: c.start,
-                    end: c.end,
-                })
-                .collect(),
+            tool_calls: &tool_calls,
             finish: r.finish.as_deref(),
-            meta: &meta,
-        })?;
+            meta: Some(&meta),
+        }))?;
         summary.requests += 1;
         summary.input_tokens += ctx.tokens.len() as u64;
         summary.output_tokens += out.tokens.len() as u64;
@@ -220,26 +228,30 @@ pub fn write_session(
 pub fn write_end(sink: &mut Sink, execution: &str, c: &Closure, score: Option<f64>) -> Result<()> {
     if let (Some(score), false) = (score, c.artifact.is_null()) {
         let version = c.version.clone().unwrap_or(Value::Null);
-        sink.line(&AssessmentLine {
-            kind: "assessment",
+        let evaluator = Value::from("gyre import --score");
+        sink.line(&Line::Assessment(AssessmentOut {
             execution,
             artifact: &c.artifact,
             version: &version,
-            status: "valid",
-            score,
+            status: Validity::Valid,
+            score: Some(score),
             t: c.t,
-            evaluator: "gyre import --score",
-        })?;
+            branch: None,
+            attempt: None,
+            evaluator: Some(&evaluator),
+            error: None,
+            critique: None,
+        }))?;
     }
-    sink.line(&ClosureLine {
-        kind: "closure",
+    sink.line(&Line::Closure(ClosureOut {
         execution,
         t: c.t,
         status: c.status,
-        artifact: &c.artifact,
+        committed: None,
+        artifact: (!c.artifact.is_null()).then_some(&c.artifact),
         version: c.version.as_ref(),
-        meta: &c.meta,
-    })
+        meta: (!c.meta.is_empty()).then_some(&c.meta),
+    }))
 }
 
 /// Request ids: `r1`, `r2`, … in request order.

@@ -16,6 +16,7 @@ use super::write::Sink;
 use super::{
     Options, Progress, Summary, json_element_lines, line_of, parse_json_document, read_text,
 };
+use crate::engine::record::ClosureStatus;
 use crate::engine::record::Source;
 use crate::text::{Message, ToolCall};
 
@@ -74,19 +75,19 @@ pub fn openai_tool_calls(v: Option<&Value>) -> Vec<ToolCall> {
 }
 
 /// Closure status from SWE-agent's `exit_status`.
-fn closure_status(exit: Option<&str>) -> &'static str {
+fn closure_status(exit: Option<&str>) -> ClosureStatus {
     match exit {
-        None => "completed",
-        Some(s) if s.starts_with("submitted") => "completed",
+        None => ClosureStatus::Completed,
+        Some(s) if s.starts_with("submitted") => ClosureStatus::Completed,
         Some(s)
             if s.contains("timeout")
                 || s.contains("time")
                 || s == "exit_cost"
                 || s == "exit_context" =>
         {
-            "timeout"
+            ClosureStatus::Timeout
         }
-        Some(_) => "error",
+        Some(_) => ClosureStatus::Error,
     }
 }
 

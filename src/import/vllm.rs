@@ -22,10 +22,11 @@ use super::convo::{Builder, Turn};
 use super::encode::Span;
 use super::error::{Problems, diag};
 use super::swe_agent::{content_text, openai_tool_calls};
-use super::write::{HeaderLine, RequestLine, Sink, ToolCallOut, spans_out};
+use super::write::{Gyre1, HeaderOut, Line, RequestOut, Sink, ToolCallOut, spans_out};
 use super::{Progress, Summary, open_input, strip_position};
 use crate::engine::load::Diagnostic;
 use crate::engine::record::Source;
+use crate::engine::record::{Actor, Purpose};
 use crate::text::Message;
 
 /// Earlier requests per execution checked as `extends` candidates.
@@ -212,12 +213,11 @@ pub fn import(
                 .collect::<Vec<_>>()
         ),
     );
-    sink.line(&HeaderLine {
-        kind: "header",
-        format: "gyre/1",
-        tokenizer: tokenizer_header,
-        meta: &header,
-    })?;
+    sink.line(&Line::Header(HeaderOut {
+        format: Gyre1,
+        tokenizer: Some(tokenizer_header),
+        meta: Some(&header),
+    }))?;
     let call_open = builder.tokenizer().token_id("<tool_call>");
     let call_close = builder.tokenizer().token_id("</tool_call>");
     let total: u64 = files
@@ -357,8 +357,8 @@ pub fn import(
                 continue;
             }
             let purpose = match obj.get("purpose").and_then(Value::as_str) {
-                None | Some("task") => None,
-                Some("summary") => Some("summary"),
+                None | Some("task") => Purpose::Task,
+                Some("summary") => Purpose::Summary,
                 Some(other) => {
                     problems.push(bad(
                         format!("purpose {other:?} is neither \"task\" nor \"summary\""),
@@ -459,35 +459,38 @@ pub fn import(
                 .and_then(Value::as_f64)
                 .or_else(|| response.get("created").and_then(Value::as_f64));
             let tail = super::encode::tail_spans(&spans, covered);
-            let mut line = serde_json::to_value(RequestLine {
-                kind: "request",
+            let spans = spans_out(&tail);
+            let calls: Vec<ToolCallOut> = tool_calls
+                .iter()
+                .map(|(id, name, s, e)| ToolCallOut {
+                    id,
+                    name: Some(name),
+                    start: *s as u32,
+                    end: *e as u32,
+                })
+                .collect();
+            // Never train on output whose sampler is not named as the policy.
+            let actor = match obj.get("actor").and_then(Value::as_str) {
+                None | Some("policy") => Actor::Policy,
+                Some(_) => Actor::Evaluator,
+            };
+            sink.line(&Line::Request(RequestOut {
                 execution: &execution,
                 id: &id,
                 agent: &agent,
                 purpose,
+                actor,
                 t,
                 model: response.get("model").and_then(Value::as_str),
                 extends: extends.as_deref(),
                 input: &prompt[covered..],
+                spans: &spans,
                 output: &output,
                 logprobs: Some(&logprobs),
-                spans: spans_out(&tail),
-                tool_calls: tool_calls
-                    .iter()
-                    .map(|(id, name, s, e)| ToolCallOut {
-                        id,
-                        name,
-                        start: *s,
-                        end: *e,
-                    })
-                    .collect(),
+                tool_calls: &calls,
                 finish: choice.get("finish_reason").and_then(Value::as_str),
-                meta: &meta,
-            })?;
-            if let Some(actor) = obj.get("actor") {
-                line["actor"] = actor.clone();
-            }
-            sink.line(&line)?;
+                meta: Some(&meta),
+            }))?;
             summary.requests += 1;
             summary.input_tokens += prompt.len() as u64;
             summary.output_tokens += output.len() as u64;

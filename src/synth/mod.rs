@@ -14,20 +14,23 @@
 
 mod content;
 mod encode;
-mod json;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use color_eyre::eyre::{Result, eyre};
+use color_eyre::eyre::{Result, WrapErr, eyre};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
+use crate::engine::record::{Actor, ClosureStatus, Purpose};
+use crate::engine::write::{
+    AssessmentOut, ClosureOut, ExecutionOut, Gyre1, HeaderOut, Line, LineWriter, RequestOut,
+    SpanOut, ToolCallOut, Validity,
+};
 use crate::text::{ChatTemplate, Message, RenderOptions, TokenText, ToolCall};
 use content::{TASKS, Task};
 use encode::{Encoder, Part, Source, Span};
-use json::Lines;
 
 /// What to generate.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,20 +101,19 @@ pub fn write_synth_with_progress(
     progress: &mut dyn FnMut(SynthProgress),
 ) -> Result<SynthSummary> {
     let mut g = Gen::new(opts, out)?;
-    g.header();
-    g.w.end_line()?;
+    g.header()?;
     for idx in 0..opts.executions {
         g.execution(idx)?;
         progress(SynthProgress {
             executions_done: idx + 1,
             executions_total: opts.executions,
-            bytes: g.w.bytes,
+            bytes: g.w.bytes(),
         });
     }
-    g.w.flush()?;
+    g.w.flush().wrap_err("writing synth output")?;
     g.summary.executions = opts.executions;
-    g.summary.lines = g.w.lines;
-    g.summary.bytes = g.w.bytes;
+    g.summary.lines = g.w.lines();
+    g.summary.bytes = g.w.bytes();
     Ok(g.summary)
 }
 
@@ -281,7 +283,7 @@ struct Gen<'w> {
     main_tools: Vec<Value>,
     sub_tools: Vec<Value>,
     special: Specials,
-    w: Lines<'w>,
+    w: LineWriter<&'w mut dyn Write>,
     summary: SynthSummary,
 }
 
@@ -320,37 +322,34 @@ impl<'w> Gen<'w> {
             main_tools: content::main_tools(),
             sub_tools: content::sub_tools(),
             special,
-            w: Lines::new(out),
+            w: LineWriter::new(out),
             summary: SynthSummary::default(),
         })
     }
 
-    fn header(&mut self) {
+    fn header(&mut self) -> Result<()> {
         let o = &self.opts;
-        let w = &mut self.w;
-        w.raw("{");
-        w.key("kind");
-        w.str("header");
-        w.key("format");
-        w.str("gyre/1");
-        w.key("tokenizer");
-        w.str("qwen3");
-        w.key("meta");
-        w.raw("{");
-        w.key("generator");
-        w.str("gyre synth");
+        let mut meta = Map::new();
+        meta.insert("generator".into(), json!("gyre synth"));
         for (k, v) in [
             ("executions", o.executions as u64),
             ("turns", o.turns as u64),
             ("context", o.context as u64),
             ("seed", o.seed),
         ] {
-            w.key(k);
-            w.uint(v);
+            meta.insert(k.into(), json!(v));
         }
-        w.key("delta");
-        w.raw(if o.delta { "true" } else { "false" });
-        w.raw("}}");
+        meta.insert("delta".into(), json!(o.delta));
+        let tokenizer = json!("qwen3");
+        self.line(&Line::Header(HeaderOut {
+            format: Gyre1,
+            tokenizer: Some(&tokenizer),
+            meta: Some(&meta),
+        }))
+    }
+
+    fn line(&mut self, line: &Line) -> Result<()> {
+        self.w.write(line).wrap_err("writing synth output")
     }
 
     fn execution(&mut self, idx: usize) -> Result<()> {
@@ -388,26 +387,18 @@ impl<'w> Gen<'w> {
         let critique = idx == 0 || idx == 3 || ex.rng.chance(0.35);
         let late_request = idx == 0 || (fate != Fate::Open && ex.rng.chance(0.08));
 
-        let w = &mut self.w;
-        w.raw("{");
-        w.key("kind");
-        w.str("execution");
-        w.key("execution");
-        w.str(&ex.id);
-        w.key("t");
-        w.fixed(t0, 3, false);
-        w.key("budget_s");
-        w.uint(BUDGET_S);
-        w.key("group");
-        w.str(&format!("g{group:03}"));
-        w.key("task");
-        w.str(task.prompt);
-        w.key("meta");
-        w.raw("{");
-        w.key("synth_fate");
-        w.str(fate.name());
-        w.raw("}}");
-        w.end_line()?;
+        let group = json!(format!("g{group:03}"));
+        let task_prompt = json!(task.prompt);
+        let mut meta = Map::new();
+        meta.insert("synth_fate".into(), json!(fate.name()));
+        self.line(&Line::Execution(ExecutionOut {
+            execution: &ex.id,
+            t: millis(t0),
+            budget_s: Some(BUDGET_S as f64),
+            group: Some(&group),
+            task: Some(&task_prompt),
+            meta: Some(&meta),
+        }))?;
 
         let mut ctx = Ctx::new("main".into(), self.initial_context(task, preamble)?);
         if preamble {
@@ -696,99 +687,75 @@ impl<'w> Gen<'w> {
             (true, Some((_, len))) => len,
             _ => 0,
         };
-        let w = &mut self.w;
-        w.raw("{");
-        w.key("kind");
-        w.str("request");
-        w.key("execution");
-        w.str(&ex.id);
-        w.key("id");
-        w.raw("\"r");
-        w.uint(rid.into());
-        w.raw("\"");
-        w.key("agent");
-        w.str(&ctx.agent);
-        if kind.summary {
-            w.key("purpose");
-            w.str("summary");
-        }
-        if kind.evaluator {
-            w.key("actor");
-            w.str("evaluator");
-        }
-        w.key("t");
-        w.fixed(ex.t, 3, false);
-        if base > 0
-            && let Some((anchor, _)) = ctx.anchor
-        {
-            w.key("extends");
-            w.raw("\"r");
-            w.uint(anchor.into());
-            w.raw("\"");
-        }
-        w.key("input");
-        w.ids(&ctx.ids[base..]);
-        w.key("spans");
-        w.raw("[");
-        let mut first = true;
-        for s in ctx.spans.iter().filter(|s| s.end > base) {
-            if !first {
-                w.raw(",");
-            }
-            first = false;
-            w.raw("{");
-            w.key("end");
-            w.uint((s.end - base) as u64);
-            w.key("source");
-            w.str(s.source.name());
-            if let Some(c) = s.call {
-                w.key("call_id");
-                w.str(&call_name(c));
-            }
-            w.raw("}");
-        }
-        w.raw("]");
-        w.key("output");
-        w.ids(&out.ids);
-        w.key("logprobs");
-        w.raw("[");
-        for (i, &lp) in out.logprobs.iter().enumerate() {
-            if i > 0 {
-                w.raw(",");
-            }
-            w.fixed(lp, 4, true);
-        }
-        w.raw("]");
-        if !out.calls.is_empty() {
-            w.key("tool_calls");
-            w.raw("[");
-            for (i, (&(call, start, end), c)) in
-                out.calls.iter().zip(&out.msg.tool_calls).enumerate()
-            {
-                if i > 0 {
-                    w.raw(",");
-                }
-                w.raw("{");
-                w.key("id");
-                w.str(&call_name(call));
-                w.key("name");
-                w.str(&c.name);
-                w.key("start");
-                w.uint(start as u64);
-                w.key("end");
-                w.uint(end as u64);
-                w.raw("}");
-            }
-            w.raw("]");
-        }
-        w.key("finish");
-        w.str(if out.calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        });
-        w.raw("}");
-        w.end_line()?;
+        let id = format!("r{rid}");
+        let extends = match ctx.anchor {
+            Some((anchor, _)) if base > 0 => Some(format!("r{anchor}")),
+            _ => None,
+        };
+        let call_names: Vec<(Option<String>, u32)> = ctx
+            .spans
+            .iter()
+            .filter(|s| s.end > base)
+            .map(|s| (s.call.map(call_name), (s.end - base) as u32))
+            .collect();
+        let spans: Vec<SpanOut> = ctx
+            .spans
+            .iter()
+            .filter(|s| s.end > base)
+            .zip(&call_names)
+            .map(|(s, (call, end))| SpanOut {
+                end: *end,
+                source: s.source,
+                call_id: call.as_deref(),
+            })
+            .collect();
+        let logprobs: Vec<f64> = out.logprobs.iter().map(|&u| -(u as f64) / 1e4).collect();
+        let ids: Vec<String> = out
+            .calls
+            .iter()
+            .map(|&(call, _, _)| call_name(call))
+            .collect();
+        let tool_calls: Vec<ToolCallOut> = out
+            .calls
+            .iter()
+            .zip(&out.msg.tool_calls)
+            .zip(&ids)
+            .map(|((&(_, start, end), c), id)| ToolCallOut {
+                id,
+                name: Some(&c.name),
+                start: start as u32,
+                end: end as u32,
+            })
+            .collect();
+        self.line(&Line::Request(RequestOut {
+            execution: &ex.id,
+            id: &id,
+            agent: &ctx.agent,
+            purpose: if kind.summary {
+                Purpose::Summary
+            } else {
+                Purpose::Task
+            },
+            actor: if kind.evaluator {
+                Actor::Evaluator
+            } else {
+                Actor::Policy
+            },
+            t: Some(millis(ex.t)),
+            model: None,
+            extends: extends.as_deref(),
+            input: &ctx.ids[base..],
+            spans: &spans,
+            output: &out.ids,
+            logprobs: Some(&logprobs),
+            tool_calls: &tool_calls,
+            finish: Some(if out.calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            }),
+            meta: None,
+        }))?;
         self.summary.requests += 1;
         self.summary.input_tokens += (ctx.ids.len() - base) as u64;
         self.summary.output_tokens += out.ids.len() as u64;
@@ -1031,37 +998,24 @@ impl<'w> Gen<'w> {
         }
         ex.t += ex.rng.secs(1, 10);
         let status = match fate {
-            Fate::Timeout => "timeout",
-            Fate::Dummy => "error",
-            _ => "completed",
+            Fate::Timeout => ClosureStatus::Timeout,
+            Fate::Dummy => ClosureStatus::Error,
+            _ => ClosureStatus::Completed,
         };
         let t_close = ex.t;
-        let w = &mut self.w;
-        w.raw("{");
-        w.key("kind");
-        w.str("closure");
-        w.key("execution");
-        w.str(&ex.id);
-        w.key("t");
-        w.fixed(t_close, 3, false);
-        w.key("status");
-        w.str(status);
-        if ex.last_main > 0 {
-            w.key("committed");
-            w.raw("\"r");
-            w.uint(ex.last_main.into());
-            w.raw("\"");
-        }
-        w.key("artifact");
-        if fate == Fate::Dummy || ex.version == 0 {
-            w.raw("null");
-        } else {
-            w.str("patch");
-            w.key("version");
-            w.uint(ex.version);
-        }
-        w.raw("}");
-        w.end_line()?;
+        let committed = (ex.last_main > 0).then(|| format!("r{}", ex.last_main));
+        let assessable = !(fate == Fate::Dummy || ex.version == 0);
+        let patch = json!("patch");
+        let version = json!(ex.version);
+        self.line(&Line::Closure(ClosureOut {
+            execution: &ex.id,
+            t: millis(t_close),
+            status,
+            committed: committed.as_deref(),
+            artifact: assessable.then_some(&patch),
+            version: assessable.then_some(&version),
+            meta: None,
+        }))?;
 
         if late_request && let Some((len, anchor)) = last_main {
             // A straggling sample of the last main request, recorded after closure.
@@ -1156,45 +1110,39 @@ impl<'w> Gen<'w> {
         error: Option<&str>,
         branch: Option<u32>,
     ) -> Result<()> {
-        let w = &mut self.w;
-        w.raw("{");
-        w.key("kind");
-        w.str("assessment");
-        w.key("execution");
-        w.str(&ex.id);
-        w.key("artifact");
-        w.str("patch");
-        w.key("version");
-        w.uint(v);
-        w.key("status");
-        w.str(if score.is_some() { "valid" } else { "failed" });
-        if let Some(s) = score {
-            w.key("score");
-            w.fixed(s, 2, false);
-        }
-        w.key("t");
-        w.fixed(t, 3, false);
-        w.key("attempt");
-        w.uint(attempt);
-        w.key("evaluator");
-        w.str(if branch.is_some() {
+        let patch = json!("patch");
+        let version = json!(v);
+        let attempt = json!(attempt);
+        let evaluator = json!(if branch.is_some() {
             "unit-tests"
         } else {
             "hidden-tests"
         });
-        if let Some(e) = error {
-            w.key("error");
-            w.str(e);
-        }
-        if let Some(b) = branch {
-            w.key("branch");
-            w.raw("\"r");
-            w.uint(b.into());
-            w.raw("\"");
-        }
-        w.raw("}");
-        w.end_line()
+        let error = error.map(|e| json!(e));
+        let branch = branch.map(|b| format!("r{b}"));
+        self.line(&Line::Assessment(AssessmentOut {
+            execution: &ex.id,
+            artifact: &patch,
+            version: &version,
+            status: if score.is_some() {
+                Validity::Valid
+            } else {
+                Validity::Failed
+            },
+            score: score.map(|s| s as f64 / 100.0),
+            t: millis(t),
+            branch: branch.as_deref(),
+            attempt: Some(&attempt),
+            evaluator: Some(&evaluator),
+            error: error.as_ref(),
+            critique: None,
+        }))
     }
+}
+
+/// Seconds from the simulator's millisecond clock.
+fn millis(ms: u64) -> f64 {
+    ms as f64 / 1000.0
 }
 
 /// The main agent's steps: explore, test, read, maybe delegate, edit and re-test, answer.
