@@ -190,8 +190,8 @@ pub fn content(ctx: &Ctx, width: u16) -> (Links, Vec<(usize, usize)>) {
     rows.push(vec![Piece::text(
         fit(
             &match s.deadline {
-                Some(d) => format!("budget end {} (start t = {})", rel(d), s.start),
-                None => format!("no budget (start t = {})", s.start),
+                Some(d) => format!("budget end {}", rel(d)),
+                None => "no budget".to_string(),
             },
             w,
         ),

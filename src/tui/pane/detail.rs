@@ -266,10 +266,17 @@ fn assessment_lines(ctx: &Ctx, i: usize) -> Vec<Line<'static>> {
         "t",
         format!("{} s (epoch) · {} after the start", r.t, rel(st.t)),
     ));
+    out.push(field("start", format!("{} s (epoch)", s.start)));
     if let Some(d) = s.deadline {
         out.push(field(
             "budget end",
             format!("{} s (epoch) · {}", s.start + d, rel(d)),
+        ));
+    }
+    if let Some(c) = &s.closure {
+        out.push(field(
+            "closure",
+            format!("{} s (epoch) · {}", s.start + c.t, rel(c.t)),
         ));
     }
     for (k, v) in [
