@@ -265,6 +265,9 @@ fn check(app: &App) -> Result<(), String> {
             return Err("why overlay of another execution".into());
         }
     }
+    if !app.areas().order().is_empty() && !app.areas().order().contains(&app.focus) {
+        return Err(format!("focus on {:?}, which is not on screen", app.focus));
+    }
     if let Some(at) = app.search.at {
         if at >= app.search.hits.len() {
             return Err("search position past its hits".into());

@@ -649,7 +649,14 @@ impl App {
                 }
             }
             Command::Jump(n) => match Pane::numbered(n) {
-                Some(p) if self.zoom || self.areas().order().contains(&p) => self.focus = p,
+                // Shown once focused (zoomed, it is the pane shown).
+                Some(p)
+                    if areas(self.size, self.detail, self.zoom.then_some(p))
+                        .order()
+                        .contains(&p) =>
+                {
+                    self.focus = p
+                }
                 Some(Pane::Detail) => self.say(format!(
                     "the detail pane needs a terminal at least {NARROW} columns wide (z zooms it)"
                 )),
