@@ -11,8 +11,9 @@ use std::path::Path;
 use criterion::{Criterion, criterion_group, criterion_main};
 use gyre::engine::admit::Settings;
 use gyre::engine::load::{LoadOptions, load};
-use gyre::tui::app::{Action, App, Pane};
+use gyre::tui::app::{Action, App};
 use gyre::tui::keys::Command;
+use gyre::tui::pane::Pane;
 use gyre::tui::theme::Theme;
 use gyre::tui::ui;
 use ratatui::Terminal;
@@ -76,18 +77,16 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("frame_200x60");
     for (name, tokens) in [("path_1k", 1_000usize), ("path_1M", 1_000_000)] {
         let mut app = app_for(tokens);
-        assert!(
-            app.path.len as usize >= tokens,
-            "path has {} tokens",
-            app.path.len
-        );
+        let len = app.path().map_or(0, |v| v.index.len);
+        assert!(len as usize >= tokens, "path has {len} tokens");
         let mut term = Terminal::new(TestBackend::new(200, 60)).unwrap();
         // Cursor in the middle of the path: the worst place for anything that scans.
         app.step(Action::Cmd(Command::Home));
-        let half = app.path.len / 2;
-        while app.cursor < half {
+        let half = len / 2;
+        let cursor = |app: &App| app.path().map_or(0, |v| v.cursor);
+        while cursor(&app) < half {
             app.step(Action::Cmd(Command::PageDown));
-            if app.cursor + 50_000 < half {
+            if cursor(&app) + 50_000 < half {
                 // Jump most of the way with segment moves (one node per turn).
                 app.step(Action::Cmd(Command::NextSegment));
             }

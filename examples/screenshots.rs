@@ -14,8 +14,9 @@ use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
 use gyre::demo::Demo;
 use gyre::engine::admit::Settings;
 use gyre::engine::load::{LoadOptions, load_bytes};
-use gyre::tui::app::{Action, App, Pane};
+use gyre::tui::app::{Action, App};
 use gyre::tui::keys::Command as C;
+use gyre::tui::pane::{Effect, Pane};
 use gyre::tui::theme::Theme;
 use gyre::tui::ui;
 use ratatui::Terminal;
@@ -195,6 +196,23 @@ fn demo(size: (u16, u16)) -> App {
     app
 }
 
+fn steps(app: &mut App, cs: &[C]) {
+    for &c in cs {
+        app.step(Action::Cmd(c));
+    }
+}
+
+fn open(app: &mut App, exec: &str) {
+    let i = app
+        .data
+        .as_ref()
+        .unwrap()
+        .batch
+        .execution_index(exec)
+        .unwrap();
+    app.apply(Effect::OpenExec(i));
+}
+
 fn main() {
     let fonts = Fonts {
         regular: FontRef::try_from_slice(dejavu::sans_mono::regular()).unwrap(),
@@ -210,18 +228,17 @@ fn main() {
     let app = demo(size);
     paint(&render(&app), &fonts, &out.join("overview.png"));
 
-    // 2. Replay mid-way: two draws back; the pane lists the class, weights and probabilities.
+    // 2. Replay mid-way: draw 2, the random value, the slices, the claimed spans as links.
     let mut app = demo(size);
-    for c in [C::DrawFirst, C::DrawNext, C::DrawNext] {
-        app.step(Action::Cmd(c));
-    }
+    steps(
+        &mut app,
+        &[C::DrawFirst, C::DrawNext, C::DrawNext, C::Jump(3), C::Down],
+    );
     paint(&render(&app), &fonts, &out.join("replay.png"));
 
     // 3. Provenance audit: colour by provenance, cursor on a tool result, the why line says why.
     let mut app = demo(size);
-    app.step(Action::Cmd(C::Colour));
-    app.step(Action::Cmd(C::Colour));
-    app.step(Action::Cmd(C::Search));
+    steps(&mut app, &[C::Colour, C::Colour, C::Search]);
     for ch in "src/csv.rs:9".chars() {
         app.step(Action::Input(ch));
     }
@@ -229,8 +246,41 @@ fn main() {
     app.focus = Pane::Tokens;
     paint(&render(&app), &fonts, &out.join("provenance.png"));
 
-    // 4. Help overlay generated from the key table.
+    // 4. Why was this path not drawn: a request whose output lies below another's.
+    let mut app = demo(size);
+    steps(
+        &mut app,
+        &[C::Jump(2), C::Home, C::Down, C::Down, C::Down, C::Why],
+    );
+    paint(&render(&app), &fonts, &out.join("why.png"));
+
+    // 5. The scoring story of an excluded execution after a settings change; the detail pane
+    // shows the selected assessment.
+    let mut app = demo(size);
+    steps(&mut app, &[C::JmaxDown, C::JmaxDown]);
+    open(&mut app, "e0004");
+    steps(&mut app, &[C::Jump(4), C::End]);
+    paint(&render(&app), &fonts, &out.join("assessments.png"));
+
+    // 6. The whole draw log, zoomed.
+    let mut app = demo(size);
+    steps(&mut app, &[C::Jump(3), C::ReplayLog, C::Zoom]);
+    paint(&render(&app), &fonts, &out.join("draw-log.png"));
+
+    // 7. Search across every execution, results listed while typing.
+    let mut app = demo(size);
+    app.step(Action::Cmd(C::Search));
+    for ch in "from_line".chars() {
+        app.step(Action::Input(ch));
+    }
+    paint(&render(&app), &fonts, &out.join("search.png"));
+
+    // 8. Help overlay generated from the key table, with the glossary.
     let mut app = demo(size);
     app.step(Action::Cmd(C::Help));
     paint(&render(&app), &fonts, &out.join("help.png"));
+
+    // 9. A 80×24 terminal.
+    let app = demo((80, 24));
+    paint(&render(&app), &fonts, &out.join("small-80x24.png"));
 }

@@ -5,8 +5,10 @@ mod tui_common;
 
 use gyre::engine::admit::Settings;
 use gyre::engine::load::{LoadOptions, load_bytes};
-use gyre::tui::app::{Action, App, Overlay, Pane};
+use gyre::tui::app::{Action, App, Phase};
 use gyre::tui::keys::Command as C;
+use gyre::tui::overlay::{self, Overlay};
+use gyre::tui::pane::{Effect, Pane};
 use gyre::tui::theme::Theme;
 use ratatui::layout::Rect;
 use tui_common::*;
@@ -43,17 +45,21 @@ fn small_terminals_keep_every_pane_readable() {
                 );
             }
         }
+        // The replay pane shows a draw: at least five lines of it.
+        assert!(
+            app.areas().replay.height >= 7,
+            "{w}x{h}: replay {:?}",
+            app.areas().replay
+        );
         let s = screen(&app);
         // Status words whole, the why line's reason not cut off, the replay pane there.
-        for word in [
-            "scored",
-            "dummy",
-            "excluded",
-            "Replay · draw 4/4",
-            "target of this draw",
-        ] {
+        for word in ["scored", "dummy", "excluded", "Replay · draw 4/4"] {
             assert!(s.contains(word), "{w}x{h}: {word:?} missing\n{s}");
         }
+        assert!(
+            why_text(&app).contains("target of this draw"),
+            "{w}x{h}\n{s}"
+        );
     }
     // At 80 columns a status that does not fit says it is cut.
     let s = screen(&demo_app(80, 24, true));
@@ -77,8 +83,9 @@ fn tab_skips_a_hidden_detail_pane_and_d_says_why() {
     assert!(app.detail);
     assert!(
         app.message
-            .as_deref()
+            .as_ref()
             .unwrap()
+            .text
             .contains("at least 130 columns"),
         "{:?}",
         app.message
@@ -96,19 +103,21 @@ fn tab_skips_a_hidden_detail_pane_and_d_says_why() {
 fn replay_at_either_end_says_so() {
     let mut app = demo_app(160, 45, true);
     cmds(&mut app, &[C::DrawNext]);
-    assert_eq!(app.step, 4);
+    assert_eq!(app.sel.step, 4);
     assert!(
         app.message
-            .as_deref()
+            .as_ref()
             .unwrap()
+            .text
             .contains("already at draw 4/4")
     );
     cmds(&mut app, &[C::DrawFirst, C::DrawPrev]);
-    assert_eq!(app.step, 0);
+    assert_eq!(app.sel.step, 0);
     assert!(
         app.message
-            .as_deref()
+            .as_ref()
             .unwrap()
+            .text
             .contains("already at draw 0/4")
     );
 }
@@ -140,16 +149,13 @@ fn reconstructed_records_say_so_in_the_why_line_and_the_detail() {
     let exec = &app.data.as_ref().unwrap().batch.executions[0];
     let r1 = exec.request_index("r1").unwrap();
     let r2 = exec.request_index("r2").unwrap();
-    app.select_request(r1);
+    app.apply(Effect::SelectRequest(r1));
     app.focus = Pane::Tokens;
     // The cursor starts on r1's first output token.
     let s = screen(&app);
-    assert!(s.contains("output token 0 of r1"), "{s}");
-    let why = s
-        .lines()
-        .filter(|l| l.contains("of r1"))
-        .collect::<String>();
-    assert!(why.contains("reconstructed, not recorded"), "{s}");
+    let why = why_text(&app);
+    assert!(why.contains("output token 0 of r1"), "{why}");
+    assert!(why.contains("reconstructed, not recorded"), "{why}");
     let a = app.areas();
     let detail: String = s
         .lines()
@@ -158,21 +164,21 @@ fn reconstructed_records_say_so_in_the_why_line_and_the_detail() {
         .collect();
     assert!(detail.contains("reconstructed, not recorded"), "{s}");
     // A recorded request says nothing of the kind, even where its context came from r1.
-    app.select_request(r2);
+    app.apply(Effect::SelectRequest(r2));
     let s = screen(&app);
-    assert!(s.contains("output token 0 of r2"), "{s}");
+    assert!(why_text(&app).contains("output token 0 of r2"), "{s}");
     assert!(!s.contains("reconstructed, not recorded"), "{s}");
     cmds(&mut app, &[C::Home]);
-    let s = screen(&app);
-    assert!(s.contains("input token 0 of r1"), "{s}");
-    assert!(s.contains("reconstructed, not recorded"), "{s}");
+    let why = why_text(&app);
+    assert!(why.contains("input token 0 of r1"), "{why}");
+    assert!(why.contains("reconstructed, not recorded"), "{why}");
 }
 
 #[test]
 fn help_works_while_loading_and_only_live_keys_are_hinted() {
     let mut app = App::new("big.jsonl", Settings::default(), Theme { color: true });
     app.step(Action::Resize(100, 30));
-    app.step(Action::Progress(1, 2));
+    app.step(Action::Progress(Phase::Reading, 1, 2));
     let s = screen(&app);
     let hints = s.lines().last().unwrap();
     assert_eq!(hints.trim(), "? help  q quit", "{s}");
@@ -205,7 +211,7 @@ fn help_scrolls_to_its_last_line_and_no_further() {
     for _ in 0..200 {
         cmds(&mut app, &[C::Down]);
     }
-    let max = gyre::tui::ui::help_max_scroll(&app);
+    let max = overlay::help_max_scroll(&app.theme, app.areas().full);
     assert!(max > 0, "80x24 cannot show the whole help");
     assert_eq!(app.overlay, Overlay::Help(max));
     assert!(screen(&app).contains("Esc or ? closes this overlay."));
@@ -221,7 +227,7 @@ fn help_scrolls_to_its_last_line_and_no_further() {
     app.step(Action::Resize(200, 60));
     assert_eq!(
         app.overlay,
-        Overlay::Help(gyre::tui::ui::help_max_scroll(&app))
+        Overlay::Help(overlay::help_max_scroll(&app.theme, app.areas().full))
     );
 }
 
@@ -234,17 +240,17 @@ fn replay_and_detail_scroll_no_further_than_their_text() {
             cmds(&mut app, &[C::Down]);
         }
         let at_end = if pane == Pane::Replay {
-            app.replay_scroll
+            app.replay.scroll
         } else {
-            app.detail_scroll
+            app.detail_pane.scroll
         };
         assert!(at_end < 40, "{pane:?} scrolled to {at_end}");
         cmds(&mut app, &[C::Home]);
         cmds(&mut app, &[C::End]);
         let end = if pane == Pane::Replay {
-            app.replay_scroll
+            app.replay.scroll
         } else {
-            app.detail_scroll
+            app.detail_pane.scroll
         };
         assert_eq!(end, at_end, "{pane:?}: End goes to the same place");
         // The pane still shows text there.
@@ -270,7 +276,7 @@ fn an_empty_filter_says_so_and_the_title_names_the_filter_first() {
     let mut app = demo_app(120, 35, true);
     // all → scored → dummy → excluded → J_max reached: nothing in the demo stops at J_max.
     cmds(&mut app, &[C::Filter, C::Filter, C::Filter, C::Filter]);
-    assert!(app.rows.is_empty());
+    assert!(app.execs.rows.is_empty());
     let s = screen(&app);
     assert!(s.contains("Executions 0/4 · J_max reached ·"), "{s}");
     assert!(s.contains("no execution matches filter"), "{s}");
@@ -278,7 +284,7 @@ fn an_empty_filter_says_so_and_the_title_names_the_filter_first() {
     app.focus = Pane::Executions;
     cmds(&mut app, &[C::Down, C::End, C::Enter]);
     cmds(&mut app, &[C::Filter]);
-    assert_eq!(app.rows.len(), 4);
+    assert_eq!(app.execs.rows.len(), 4);
 }
 
 #[test]
@@ -319,14 +325,10 @@ fn the_why_line_of_a_reconstructed_token_is_never_cut_off() {
         app.step(Action::Resize(w, h));
         let a = app.areas();
         let s = screen(&app);
-        let why: String = s
-            .lines()
-            .skip(a.why.y as usize)
-            .take(a.why.height as usize)
-            .collect();
+        let why = why_text(&app);
         assert!(why.contains("reconstructed, not recorded"), "{w}x{h}\n{s}");
         assert!(
-            why.contains("path pos"),
+            why.contains("position"),
             "{w}x{h}: the why line is cut\n{s}"
         );
         // A long execution id gives way to the status.

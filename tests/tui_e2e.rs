@@ -98,12 +98,10 @@ fn wait_file(p: &Path) -> String {
 
 #[test]
 fn inspector_in_tmux_replays_exports_and_quits_with_0() {
-    if !Tmux::available() {
-        eprintln!(
-            "SKIPPED: tmux is not installed (.ci/run installs it); the end-to-end test did not run"
-        );
-        return;
-    }
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("example.jsonl"), gyre::demo::RECORDING).unwrap();
     let bin = env!("CARGO_BIN_EXE_gyre");
@@ -152,12 +150,10 @@ fn inspector_in_tmux_replays_exports_and_quits_with_0() {
 
 #[test]
 fn invalid_input_shows_the_problem_and_exits_2() {
-    if !Tmux::available() {
-        eprintln!(
-            "SKIPPED: tmux is not installed (.ci/run installs it); the end-to-end test did not run"
-        );
-        return;
-    }
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bad.jsonl"), "{\"kind\":\"request\"}\n").unwrap();
     let bin = env!("CARGO_BIN_EXE_gyre");
@@ -176,4 +172,36 @@ fn gyre_without_a_terminal_prints_the_text_demo() {
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(s.contains("bundled demo"), "{s}");
+}
+
+#[test]
+fn the_reported_crash_sequence_and_the_new_views_in_a_real_terminal() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect --demo synth; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    t.wait_for("draw 5/5");
+    // `/r14` Enter, Shift-Tab Shift-Tab, `j`: the issue's crash.
+    t.keys(&["/", "r", "1", "4"]);
+    t.wait_for("search every execution");
+    t.keys(&["Enter", "BTab", "BTab", "j", "j", "G"]);
+    t.wait_for("match 1/");
+    // Why was r14 not drawn?
+    t.keys(&["2", "y"]);
+    let s = t.wait_for("(not) drawn?");
+    assert!(s.contains("Fate of"), "{s}");
+    t.keys(&["Escape"]);
+    // The whole draw log, zoomed; a settings change and what it moved.
+    t.keys(&["3", "r", "z"]);
+    t.wait_for("whole log");
+    t.keys(&["z", "-"]);
+    t.wait_for("J_max 5 → 4");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
 }

@@ -4,8 +4,9 @@ mod tui_common;
 
 use std::process::Command;
 
-use gyre::tui::app::Action;
+use gyre::tui::app::{Action, Jobs, Msg};
 use gyre::tui::keys::Command as C;
+use gyre::tui::overlay::Overlay;
 use tui_common::*;
 
 #[test]
@@ -20,7 +21,7 @@ fn export_writes_the_bytes_gyre_admit_writes() {
     app.step(Action::Cmd(C::Enter));
     let path = dir.path().join("admitted.jsonl");
     let written = std::fs::read(&path).expect("export written");
-    let msg = app.message.clone().unwrap();
+    let msg = app.message.clone().unwrap().text;
     assert!(
         msg.contains("rows") && msg.contains("admitted.jsonl"),
         "{msg}"
@@ -44,21 +45,63 @@ fn export_writes_the_bytes_gyre_admit_writes() {
     let rows = written.iter().filter(|&&b| b == b'\n').count();
     assert!(msg.starts_with(&format!("exported {rows} rows")), "{msg}");
 
-    // A second export proposes the next free name and never overwrites.
+    // A second export proposes the next free name.
     cmds(&mut app, &[C::Export]);
     assert!(screen(&app).contains("admitted-1.jsonl"));
     app.step(Action::Cmd(C::Enter));
     assert!(dir.path().join("admitted-1.jsonl").exists());
+    // A name that exists: the prompt offers to overwrite or to take the next free name.
     cmds(&mut app, &[C::Export]);
-    for _ in 0.."admitted-2.jsonl".len() {
-        app.step(Action::Backspace);
+    app.step(Action::ClearField);
+    for c in "sub/admitted.jsonl".chars() {
+        app.step(Action::Input(c));
     }
+    app.step(Action::DeleteWord);
+    app.step(Action::DeleteWord);
+    let Overlay::Export(p) = &app.overlay else {
+        panic!("the export prompt is open")
+    };
+    assert_eq!(p.field.text, "sub/admitted.");
+    app.step(Action::ClearField);
     for c in "admitted.jsonl".chars() {
         app.step(Action::Input(c));
     }
     app.step(Action::Cmd(C::Enter));
-    assert!(app.message.as_deref().unwrap().contains("export failed"));
-    assert_eq!(std::fs::read(&path).unwrap(), written);
+    let s = screen(&app);
+    assert!(s.contains("exists") && s.contains("overwrite"), "{s}");
+    assert!(s.contains("admitted-2.jsonl"), "{s}");
+    app.step(Action::Input('n'));
+    assert!(dir.path().join("admitted-2.jsonl").exists());
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        written,
+        "never overwritten unasked"
+    );
+    // Overwriting, when asked, writes the current settings' rows.
+    cmds(&mut app, &[C::SeedUp, C::Export]);
+    app.step(Action::ClearField);
+    for c in "admitted.jsonl".chars() {
+        app.step(Action::Input(c));
+    }
+    app.step(Action::Cmd(C::Enter));
+    app.step(Action::Input('o'));
+    assert!(
+        app.message.as_ref().unwrap().text.starts_with("exported"),
+        "{:?}",
+        app.message
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_gyre"))
+        .args([
+            "admit",
+            demo.to_str().unwrap(),
+            "--seed",
+            "3",
+            "--jmax",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), out.stdout);
 }
 
 #[test]
@@ -66,14 +109,18 @@ fn export_runs_on_a_worker_and_reports_back_through_step() {
     let dir = tempfile::tempdir().unwrap();
     let mut app = demo_app(160, 45, true);
     app.cwd = dir.path().to_path_buf();
-    let (tx, rx) = std::sync::mpsc::channel();
-    app.jobs = Some(tx);
+    let (jobs, rx) = Jobs::channel();
+    app.jobs = Some(jobs);
     cmds(&mut app, &[C::Export]);
     app.step(Action::Cmd(C::Enter));
     let path = dir.path().join("admitted.jsonl");
     assert_eq!(app.exporting, vec![path.clone()]);
     assert!(
-        app.message.as_deref().unwrap().starts_with("exporting to"),
+        app.message
+            .as_ref()
+            .unwrap()
+            .text
+            .starts_with("exporting to"),
         "{:?}",
         app.message
     );
@@ -81,14 +128,43 @@ fn export_runs_on_a_worker_and_reports_back_through_step() {
     assert_eq!(app.proposed_export(), "admitted-1.jsonl");
     // Quitting waits for the file (the run loop keeps going while `exporting` is not empty).
     cmds(&mut app, &[C::Quit]);
-    assert!(app.message.as_deref().unwrap().starts_with("quitting once"));
-    let done = rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+    assert!(
+        app.message
+            .as_ref()
+            .unwrap()
+            .text
+            .starts_with("quitting once")
+    );
+    let Msg::Done(done) = rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap() else {
+        panic!("the worker reports an action")
+    };
     app.step(done);
     assert!(app.exporting.is_empty());
-    let msg = app.message.clone().unwrap();
+    let msg = app.message.clone().unwrap().text;
     assert!(
         msg.starts_with("exported ") && msg.contains("admitted.jsonl"),
         "{msg}"
     );
     assert!(path.exists());
+}
+
+#[test]
+fn export_never_writes_to_the_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = demo_app(160, 45, true);
+    app.cwd = dir.path().to_path_buf();
+    cmds(&mut app, &[C::Export]);
+    app.step(Action::ClearField);
+    app.step(Action::Input('-'));
+    app.step(Action::Cmd(C::Enter));
+    assert!(
+        app.message
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("needs a file name"),
+        "{:?}",
+        app.message
+    );
+    assert!(app.exporting.is_empty());
 }

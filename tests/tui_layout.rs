@@ -2,7 +2,7 @@
 
 use gyre::engine::load::{LoadOptions, load_bytes};
 use gyre::text::TokenText;
-use gyre::tui::tokens::{ANCHOR, Layout, PathIndex, RowStart};
+use gyre::tui::path::{ANCHOR, Layout, PathIndex, RowStart};
 use proptest::prelude::*;
 
 fn recording(ids: &[u32]) -> Vec<u8> {
@@ -52,6 +52,22 @@ fn check(ids: Vec<u32>, width: u16, stride: usize) {
     for r in &all {
         if let (Some(a), Some(b)) = (r.cells.first(), r.cells.last()) {
             assert!(a.pos / ANCHOR == b.pos / ANCHOR || b.pos % ANCHOR == 0);
+        }
+    }
+    // A token is never split over rows unless it holds a newline or is wider than a row.
+    for (i, r) in all.iter().enumerate() {
+        if let (Some(last), Some(next)) =
+            (r.cells.last(), all.get(i + 1).and_then(|n| n.cells.first()))
+        {
+            if last.pos == next.pos {
+                let glyphs = l.glyphs(last.pos).to_vec();
+                let w: u32 = glyphs.iter().map(|g| g.width as u32).sum();
+                assert!(
+                    glyphs.iter().any(|g| g.brk) || w > width as u32,
+                    "token {} split over rows at width {width}",
+                    last.pos
+                );
+            }
         }
     }
     // Walking up from the last row visits every row start in reverse.

@@ -3,16 +3,18 @@
 mod tui_common;
 
 use gyre::engine::provenance::Reason;
-use gyre::tui::app::{Action, Overlay, Pane};
+use gyre::tui::app::{Action, Phase};
 use gyre::tui::keys::Command as C;
+use gyre::tui::overlay::Overlay;
+use gyre::tui::pane::Pane;
 use ratatui::style::{Color, Modifier};
 use tui_common::*;
 
 #[test]
 fn opens_on_the_execution_with_most_draws_at_draw_n_of_n() {
     let app = demo_app(160, 45, true);
-    assert_eq!(app.cur, 0);
-    assert_eq!(app.step, app.draws());
+    assert_eq!(app.sel.exec, 0);
+    assert_eq!(app.sel.step, app.draws());
     assert!(app.draws() > 1);
     let s = screen(&app);
     assert!(s.contains("draw 4/4"), "{s}");
@@ -26,21 +28,21 @@ fn opens_on_the_execution_with_most_draws_at_draw_n_of_n() {
 fn replay_steps_back_and_forward() {
     let mut app = demo_app(160, 45, true);
     cmds(&mut app, &[C::DrawPrev, C::DrawPrev]);
-    assert_eq!(app.step, 2);
+    assert_eq!(app.sel.step, 2);
     let s = screen(&app);
     assert!(s.contains("draw 2/4"));
     insta::assert_snapshot!("replay_draw_2", s);
     cmds(&mut app, &[C::DrawFirst]);
-    assert_eq!(app.step, 0);
+    assert_eq!(app.sel.step, 0);
     let s = screen(&app);
     assert!(s.contains("draw 0/4"));
     assert!(s.contains("nothing claimed yet"));
     cmds(&mut app, &[C::DrawNext]);
-    assert_eq!(app.step, 1);
+    assert_eq!(app.sel.step, 1);
     cmds(&mut app, &[C::DrawLast]);
-    assert_eq!(app.step, 4);
+    assert_eq!(app.sel.step, 4);
     cmds(&mut app, &[C::DrawNext]);
-    assert_eq!(app.step, 4, "never past n");
+    assert_eq!(app.sel.step, 4, "never past n");
 }
 
 #[test]
@@ -48,12 +50,12 @@ fn replay_selects_the_drawn_leaf_and_colours_its_targets() {
     let mut app = demo_app(160, 45, true);
     cmds(&mut app, &[C::DrawFirst, C::DrawNext]);
     let d = app.data.as_ref().unwrap();
-    let draw = &d.results.admissions[app.cur].draws[0];
-    assert_eq!(app.path.request, draw.chosen);
+    let draw = &d.results.admissions[app.sel.exec].draws[0];
+    assert_eq!(path_request(&app), Some(draw.chosen));
     // The cursor sits on the first token this draw claimed; the why line says so.
-    let s = screen(&app);
-    assert!(s.contains("claimed by draw 1"), "{s}");
-    assert!(s.contains("target of this draw"));
+    let why = why_text(&app);
+    assert!(why.contains("claimed by draw 1"), "{why}");
+    assert!(why.contains("target of this draw"), "{why}");
     // That token is drawn bright green (target of the current draw).
     let buf = render(&app);
     let a = app.areas();
@@ -71,16 +73,10 @@ fn why_line_reports_context_sources_and_reasons() {
     app.step(Action::Cmd(C::Enter));
     app.focus = Pane::Tokens;
     cmds(&mut app, &[C::Home]);
-    let s = screen(&app);
-    assert!(s.contains("context:system"), "{s}");
-    assert!(s.contains("input token 0 of r1"));
-    insta::assert_snapshot!(
-        "why_context",
-        s.lines()
-            .filter(|l| l.contains("id 1 "))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    let why = why_text(&app);
+    assert!(why.contains("context:system"), "{why}");
+    assert!(why.contains("input token 0 of r1"), "{why}");
+    insta::assert_snapshot!("why_context", why);
 }
 
 #[test]
@@ -110,13 +106,18 @@ fn live_engine_settings_rerun() {
     let s = screen(&app);
     assert!(s.contains("J_max 1"));
     assert!(s.contains("draw 1/1"));
-    assert!(s.contains("J_max reached"), "{s}");
+    assert!(why_text(&app).contains("J_max reached"), "{s}");
+    // The change line says what the cap did to the batch and to this execution.
+    assert!(
+        s.contains("J_max 2 → 1: rows 4 → 3 (−1)") && s.contains("e1: L_i 13 → 8 (−5)"),
+        "{s}"
+    );
     // The tokens the cap left out say so.
     let d = app.data.as_ref().unwrap();
-    let exec = &d.batch.executions[app.cur];
-    let adm = &d.results.admissions[app.cur];
+    let exec = &d.batch.executions[app.sel.exec];
+    let adm = &d.results.admissions[app.sel.exec];
     let left_out = (0..exec.tree.nodes.len() as u32).any(|n| {
-        gyre::engine::provenance::node_reason(exec, &d.results.outcomes[app.cur], adm, n, None)
+        gyre::engine::provenance::node_reason(exec, &d.results.outcomes[app.sel.exec], adm, n, None)
             == Some(Reason::LeftOutJmax)
     });
     assert!(left_out);
@@ -137,62 +138,96 @@ fn help_overlay_opens_and_escape_closes() {
     assert_eq!(app.overlay, Overlay::Help(0));
     let s = screen(&app);
     insta::assert_snapshot!("help", s);
+    // Scrolled to its end, the help has shown every key and every glossary term.
+    let mut seen = s.replace(['│', '║'], " ");
+    for _ in 0..60 {
+        cmds(&mut app, &[C::Down]);
+        seen.push_str(&screen(&app).replace(['│', '║'], " "));
+    }
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let seen = words(&seen);
     for b in gyre::tui::keys::BINDINGS {
-        assert!(
-            s.contains(b.help) || b.group == "Export",
-            "help lists {:?}",
-            b.command
-        );
+        let first = b
+            .help
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(seen.contains(&first), "help lists {:?}", b.command);
+    }
+    for (term, _) in gyre::tui::keys::GLOSSARY {
+        assert!(seen.contains(term), "the glossary explains {term}");
     }
     cmds(&mut app, &[C::Escape]);
     assert_eq!(app.overlay, Overlay::None);
 }
 
 #[test]
-fn search_finds_request_ids_and_tokens() {
+fn search_finds_request_ids_and_tokens_in_every_execution() {
     let mut app = demo_app(160, 45, true);
     app.step(Action::Cmd(C::Search));
     for c in "r7".chars() {
         app.step(Action::Input(c));
     }
+    // The results list fills while typing; the open execution's hits come first.
+    let s = screen(&app);
+    assert!(s.contains("search every execution"), "{s}");
+    assert!(s.contains("r7 · request id"), "{s}");
     app.step(Action::Cmd(C::Enter));
     let d = app.data.as_ref().unwrap();
-    let r7 = d.batch.executions[app.cur].request_index("r7").unwrap();
-    assert_eq!(app.path.request, r7);
-    // Token text search: ⟨92⟩ is in r7's path (the critique).
+    let r7 = d.batch.executions[app.sel.exec]
+        .request_index("r7")
+        .unwrap();
+    assert_eq!(path_request(&app), Some(r7));
+    // Token text: ⟨92⟩ is in r7's path (the critique), and nowhere else.
     app.step(Action::Cmd(C::Search));
+    for _ in 0..2 {
+        app.step(Action::Backspace);
+    }
     for c in "⟨92⟩".chars() {
         app.step(Action::Input(c));
     }
     app.step(Action::Cmd(C::Enter));
-    let s = app.search.as_ref().expect("a search");
-    assert!(!s.hits.is_empty());
-    let exec = &app.data.as_ref().unwrap().batch.executions[app.cur];
-    assert_eq!(app.path.token(exec, app.cursor), 92);
-    assert!(screen(&app).contains("match 1/1"));
+    // v1's output (the evaluator) and the critique in r7's context.
+    assert_eq!(app.search.hits.len(), 2);
+    let exec = &app.data.as_ref().unwrap().batch.executions[app.sel.exec];
+    let v = app.path().expect("a path");
+    assert_eq!(v.index.token(exec, v.cursor), 92);
+    assert!(screen(&app).contains("match 1/2"));
+    // Another execution's id: the jump opens it.
+    app.step(Action::Cmd(C::Search));
+    app.step(Action::ClearField);
+    for c in "e4".chars() {
+        app.step(Action::Input(c));
+    }
+    app.step(Action::Cmd(C::Enter));
+    let d = app.data.as_ref().unwrap();
+    assert_eq!(d.batch.executions[app.sel.exec].id, "e4");
     app.step(Action::Cmd(C::SearchNext));
+    // One Esc clears the search (and its highlights).
     app.step(Action::Cmd(C::Escape));
-    assert!(app.search.is_none());
+    assert!(!app.search.active());
+    assert!(app.search.hits.is_empty());
 }
 
 #[test]
 fn executions_sort_filter_and_mouse() {
     let mut app = demo_app(160, 45, true);
     cmds(&mut app, &[C::Filter, C::Filter, C::Filter]);
-    assert_eq!(app.filter.name(), "excluded");
-    assert_eq!(app.rows.len(), 1);
+    assert_eq!(app.execs.filter.name(), "excluded");
+    assert_eq!(app.execs.rows.len(), 1);
     let s = screen(&app);
     assert!(s.contains("excluded: open"));
     cmds(&mut app, &[C::Filter, C::Filter, C::Sort, C::Sort, C::Sort]);
-    assert_eq!(app.sort.name(), "L_i");
+    assert_eq!(app.execs.sort.name(), "L_i");
     // Click the second execution row (border + header above it).
     let a = app.areas();
     app.step(Action::Click(a.execs.x + 2, a.execs.y + 3));
     assert_eq!(app.focus, Pane::Executions);
-    assert_eq!(app.cur, app.rows[1]);
+    assert_eq!(app.sel.exec, app.execs.rows[1]);
     // Keyboard selection works too.
     cmds(&mut app, &[C::Home]);
-    assert_eq!(app.cur, app.rows[0]);
+    assert_eq!(app.sel.exec, app.execs.rows[0]);
 }
 
 #[test]
@@ -201,34 +236,36 @@ fn tree_navigation_and_click() {
     app.focus = Pane::Tree;
     let _ = render(&app);
     cmds(&mut app, &[C::Home]);
-    assert!(app.tree_sel.len() == 1, "header selected");
+    assert!(app.tree.selected.len() == 1, "header selected");
     cmds(&mut app, &[C::Down]);
     let d = app.data.as_ref().unwrap();
-    let r1 = d.batch.executions[app.cur].request_index("r1").unwrap();
-    assert_eq!(app.selected_request(), Some(r1));
-    assert_eq!(app.path.request, r1);
+    let r1 = d.batch.executions[app.sel.exec]
+        .request_index("r1")
+        .unwrap();
+    assert_eq!(app.tree.selected_request(), Some(r1));
+    assert_eq!(path_request(&app), Some(r1));
     // r3 (a retry of r2) is nested under r1; r2 continues the line below it. Click r2.
     let _ = render(&app);
     let a = app.areas();
     app.step(Action::Click(a.tree.x + 6, a.tree.y + 4));
-    let exec = &app.data.as_ref().unwrap().batch.executions[app.cur];
+    let exec = &app.data.as_ref().unwrap().batch.executions[app.sel.exec];
     let (r2, r3) = (
         exec.request_index("r2").unwrap(),
         exec.request_index("r3").unwrap(),
     );
-    assert_eq!(app.selected_request(), Some(r2));
+    assert_eq!(app.tree.selected_request(), Some(r2));
     // Keys: up goes to r3, nested under r1.
     cmds(&mut app, &[C::Up]);
-    assert_eq!(app.selected_request(), Some(r3));
-    assert_eq!(app.tree_sel.len(), 3);
+    assert_eq!(app.tree.selected_request(), Some(r3));
+    assert_eq!(app.tree.selected.len(), 3);
     // Left on a leaf goes to its parent; Left on an open parent closes it.
     cmds(&mut app, &[C::Left]);
-    assert_eq!(app.selected_request(), Some(r1));
+    assert_eq!(app.tree.selected_request(), Some(r1));
     cmds(&mut app, &[C::Left]);
-    assert!(!app.opened.contains(&app.tree_sel));
+    assert!(!app.tree.opened.contains(&app.tree.selected));
     cmds(&mut app, &[C::Down]);
     assert_eq!(
-        app.selected_request(),
+        app.tree.selected_request(),
         Some(r2),
         "r3 hidden once r1 is closed"
     );
@@ -239,15 +276,15 @@ fn token_cursor_moves_and_mouse_selects_tokens() {
     let mut app = demo_app(160, 45, true);
     app.focus = Pane::Tokens;
     cmds(&mut app, &[C::Home, C::Right, C::Right]);
-    assert_eq!(app.cursor, 2);
+    assert_eq!(cursor(&app), 2);
     cmds(&mut app, &[C::NextSegment]);
-    assert!(app.cursor > 2);
+    assert!(cursor(&app) > 2);
     cmds(&mut app, &[C::End]);
-    assert_eq!(app.cursor, app.path.len - 1);
+    assert_eq!(cursor(&app), path_len(&app) - 1);
     let a = app.areas();
     // ⟨1⟩ is three cells wide; x+1 is inside the first token.
     app.step(Action::Click(a.tokens.x + 2, a.tokens.y + 1));
-    assert_eq!(app.cursor, 0);
+    assert_eq!(cursor(&app), 0);
     assert_eq!(app.focus, Pane::Tokens);
 }
 
@@ -257,9 +294,10 @@ fn assessments_jump_to_their_branch() {
     app.focus = Pane::Assessments;
     cmds(&mut app, &[C::End, C::Enter]);
     let d = app.data.as_ref().unwrap();
-    let r7 = d.batch.executions[app.cur].request_index("r7").unwrap();
-    assert_eq!(app.path.request, r7);
-    assert_eq!(app.focus, Pane::Tree);
+    let r7 = d.batch.executions[app.sel.exec]
+        .request_index("r7")
+        .unwrap();
+    assert_eq!(path_request(&app), Some(r7));
     assert!(screen(&app).contains("◀ reward"));
 }
 
@@ -361,7 +399,7 @@ fn loading_shows_a_gauge_and_q_still_quits() {
         gyre::tui::theme::Theme { color: true },
     );
     app.step(Action::Resize(100, 30));
-    app.step(Action::Progress(25_000_000, 100_000_000));
+    app.step(Action::Progress(Phase::Reading, 25_000_000, 100_000_000));
     let s = screen(&app);
     assert!(s.contains("loading big.jsonl"), "{s}");
     assert!(s.contains("25.0 / 100.0 MB"), "{s}");
@@ -389,4 +427,24 @@ fn a_load_error_is_shown() {
         s.contains("could not load") && s.contains("bad.jsonl:1"),
         "{s}"
     );
+}
+
+#[test]
+fn no_color_tells_every_provenance_apart() {
+    use gyre::paint::{ColorMode, Tone};
+    let t = gyre::tui::theme::Theme { color: false };
+    for mode in ColorMode::ALL {
+        let styles: Vec<_> = Tone::legend(mode)
+            .into_iter()
+            .map(|tone| t.tone(tone))
+            .collect();
+        for (i, a) in styles.iter().enumerate() {
+            for b in &styles[i + 1..] {
+                // Log-prob heat shares a look between its two likeliest buckets.
+                if mode != ColorMode::Logprob {
+                    assert_ne!(a, b, "{mode:?}: two tones look the same without colour");
+                }
+            }
+        }
+    }
 }

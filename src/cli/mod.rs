@@ -16,6 +16,7 @@ mod stats;
 mod sweep;
 mod synth;
 mod validate;
+mod why;
 
 use std::process::ExitCode;
 
@@ -28,6 +29,7 @@ Examples:
   gyre stats runs/*.jsonl.zst            # what is in a recording
   gyre admit runs.jsonl --out admitted.jsonl
   gyre replay runs.jsonl --execution e7  # why these leaves were drawn
+  gyre why runs.jsonl -e e7 -r r12       # why this path was (not) drawn
   gyre validate runs.jsonl               # every problem, with file:line
   gyre show runs.jsonl --execution e7 --color claims
   gyre synth --out demo.jsonl            # a simulated harness recording
@@ -75,6 +77,17 @@ Examples:
   gyre replay runs.jsonl --execution e7 --seed 3 --jmax 0
   gyre replay runs.jsonl --execution e7 --json | jq '.draws[].chosen'")]
     Replay(replay::ReplayArgs),
+    /// Why one request's path was (not) drawn: candidate or not, its standing at every draw, its
+    /// fate.
+    #[command(after_help = "\
+Examples:
+  gyre why runs.jsonl --execution e7 --request r12
+  gyre why runs.jsonl --execution e7 --request r12 --jmax 0 --json | jq .fate
+
+Fates: drawn (at draw k), j_max (lost every draw until J_max), exhausted (its weight reached 0
+at draw k: other leaves claimed its tokens), class_not_listed, excluded, dummy, not_candidate
+(a policy output lies below it, or it is an evaluator or after-closure request).")]
+    Why(why::WhyArgs),
     /// Print a path as text, every token coloured by provenance, claim state or log-prob.
     #[command(after_help = "\
 Examples:
@@ -200,5 +213,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Diff(args)) => diff::run(args),
         #[cfg(feature = "record")]
         Some(Command::Record(args)) => record::run(args),
+        Some(Command::Why(args)) => why::run(args),
     }
 }

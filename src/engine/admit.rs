@@ -5,6 +5,8 @@
 //! A draw over a class with total weight `W` takes `x = next_u64()`, rejecting
 //! `x ≥ 2^64 − (2^64 mod W)` (no modulo bias), and picks the first candidate, in request order,
 //! whose cumulative weight exceeds `x mod W`. Nothing depends on other executions or threads.
+//! The log keeps `x`, `x mod W` and each candidate's slice of `[0, W)`, so a draw can be
+//! checked by hand.
 
 use std::fmt;
 
@@ -126,6 +128,16 @@ pub struct Weighted {
     pub request: u32,
     /// Unclaimed trainable tokens on its path.
     pub weight: u64,
+    /// Start of its slice of `[0, total)`: it is chosen when the draw's point falls in
+    /// `from..from + weight` (slices follow request order).
+    pub from: u64,
+}
+
+impl Weighted {
+    /// End of its slice (exclusive).
+    pub fn to(&self) -> u64 {
+        self.from + self.weight
+    }
 }
 
 /// One draw of the log: what was drawn from, what was chosen, what it fixed.
@@ -137,6 +149,13 @@ pub struct Draw {
     pub candidates: Vec<Weighted>,
     /// Sum of their weights.
     pub total: u64,
+    /// The accepted `next_u64()` of the generator (values rejected against modulo bias are not
+    /// kept; see [`Draw::rejected`]).
+    pub random: u64,
+    /// `random mod total`: the point whose slice holds the chosen leaf.
+    pub point: u64,
+    /// Values drawn and rejected before `random` (almost always 0).
+    pub rejected: u32,
     /// The chosen leaf (request index).
     pub chosen: u32,
     /// Trainable nodes fixed as this draw's targets, in path order.
@@ -235,14 +254,17 @@ pub fn execution_rng(seed: u64, execution: &str) -> ChaCha20Rng {
     ChaCha20Rng::from_seed(h.finalize().into())
 }
 
-/// Uniform integer in `0..n` without modulo bias.
-fn below_n(rng: &mut ChaCha20Rng, n: u64) -> u64 {
+/// A uniform integer in `0..n` without modulo bias: the accepted `next_u64()`, it mod `n`,
+/// and how many values were rejected first.
+fn below_n(rng: &mut ChaCha20Rng, n: u64) -> (u64, u64, u32) {
     let zone = u64::MAX - (u64::MAX - n + 1) % n;
+    let mut rejected = 0;
     loop {
         let x = rng.next_u64();
         if x <= zone {
-            return x % n;
+            return (x, x % n, rejected);
         }
+        rejected += 1;
     }
 }
 
@@ -345,6 +367,7 @@ impl Prepared {
             }) else {
                 break Stop::Exhausted;
             };
+            let mut total = 0;
             let pool: Vec<(usize, Weighted)> = self
                 .candidates
                 .iter()
@@ -352,29 +375,24 @@ impl Prepared {
                 .enumerate()
                 .filter(|(_, (c, w))| c.class == class && **w > 0)
                 .map(|(ci, (c, &w))| {
+                    let from = total;
+                    total += w;
                     (
                         ci,
                         Weighted {
                             request: c.request,
                             weight: w,
+                            from,
                         },
                     )
                 })
                 .collect();
-            let total: u64 = pool.iter().map(|(_, w)| w.weight).sum();
-            let mut x = below_n(&mut rng, total);
+            let (random, point, rejected) = below_n(&mut rng, total);
             let (ci, chosen) = pool
                 .iter()
-                .find(|(_, w)| {
-                    if x < w.weight {
-                        true
-                    } else {
-                        x -= w.weight;
-                        false
-                    }
-                })
+                .find(|(_, w)| point < w.to())
                 .copied()
-                .expect("x < total lands in some candidate");
+                .expect("point < total lands in some slice");
             let k = draws.len() as u32 + 1;
             let mut targets = Vec::new();
             let mut target_tokens = 0;
@@ -394,6 +412,9 @@ impl Prepared {
                 class,
                 candidates: pool.into_iter().map(|(_, w)| w).collect(),
                 total,
+                random,
+                point,
+                rejected,
                 chosen: chosen.request,
                 targets,
                 target_tokens,

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Results;
-use super::admit::{Class, trainable_node};
+use super::admit::{Admission, Class, trainable_node};
 use super::execution::Execution;
 use super::load::Batch;
 use super::loss::target_weight;
@@ -215,21 +215,7 @@ fn fill_path(exec: &Execution, row: &mut Row, leaf: u32, is_target: impl Fn(Node
             }
         }
         if target {
-            match runs.last_mut() {
-                Some(last)
-                    if last.request == owner.id
-                        && last.offset + last.len == node.offset
-                        && last.pos + last.len as u64 == start =>
-                {
-                    last.len += node.len
-                }
-                _ => runs.push(TargetRun {
-                    request: owner.id.clone(),
-                    offset: node.offset,
-                    len: node.len,
-                    pos: start,
-                }),
-            }
+            push_run(&mut runs, &owner.id, node.offset, node.len, start);
         }
     }
     row.tokens = tokens;
@@ -243,6 +229,46 @@ fn fill_path(exec: &Execution, row: &mut Row, leaf: u32, is_target: impl Fn(Node
 pub fn is_parquet(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
+/// Adds target node `offset..offset+len` of request `request` at path position `pos`, merged
+/// into the last run when it continues it (pieces of one output split by later divergences).
+fn push_run(runs: &mut Vec<TargetRun>, request: &str, offset: u32, len: u32, pos: u64) {
+    match runs.last_mut() {
+        Some(last)
+            if last.request == request
+                && last.offset + last.len == offset
+                && last.pos + last.len as u64 == pos =>
+        {
+            last.len += len
+        }
+        _ => runs.push(TargetRun {
+            request: request.to_string(),
+            offset,
+            len,
+            pos,
+        }),
+    }
+}
+
+/// The target runs draw `k` (1-based) fixed on its leaf's path: the row's `targets`, without
+/// building the row.
+pub fn draw_targets(exec: &Execution, admission: &Admission, k: u32) -> Vec<TargetRun> {
+    let Some(d) = admission.draws.get((k as usize).wrapping_sub(1)) else {
+        return Vec::new();
+    };
+    let tree = &exec.tree;
+    let mut runs = Vec::new();
+    let mut pos = 0u64;
+    for n in tree.path_nodes(exec.requests[d.chosen as usize].output_node) {
+        let node = &tree.nodes[n as usize];
+        if admission.claimed_by[n as usize] == Some(k) {
+            let owner = &exec.requests[node.owner as usize];
+            push_run(&mut runs, &owner.id, node.offset, node.len, pos);
+        }
+        pos += node.len as u64;
+    }
+    runs
 }
 
 /// Writes every row of the batch, in execution order then draw order.

@@ -4,6 +4,8 @@
 //! recompute what it decides.
 
 pub mod admit;
+pub mod assess;
+pub mod branches;
 pub mod diff;
 pub mod execution;
 pub mod export;
@@ -19,7 +21,10 @@ pub mod shard;
 pub mod stats;
 pub mod sweep;
 pub mod tree;
+pub mod why;
 pub mod write;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
@@ -46,12 +51,25 @@ pub struct Results {
 
 /// Scores and admits every execution of `batch` (in parallel; each execution on its own).
 pub fn process(batch: &Batch, settings: &Settings, advantage_mode: AdvantageMode) -> Results {
+    process_with_progress(batch, settings, advantage_mode, &|_, _| {})
+}
+
+/// [`process`], reporting `(executions done, executions in all)` as it goes.
+pub fn process_with_progress(
+    batch: &Batch,
+    settings: &Settings,
+    advantage_mode: AdvantageMode,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Results {
+    let total = batch.executions.len() as u64;
+    let done = AtomicU64::new(0);
     let (outcomes, admissions): (Vec<Outcome>, Vec<Admission>) = batch
         .executions
         .par_iter()
         .map(|e| {
             let outcome = score::score(e);
             let admission = admit::admit(e, &outcome, settings);
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
             (outcome, admission)
         })
         .unzip();

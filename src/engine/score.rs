@@ -99,19 +99,31 @@ pub fn score(exec: &Execution) -> Outcome {
 /// version, and not of another branch (when both the assessment names its `branch` and the
 /// closure its `committed` request, they must agree).
 fn of_closure_state(exec: &Execution, a: &Assessment) -> bool {
-    let Some(c) = exec.closure.as_ref().map(|c| &c.record) else {
-        return false;
-    };
-    let same_branch = match (&a.record.branch, &c.committed) {
-        (Some(b), Some(committed)) => b == committed,
-        _ => true,
-    };
-    c.artifact.as_ref() == Some(&a.record.artifact)
-        && c.version.as_ref() == Some(&a.record.version)
-        && same_branch
+    of_closure_version(exec, a) && of_committed_branch(exec, a)
 }
 
-fn in_budget(exec: &Execution, t: f64) -> bool {
+/// Same artifact and version as the closure's.
+pub(crate) fn of_closure_version(exec: &Execution, a: &Assessment) -> bool {
+    exec.closure.as_ref().is_some_and(|c| {
+        c.record.artifact.as_ref() == Some(&a.record.artifact)
+            && c.record.version.as_ref() == Some(&a.record.version)
+    })
+}
+
+/// Not of another branch than the committed request (true when either side names none).
+pub(crate) fn of_committed_branch(exec: &Execution, a: &Assessment) -> bool {
+    let committed = exec
+        .closure
+        .as_ref()
+        .and_then(|c| c.record.committed.as_ref());
+    match (&a.record.branch, committed) {
+        (Some(b), Some(committed)) => b == committed,
+        _ => true,
+    }
+}
+
+/// `t ≤ execution.t + budget_s` (always, without a budget).
+pub(crate) fn in_budget(exec: &Execution, t: f64) -> bool {
     exec.budget().is_none_or(|b| t <= exec.start() + b)
 }
 

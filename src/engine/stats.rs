@@ -4,13 +4,16 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use rayon::prelude::*;
+
 use super::Results;
-use super::admit::{Class, Stop, trainable_node};
-use super::execution::Request;
+use super::admit::{Admission, Class, Stop, trainable_node};
+use super::branches;
+use super::execution::{Execution, Request};
 use super::load::Batch;
 use super::record::{Actor, Source};
 use super::score::Outcome;
-use super::tree::NodeKind;
+use super::tree::{NodeId, NodeKind};
 
 /// Counts over a batch; serialised as `gyre stats --json`.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -61,6 +64,9 @@ pub struct Stats {
     /// Points where a later input departs from a recorded output: branches strictly inside an
     /// output, and outputs whose first token has a context sibling (re-rendered from the start).
     pub divergences_in_outputs: u64,
+    /// Requests by why they sit where they do in their execution's tree (`retry`, `diverge`,
+    /// `sub-agent`, `compaction`, `context-branch`, `continue`…; see [`super::branches`]).
+    pub requests_by_branch: BTreeMap<String, u64>,
     /// Warnings raised while loading.
     pub warnings: u64,
     /// Lines skipped under `--lenient`.
@@ -100,6 +106,9 @@ pub fn stats(batch: &Batch, results: &Results) -> Stats {
             s.raw_tokens += (r.input_len + r.output_len) as u64;
         }
         s.tree_tokens += exec.tree.tokens.len() as u64;
+        for (link, n) in branches::counts(exec) {
+            *s.requests_by_branch.entry(link.into()).or_default() += n;
+        }
         for (n, node) in exec.tree.nodes.iter().enumerate() {
             let n = n as u32;
             match node.kind {
@@ -175,4 +184,67 @@ fn count_sources(acc: &mut BTreeMap<String, u64>, req: &Request, offset: u32, le
         *acc.entry(source.name().into()).or_default() += (run_end - pos) as u64;
         pos = run_end;
     }
+}
+
+/// The figures a settings change moves: rows, targets, left-out tokens, `B`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Exported rows (draws plus one placeholder per dummy).
+    pub rows: u64,
+    /// Draws made.
+    pub draws: u64,
+    /// Admitted targets (Σ `L_i`).
+    pub targets: u64,
+    /// Trainable tokens of scored executions no draw claimed.
+    pub left_out: u64,
+    /// `B`: scored and dummy executions.
+    pub batch_executions: u64,
+}
+
+impl std::ops::Add for Totals {
+    type Output = Totals;
+    fn add(self, o: Totals) -> Totals {
+        Totals {
+            rows: self.rows + o.rows,
+            draws: self.draws + o.draws,
+            targets: self.targets + o.targets,
+            left_out: self.left_out + o.left_out,
+            batch_executions: self.batch_executions + o.batch_executions,
+        }
+    }
+}
+
+/// The totals of one execution (its `L_i` is `targets`).
+pub fn execution_totals(exec: &Execution, outcome: &Outcome, admission: &Admission) -> Totals {
+    let scored = matches!(outcome, Outcome::Scored { .. });
+    let left_out = if scored {
+        exec.tree
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|&(n, _)| {
+                admission.claimed_by[n].is_none() && trainable_node(exec, n as NodeId)
+            })
+            .map(|(_, node)| node.len as u64)
+            .sum()
+    } else {
+        0
+    };
+    Totals {
+        rows: admission.draws.len() as u64 + u64::from(matches!(outcome, Outcome::Dummy)),
+        draws: admission.draws.len() as u64,
+        targets: admission.targets(),
+        left_out,
+        batch_executions: u64::from(outcome.counts()),
+    }
+}
+
+/// The totals of a processed batch.
+pub fn totals(batch: &Batch, results: &Results) -> Totals {
+    batch
+        .executions
+        .par_iter()
+        .enumerate()
+        .map(|(i, e)| execution_totals(e, &results.outcomes[i], &results.admissions[i]))
+        .reduce(Totals::default, |a, b| a + b)
 }

@@ -8,20 +8,18 @@ use crate::engine::admit::Stop;
 use crate::engine::export;
 use crate::engine::load::Batch;
 use crate::engine::score::{self, Outcome};
+use crate::engine::why::prob_text;
 use crate::text::sanitize;
 
 /// Target runs of every draw of execution `i`, merged like the export's `targets`.
 pub fn draw_runs(batch: &Batch, results: &Results, i: usize) -> Vec<Vec<export::TargetRun>> {
-    match results.outcomes[i] {
-        Outcome::Scored { .. } => export::execution_rows(batch, results, i)
-            .into_iter()
-            .map(|r| r.targets)
-            .collect(),
-        _ => Vec::new(),
-    }
+    let (exec, adm) = (&batch.executions[i], &results.admissions[i]);
+    (1..=adm.draws.len() as u32)
+        .map(|k| export::draw_targets(exec, adm, k))
+        .collect()
 }
 
-/// The readable draw log of execution `i`.
+/// The readable draw log of execution `i` (ids made safe for a terminal).
 pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
     let exec = &batch.executions[i];
     let adm = &results.admissions[i];
@@ -46,14 +44,35 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
             plural(d.candidates.len(), "candidate"),
             d.total
         ));
+        t.push_str(&format!(
+            "  random {} mod {} = {}{}\n",
+            d.random,
+            d.total,
+            d.point,
+            if d.rejected > 0 {
+                format!(
+                    "  ({} earlier values rejected against modulo bias)",
+                    d.rejected
+                )
+            } else {
+                String::new()
+            }
+        ));
+        let slice_w = d
+            .candidates
+            .iter()
+            .map(|w| format!("[{}, {})", w.from, w.to()).len())
+            .max()
+            .unwrap_or(0);
         for w in &d.candidates {
             let r = &exec.requests[w.request as usize];
             t.push_str(&format!(
-                "  {} {:<12} w={:>8}  p={:.4}{}\n",
+                "  {} {:<12} w={:>8}  p={:<7} {:<slice_w$}{}\n",
                 if w.request == d.chosen { "●" } else { "○" },
                 sanitize(&r.id),
                 w.weight,
-                d.probability(w),
+                prob_text(d.probability(w)),
+                format!("[{}, {})", w.from, w.to()),
                 if w.request == d.chosen {
                     "  ◀ chosen"
                 } else {
@@ -118,9 +137,14 @@ pub fn replay_json(batch: &Batch, results: &Results, i: usize) -> serde_json::Va
             "draw": k + 1,
             "class": d.class.name(),
             "total": d.total,
+            "random": d.random,
+            "point": d.point,
+            "rejected": d.rejected,
             "candidates": d.candidates.iter().map(|w| json!({
                 "request": id(w.request), "weight": w.weight, "p": d.probability(w),
             })).collect::<Vec<_>>(),
+            // Each candidate's slice of [0, total), in the order of `candidates`.
+            "slices": d.candidates.iter().map(|w| [w.from, w.to()]).collect::<Vec<_>>(),
             "chosen": id(d.chosen),
             "target_tokens": d.target_tokens,
             "path_tokens": d.path_tokens,

@@ -82,6 +82,15 @@ pub fn stats_table(s: &Stats, settings: &Settings) -> String {
         "divergences in outputs",
         s.divergences_in_outputs.to_string(),
     );
+    let branches: Vec<String> = s
+        .requests_by_branch
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "root" | "continue"))
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    if !branches.is_empty() {
+        line("branches", branches.join(", "));
+    }
     if s.warnings > 0 || s.skipped_lines > 0 {
         line(
             "warnings / skipped",

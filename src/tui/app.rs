@@ -1,47 +1,83 @@
 //! Inspector state and the one place it changes: [`App::step`].
+//!
+//! The panes share one [`Selection`] — execution, request, replay step and the generation of
+//! the results on screen. An action goes to an overlay, to the app (settings, focus, replay
+//! step) or to the focused pane; panes answer with [`Effect`]s, which change the selection;
+//! then every pane brings its own state in line with it. A pane's state is keyed by what it was
+//! made for, so nothing drawn can belong to an earlier selection.
 
-use std::cell::RefCell;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
 
-use tui_tree_widget::TreeState;
-
-use crate::engine::admit::{Class, Settings, Stop};
-use crate::engine::execution::Execution;
+use crate::engine::admit::{Class, Settings};
 use crate::engine::export;
 use crate::engine::load::Batch;
-use crate::engine::score::{AdvantageMode, Outcome};
+use crate::engine::score::AdvantageMode;
+use crate::engine::stats::{self, Totals};
 use crate::engine::{self, Results};
-
-use super::keys::Command;
-use super::layout::{Areas, NARROW, areas};
-use super::model::{HEADER_BASE, RequestTree};
-use super::theme::Theme;
-use super::tokens::{Layout, PathIndex, RowStart};
 use crate::paint::ColorMode;
 use crate::text::TokenText;
 
-/// Advantages as `gyre admit` computes them by default, so exports match byte for byte.
-pub const ADVANTAGE: AdvantageMode = AdvantageMode::DrGrpo;
+use super::keys::Command;
+use super::layout::{Areas, NARROW, areas};
+use super::overlay::{self, Edit, ExportPrompt, Field, Overlay, PriorityEditor};
+use super::pane::assessments::AssessmentsPane;
+use super::pane::detail::{DetailPane, Subject};
+use super::pane::executions::ExecutionsPane;
+use super::pane::replay::{ReplayPane, jmax_text, priority_text};
+use super::pane::tokens::{PathView, TokensPane};
+use super::pane::tree::TreePane;
+use super::pane::{Ctx, Effect, Pane};
+use super::search::{Found, Search};
+use super::theme::Theme;
 
-/// A loaded batch and what the engine decided about it, shared with export workers.
+/// How long a status message stays.
+pub const MESSAGE_TTL: Duration = Duration::from_secs(6);
+
+/// A loaded batch and what the engine decided about it, shared with workers.
 pub struct Data {
     /// The records.
     pub batch: Arc<Batch>,
-    /// The engine's decisions under the current settings.
+    /// The engine's decisions on screen.
     pub results: Arc<Results>,
+    /// Their batch totals.
+    pub totals: Totals,
+}
+
+/// The one selection every pane follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Execution index.
+    pub exec: usize,
+    /// The request whose path is shown.
+    pub request: Option<u32>,
+    /// Replay step: draws shown as made (`0..=n`).
+    pub step: u32,
+    /// Generation of the results on screen (each re-run makes a new one).
+    pub generation: u64,
+}
+
+/// What is being loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Reading records: bytes.
+    Reading,
+    /// Scoring and admitting: executions.
+    Admitting,
 }
 
 /// Loading state.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Load {
-    /// Reading: bytes done of total.
+    /// Working on `phase`: `done` of `total`.
     Loading {
-        /// Bytes read.
+        /// The phase.
+        phase: Phase,
+        /// Done so far.
         done: u64,
-        /// Bytes in all.
+        /// In all.
         total: u64,
     },
     /// Loading failed.
@@ -50,157 +86,117 @@ pub enum Load {
     Ready,
 }
 
-/// A pane that can take the focus.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pane {
-    /// The executions list.
-    Executions,
-    /// The request tree.
-    Tree,
-    /// The token path.
-    Tokens,
-    /// The draw log at the replay step.
-    Replay,
-    /// Assessments of the execution.
-    Assessments,
-    /// Tool calls, results, sibling diff.
-    Detail,
-}
-
-impl Pane {
-    const ORDER: [Pane; 6] = [
-        Pane::Executions,
-        Pane::Tree,
-        Pane::Tokens,
-        Pane::Replay,
-        Pane::Assessments,
-        Pane::Detail,
-    ];
-}
-
-/// An overlay over the panes.
+/// A status message and when it was set.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Overlay {
-    /// Nothing.
-    None,
-    /// Key help, scrolled.
-    Help(u16),
-    /// Typing a search.
-    Search(String),
-    /// Confirming the export path.
-    Export(String),
+pub struct Message {
+    /// The text.
+    pub text: String,
+    /// When.
+    pub at: Instant,
 }
 
-/// Sort orders of the executions list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SortKey {
-    /// Input order.
-    #[default]
-    File,
-    /// Status, then input order.
-    Status,
-    /// Reward, highest first.
-    Reward,
-    /// `L_i`, largest first.
-    Targets,
-    /// Draws made, most first.
-    Draws,
-}
-
-impl SortKey {
-    fn next(self) -> Self {
-        match self {
-            SortKey::File => SortKey::Status,
-            SortKey::Status => SortKey::Reward,
-            SortKey::Reward => SortKey::Targets,
-            SortKey::Targets => SortKey::Draws,
-            SortKey::Draws => SortKey::File,
-        }
-    }
-
-    /// Name shown in the pane title.
-    pub fn name(self) -> &'static str {
-        match self {
-            SortKey::File => "input order",
-            SortKey::Status => "status",
-            SortKey::Reward => "reward",
-            SortKey::Targets => "L_i",
-            SortKey::Draws => "draws",
-        }
-    }
-}
-
-/// Filters of the executions list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Filter {
-    /// Everything.
-    #[default]
-    All,
-    /// Scored only.
-    Scored,
-    /// Dummy only.
-    Dummy,
-    /// Excluded only.
-    Excluded,
-    /// Those whose draws stopped at J_max.
-    JmaxReached,
-}
-
-impl Filter {
-    fn next(self) -> Self {
-        match self {
-            Filter::All => Filter::Scored,
-            Filter::Scored => Filter::Dummy,
-            Filter::Dummy => Filter::Excluded,
-            Filter::Excluded => Filter::JmaxReached,
-            Filter::JmaxReached => Filter::All,
-        }
-    }
-
-    /// Name shown in the pane title.
-    pub fn name(self) -> &'static str {
-        match self {
-            Filter::All => "all",
-            Filter::Scored => "scored",
-            Filter::Dummy => "dummy",
-            Filter::Excluded => "excluded",
-            Filter::JmaxReached => "J_max reached",
-        }
-    }
-
-    fn keeps(self, o: &Outcome, stop: Stop) -> bool {
-        match self {
-            Filter::All => true,
-            Filter::Scored => matches!(o, Outcome::Scored { .. }),
-            Filter::Dummy => matches!(o, Outcome::Dummy),
-            Filter::Excluded => matches!(o, Outcome::Excluded(_)),
-            Filter::JmaxReached => stop == Stop::JmaxReached,
-        }
-    }
-}
-
-/// A search hit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hit {
-    /// A request whose id matches.
-    Request(u32),
-    /// Token positions `start..end` of the current path whose text matches.
-    Tokens(u64, u64),
-}
-
-/// The current search.
+/// What a settings change did: batch and execution figures before and after.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Search {
-    /// What was searched.
-    pub query: String,
-    /// Hits: request ids first, then token runs in path order.
-    pub hits: Vec<Hit>,
-    /// The current hit.
-    pub at: usize,
-    /// Path the token hits belong to.
-    pub request: u32,
-    /// The token search stopped early at this many hits.
-    pub capped: bool,
+pub struct Change {
+    /// The change (`J_max 5 → 3`).
+    pub what: String,
+    /// Batch totals before.
+    pub before: Totals,
+    /// Batch totals after.
+    pub after: Totals,
+    /// The selected execution's id.
+    pub exec: String,
+    /// Its totals before.
+    pub exec_before: Totals,
+    /// Its totals after.
+    pub exec_after: Totals,
+}
+
+/// Results of an engine re-run for `settings`.
+#[derive(Debug)]
+pub struct Rerun {
+    /// What they were made with.
+    pub settings: Settings,
+    /// Advantage mode.
+    pub advantage: AdvantageMode,
+    /// The results.
+    pub results: Results,
+    /// Their totals.
+    pub totals: Totals,
+    /// The change that asked for them.
+    pub what: String,
+}
+
+/// What the run loop waits for: a terminal event, or the report of background work.
+#[derive(Debug)]
+pub enum Msg {
+    /// A terminal event (key, mouse, resize).
+    Term(crossterm::event::Event),
+    /// Background work finished (or made progress).
+    Done(Action),
+}
+
+/// Where background work (loading, re-runs, search, exports) reports back.
+#[derive(Clone, Debug)]
+pub struct Jobs(Sender<Msg>);
+
+impl Jobs {
+    /// A handle and the receiving end the run loop (or a test) reads.
+    pub fn channel() -> (Jobs, Receiver<Msg>) {
+        let (tx, rx) = channel();
+        (Jobs(tx), rx)
+    }
+
+    /// Reports an action (ignored once the inspector has quit).
+    pub fn send(&self, a: Action) {
+        let _ = self.0.send(Msg::Done(a));
+    }
+
+    /// Forwards a terminal event; false once nobody listens.
+    pub fn term(&self, ev: crossterm::event::Event) -> bool {
+        self.0.send(Msg::Term(ev)).is_ok()
+    }
+}
+
+/// One change to the state.
+#[derive(Debug)]
+pub enum Action {
+    /// A bound command.
+    Cmd(Command),
+    /// A character typed into an overlay.
+    Input(char),
+    /// Backspace in an overlay's field.
+    Backspace,
+    /// Ctrl-U in an overlay's field.
+    ClearField,
+    /// Ctrl-W in an overlay's field.
+    DeleteWord,
+    /// Mouse click at a cell.
+    Click(u16, u16),
+    /// Mouse wheel at a cell (`true` = down).
+    Wheel(u16, u16, bool),
+    /// The terminal was resized.
+    Resize(u16, u16),
+    /// Loading progress: phase, done, total.
+    Progress(Phase, u64, u64),
+    /// Loading finished (the engine runs here, on the caller's thread).
+    Loaded(Result<Box<Batch>, String>),
+    /// Loading finished and the engine already ran (off the UI thread).
+    Processed(Arc<Batch>, Box<Results>),
+    /// A re-run finished.
+    Rerun(Box<Rerun>),
+    /// The tokenizer to show token text with.
+    Text(TokenText),
+    /// A tokenizer is being loaded (ids are shown meanwhile).
+    TextLoading(String),
+    /// A message for the status line.
+    Message(String),
+    /// An export finished: its path and the status line to show.
+    Exported(PathBuf, String),
+    /// Search hits from a worker.
+    Found(Found),
+    /// The clock: messages older than [`MESSAGE_TTL`] fade.
+    Tick(Instant),
 }
 
 /// Everything the screen shows, changed only by [`App::step`].
@@ -211,18 +207,25 @@ pub struct App {
     pub load: Load,
     /// The data, once loaded.
     pub data: Option<Data>,
-    /// Admission settings the results were made with.
+    /// Settings asked for (the results on screen may still be of earlier ones: see
+    /// [`App::rerunning`]).
     pub settings: Settings,
+    /// Advantage mode asked for.
+    pub advantage: AdvantageMode,
     /// Priority orders `p` cycles through.
     pub priorities: Vec<Vec<Class>>,
     /// Terminal size.
     pub size: (u16, u16),
     /// Focused pane.
     pub focus: Pane,
+    /// The focused pane fills the screen.
+    pub zoom: bool,
     /// Overlay.
     pub overlay: Overlay,
-    /// Last message for the status line.
-    pub message: Option<String>,
+    /// Status message.
+    pub message: Option<Message>,
+    /// What the last settings change did.
+    pub change: Option<Change>,
     /// Palette.
     pub theme: Theme,
     /// Token colouring.
@@ -231,150 +234,94 @@ pub struct App {
     pub boundaries: bool,
     /// Show the detail pane.
     pub detail: bool,
-    /// Executions list: sort order.
-    pub sort: SortKey,
-    /// Executions list: filter.
-    pub filter: Filter,
-    /// Executions shown, as indices into the batch.
-    pub rows: Vec<usize>,
-    /// Selected row of `rows`.
-    pub row: usize,
-    /// First visible row of the executions list.
-    pub row_offset: usize,
-    /// Current execution (index into the batch).
-    pub cur: usize,
-    /// Its request tree.
-    pub rtree: RequestTree,
-    /// Open tree items.
-    pub opened: HashSet<Vec<u32>>,
-    /// Selected tree item (display path).
-    pub tree_sel: Vec<u32>,
-    /// Scroll state of the tree widget (render-time bookkeeping only).
-    pub tree_state: RefCell<TreeState<u32>>,
-    /// Replay step: draws shown as made (0..=n).
-    pub step: u32,
-    /// Path of the selected request.
-    pub path: PathIndex,
-    /// First row of the token pane.
-    pub top: RowStart,
-    /// Token cursor (path position).
-    pub cursor: u64,
-    /// Replay pane scroll.
-    pub replay_scroll: u16,
-    /// Selected assessment (index into the execution's assessments).
-    pub assess: usize,
-    /// Detail pane scroll.
-    pub detail_scroll: u16,
-    /// The current search.
-    pub search: Option<Search>,
+    /// The shared selection.
+    pub sel: Selection,
+    /// Executions pane.
+    pub execs: ExecutionsPane,
+    /// Tree pane.
+    pub tree: TreePane,
+    /// Tokens pane.
+    pub tokens: TokensPane,
+    /// Replay pane.
+    pub replay: ReplayPane,
+    /// Assessments pane.
+    pub assess: AssessmentsPane,
+    /// Detail pane.
+    pub detail_pane: DetailPane,
+    /// Search over every execution.
+    pub search: Search,
     /// Quit requested.
     pub quit: bool,
     /// Token text.
     pub text: TokenText,
-    /// Name of the tokenizer in use.
+    /// What the title says about token text.
     pub tokenizer: String,
     /// Where exports go.
     pub cwd: PathBuf,
     /// Exports still being written, by path.
     pub exporting: Vec<PathBuf>,
-    /// Where background work reports back; without it, exports are written in place.
-    pub jobs: Option<Sender<Action>>,
+    /// Where background work reports back; without it, work is done in place.
+    pub jobs: Option<Jobs>,
 }
 
-/// One change to the state.
-#[derive(Debug)]
-pub enum Action {
-    /// A bound command.
-    Cmd(Command),
-    /// A character typed into an overlay's input.
-    Input(char),
-    /// Backspace in an overlay's input.
-    Backspace,
-    /// Mouse click at a cell.
-    Click(u16, u16),
-    /// Mouse wheel at a cell (`true` = down).
-    Wheel(u16, u16, bool),
-    /// The terminal was resized.
-    Resize(u16, u16),
-    /// Loading progress in bytes.
-    Progress(u64, u64),
-    /// Loading finished.
-    Loaded(Result<Box<Batch>, String>),
-    /// Loading finished and the engine already ran with the app's settings (off the UI thread).
-    Processed(Box<(Batch, Results)>),
-    /// The tokenizer to show token text with.
-    Text(TokenText),
-    /// A message for the status line.
-    Message(String),
-    /// An export finished: its path and the status line to show.
-    Exported(PathBuf, String),
+/// The default presets `p` cycles through.
+fn presets() -> Vec<Vec<Class>> {
+    use Class::*;
+    vec![
+        Class::DEFAULT_PRIORITY.to_vec(),
+        vec![Main, Sub, MainSummary, SubSummary],
+        vec![Main, MainSummary],
+        vec![Main],
+        vec![Sub, SubSummary, Main, MainSummary],
+    ]
 }
 
 impl App {
     /// A new, still loading inspector.
     pub fn new(label: impl Into<String>, settings: Settings, theme: Theme) -> Self {
-        let mut priorities = vec![
-            Class::DEFAULT_PRIORITY.to_vec(),
-            vec![
-                Class::Main,
-                Class::Sub,
-                Class::MainSummary,
-                Class::SubSummary,
-            ],
-            vec![Class::Main, Class::MainSummary],
-            vec![Class::Main],
-            vec![
-                Class::Sub,
-                Class::SubSummary,
-                Class::Main,
-                Class::MainSummary,
-            ],
-        ];
+        let mut priorities = presets();
         if !priorities.contains(&settings.priority) {
             priorities.insert(0, settings.priority.clone());
         }
         App {
             label: label.into(),
-            load: Load::Loading { done: 0, total: 0 },
+            load: Load::Loading {
+                phase: Phase::Reading,
+                done: 0,
+                total: 0,
+            },
             data: None,
             settings,
+            advantage: AdvantageMode::DrGrpo,
             priorities,
             size: (120, 40),
             focus: Pane::Tokens,
+            zoom: false,
             overlay: Overlay::None,
             message: None,
+            change: None,
             theme,
             colour: ColorMode::Claims,
             boundaries: true,
             detail: true,
-            sort: SortKey::File,
-            filter: Filter::All,
-            rows: Vec::new(),
-            row: 0,
-            row_offset: 0,
-            cur: 0,
-            rtree: RequestTree::default(),
-            opened: HashSet::new(),
-            tree_sel: Vec::new(),
-            tree_state: RefCell::new(TreeState::default()),
-            step: 0,
-            path: PathIndex::default(),
-            top: RowStart::default(),
-            cursor: 0,
-            replay_scroll: 0,
-            assess: 0,
-            detail_scroll: 0,
-            search: None,
+            sel: Selection::default(),
+            execs: ExecutionsPane::default(),
+            tree: TreePane::default(),
+            tokens: TokensPane::default(),
+            replay: ReplayPane::default(),
+            assess: AssessmentsPane::default(),
+            detail_pane: DetailPane::default(),
+            search: Search::default(),
             quit: false,
             text: TokenText::none(),
-            tokenizer: "none (ids shown as ⟨id⟩)".into(),
+            tokenizer: "ids (no tokenizer)".into(),
             cwd: PathBuf::from("."),
             exporting: Vec::new(),
             jobs: None,
         }
     }
 
-    /// An inspector on an already loaded batch.
+    /// An inspector on an already loaded batch (the engine runs here).
     pub fn with_batch(
         label: impl Into<String>,
         batch: Batch,
@@ -388,832 +335,748 @@ impl App {
         app
     }
 
-    /// Pane rectangles for the current size.
+    /// Pane rectangles for the current size, detail setting and zoom.
     pub fn areas(&self) -> Areas {
-        areas(self.size, self.detail)
+        areas(self.size, self.detail, self.zoom.then_some(self.focus))
     }
 
-    /// The current execution.
-    pub fn exec(&self) -> Option<&Execution> {
-        self.data.as_ref().map(|d| &d.batch.executions[self.cur])
+    /// The pane context (a read-only view of the shared state), once there is an execution.
+    pub fn ctx(&self) -> Option<Ctx<'_>> {
+        build_ctx(&self.data, &self.sel, &self.text, &self.theme, self.view())
     }
 
-    /// The selected request (the chain head for a header).
-    pub fn selected_request(&self) -> Option<u32> {
-        let last = *self.tree_sel.last()?;
-        if last >= HEADER_BASE {
-            self.rtree.roots.get((last - HEADER_BASE) as usize).copied()
-        } else {
-            Some(last)
+    fn view(&self) -> View {
+        View {
+            areas: self.areas(),
+            focus: self.focus,
+            overlay: self.overlay != Overlay::None,
+            colour: self.colour,
+            boundaries: self.boundaries,
         }
     }
 
-    /// Number of draws of the current execution.
+    /// Number of draws of the selected execution.
     pub fn draws(&self) -> u32 {
-        self.data
-            .as_ref()
-            .map_or(0, |d| d.results.admissions[self.cur].draws.len() as u32)
+        self.data.as_ref().map_or(0, |d| {
+            d.results
+                .admissions
+                .get(self.sel.exec)
+                .map_or(0, |a| a.draws.len() as u32)
+        })
     }
 
-    /// Applies one action.
+    /// The path on screen, when there is one for the selection.
+    pub fn path(&self) -> Option<&PathView> {
+        self.tokens.view(&self.sel)
+    }
+
+    /// A re-run is under way: the results on screen are of earlier settings.
+    pub fn rerunning(&self) -> bool {
+        self.data.as_ref().is_some_and(|d| {
+            d.results.settings != self.settings || d.results.advantage_mode != self.advantage
+        })
+    }
+
+    /// What the detail pane is about.
+    pub fn subject(&self) -> Subject {
+        match (self.focus, self.assess.selected, self.sel.request) {
+            (Pane::Assessments, Some(i), _) => Subject::Assessment(i),
+            (_, _, Some(r)) => Subject::Request(r),
+            _ => Subject::Nothing,
+        }
+    }
+
+    fn say(&mut self, text: impl Into<String>) {
+        self.message = Some(Message {
+            text: text.into(),
+            at: Instant::now(),
+        });
+    }
+
+    /// Applies one action, then brings every pane in line with the selection.
     pub fn step(&mut self, action: Action) {
         match action {
             Action::Resize(w, h) => {
                 self.size = (w, h);
-                if self.focus == Pane::Detail && self.areas().detail.width == 0 {
+                if self.areas().order().iter().all(|&p| p != self.focus) {
                     self.focus = Pane::Tokens;
                 }
                 if let Overlay::Help(s) = self.overlay {
-                    self.overlay = Overlay::Help(s.min(super::ui::help_max_scroll(self)));
+                    self.overlay = Overlay::Help(
+                        s.min(overlay::help_max_scroll(&self.theme, self.areas().full)),
+                    );
                 }
-                self.keep_cursor_visible();
-                self.keep_row_visible();
+                self.tokens.resized();
             }
-            Action::Progress(done, total) => {
+            Action::Progress(phase, done, total) => {
                 if let Load::Loading { .. } = self.load {
-                    self.load = Load::Loading { done, total };
+                    self.load = Load::Loading { phase, done, total };
                 }
             }
             Action::Loaded(Err(e)) => self.load = Load::Failed(e),
             Action::Loaded(Ok(batch)) => {
-                let results = engine::process(&batch, &self.settings, ADVANTAGE);
-                self.loaded(*batch, results)
+                let results = engine::process(&batch, &self.settings, self.advantage);
+                self.loaded(Arc::new(*batch), results)
             }
-            Action::Processed(b) => {
-                let (batch, results) = *b;
-                if results.settings == self.settings {
-                    self.loaded(batch, results)
+            Action::Processed(batch, results) => {
+                let results = if results.settings == self.settings
+                    && results.advantage_mode == self.advantage
+                {
+                    *results
                 } else {
-                    let results = engine::process(&batch, &self.settings, ADVANTAGE);
-                    self.loaded(batch, results)
-                }
+                    engine::process(&batch, &self.settings, self.advantage)
+                };
+                self.loaded(batch, results)
             }
+            Action::Rerun(r) => self.install(*r),
             Action::Text(t) => {
                 self.tokenizer = t.label().to_string();
                 self.text = t;
-                self.keep_cursor_visible();
+                self.tokens.resized();
             }
-            Action::Message(m) => self.message = Some(m),
+            Action::TextLoading(name) => {
+                self.tokenizer = format!("ids while {name} loads…");
+            }
+            Action::Message(m) => self.say(m),
             Action::Exported(path, m) => {
                 self.exporting.retain(|p| *p != path);
-                self.message = Some(m);
+                self.say(m);
             }
-            Action::Input(c) => match &mut self.overlay {
-                Overlay::Search(s) | Overlay::Export(s) => s.push(c),
-                _ => {}
-            },
-            Action::Backspace => match &mut self.overlay {
-                Overlay::Search(s) | Overlay::Export(s) => {
-                    s.pop();
+            Action::Found(f) => self.search.receive(f),
+            Action::Tick(now) => {
+                if self
+                    .message
+                    .as_ref()
+                    .is_some_and(|m| now.duration_since(m.at) >= MESSAGE_TTL)
+                {
+                    self.message = None;
                 }
-                _ => {}
-            },
+            }
+            Action::Input(c) => self.edit(Edit::Char(c)),
+            Action::Backspace => self.edit(Edit::Backspace),
+            Action::ClearField => self.edit(Edit::Clear),
+            Action::DeleteWord => self.edit(Edit::DeleteWord),
             Action::Click(x, y) => self.click(x, y),
             Action::Wheel(x, y, down) => self.wheel(x, y, down),
             Action::Cmd(c) => self.command(c),
         }
+        self.sync();
     }
 
-    fn loaded(&mut self, batch: Batch, results: Results) {
+    /// When the next message fades (the run loop wakes then, and only then, while idle).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.message.as_ref().map(|m| m.at + MESSAGE_TTL)
+    }
+
+    fn loaded(&mut self, batch: Arc<Batch>, results: Results) {
+        let totals = stats::totals(&batch, &results);
         self.data = Some(Data {
-            batch: Arc::new(batch),
+            batch,
             results: Arc::new(results),
+            totals,
         });
         self.load = Load::Ready;
-        self.refilter();
+        self.sel.generation += 1;
         // Open on the execution with the most draws (the first such), at draw n/n.
         let d = self.data.as_ref().expect("just set");
         let best = (0..d.batch.executions.len())
-            .max_by_key(|&i| (d.results.admissions[i].draws.len(), std::cmp::Reverse(i)))
-            .unwrap_or(0);
-        if !d.batch.executions.is_empty() {
-            self.open_exec(best);
-            if let Some(r) = self.rows.iter().position(|&i| i == best) {
-                self.row = r;
-            }
-            self.keep_row_visible();
-            let n = self.draws();
-            self.set_step(n);
+            .max_by_key(|&i| (d.results.admissions[i].draws.len(), std::cmp::Reverse(i)));
+        if let Some(best) = best {
+            self.apply(Effect::OpenExec(best));
         }
     }
 
-    fn refilter(&mut self) {
-        let Some(d) = &self.data else { return };
-        let r = &d.results;
-        let mut rows: Vec<usize> = (0..d.batch.executions.len())
-            .filter(|&i| self.filter.keeps(&r.outcomes[i], r.admissions[i].stop))
-            .collect();
-        let status_rank = |o: &Outcome| match o {
-            Outcome::Scored { .. } => 0,
-            Outcome::Dummy => 1,
-            Outcome::Excluded(_) => 2,
+    /// Brings every pane in line with the selection.
+    fn sync(&mut self) {
+        let subject = self.subject();
+        self.with_ctx(|ctx, p| {
+            p.execs.sync(ctx);
+            p.tree.sync(ctx);
+            p.tokens.sync(ctx);
+            p.replay.sync(ctx);
+            p.assess.sync(ctx);
+            p.detail.sync(ctx, subject);
+        });
+        if let Overlay::Why { exec, .. } = self.overlay {
+            if exec != self.sel.exec {
+                self.overlay = Overlay::None;
+            }
+        }
+    }
+
+    /// Runs `f` with the pane context and the panes (disjoint borrows of `self`).
+    fn with_ctx<R>(&mut self, f: impl FnOnce(&Ctx, &mut Panes) -> R) -> Option<R> {
+        let view = self.view();
+        let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view)?;
+        let mut panes = Panes {
+            execs: &mut self.execs,
+            tree: &mut self.tree,
+            tokens: &mut self.tokens,
+            replay: &mut self.replay,
+            assess: &mut self.assess,
+            detail: &mut self.detail_pane,
         };
-        match self.sort {
-            SortKey::File => {}
-            SortKey::Status => rows.sort_by_key(|&i| status_rank(&r.outcomes[i])),
-            SortKey::Reward => rows.sort_by(|&a, &b| {
-                let ra = r.outcomes[a].reward().unwrap_or(f64::NEG_INFINITY);
-                let rb = r.outcomes[b].reward().unwrap_or(f64::NEG_INFINITY);
-                rb.total_cmp(&ra)
-            }),
-            SortKey::Targets => rows.sort_by_key(|&i| std::cmp::Reverse(r.admissions[i].targets())),
-            SortKey::Draws => rows.sort_by_key(|&i| std::cmp::Reverse(r.admissions[i].draws.len())),
-        }
-        self.rows = rows;
-        self.row = self.rows.iter().position(|&i| i == self.cur).unwrap_or(0);
-        self.row_offset = 0;
-        self.keep_row_visible();
+        Some(f(&ctx, &mut panes))
     }
 
-    /// Opens execution `i`: its tree, fully expanded, on its committed or last request.
-    fn open_exec(&mut self, i: usize) {
-        let Some(d) = &self.data else { return };
-        self.cur = i;
-        let exec = &d.batch.executions[i];
-        self.rtree = RequestTree::new(exec);
-        self.opened.clear();
-        for p in &self.rtree.paths {
-            for k in 1..p.len() {
-                self.opened.insert(p[..k].to_vec());
+    /// Applies an effect (open an execution, show a request at a position, a replay step…)
+    /// and brings the panes in line, as a key or click asking for it would.
+    pub fn apply(&mut self, e: Effect) {
+        self.apply_effect(e);
+        self.sync();
+    }
+
+    /// Applies a pane's effect to the shared selection.
+    fn apply_effect(&mut self, e: Effect) {
+        let Some(d) = self.data.as_ref() else { return };
+        let n_exec = d.batch.executions.len();
+        match e {
+            Effect::OpenExec(i) if i < n_exec => {
+                let exec = &d.batch.executions[i];
+                let adm = &d.results.admissions[i];
+                // The last draw's leaf, else the committed request, else the last request.
+                let first = adm
+                    .draws
+                    .last()
+                    .map(|dr| dr.chosen)
+                    .or_else(|| {
+                        exec.closure
+                            .as_ref()
+                            .and_then(|c| c.record.committed.as_deref())
+                            .and_then(|id| exec.request_index(id))
+                    })
+                    .or_else(|| exec.requests.len().checked_sub(1).map(|r| r as u32));
+                self.sel.exec = i;
+                self.sel.request = first;
+                self.sel.step = adm.draws.len() as u32;
             }
-        }
-        for k in 0..self.rtree.roots.len() {
-            self.opened.insert(vec![HEADER_BASE + k as u32]);
-        }
-        *self.tree_state.borrow_mut() = TreeState::default();
-        self.step = d.results.admissions[i].draws.len() as u32;
-        self.assess = 0;
-        self.replay_scroll = 0;
-        self.search = None;
-        let first = if exec.requests.is_empty() {
-            None
-        } else {
-            // The last draw's leaf, else the committed request, else the last request.
-            let adm = &d.results.admissions[i];
-            adm.draws
-                .last()
-                .map(|dr| dr.chosen)
-                .or_else(|| {
-                    exec.closure
-                        .as_ref()
-                        .and_then(|c| c.record.committed.as_deref())
-                        .and_then(|id| exec.request_index(id))
-                })
-                .or(Some(exec.requests.len() as u32 - 1))
-        };
-        match first {
-            Some(r) => self.select_request(r),
-            None => {
-                self.tree_sel.clear();
-                self.path = PathIndex::default();
-                self.cursor = 0;
-                self.top = RowStart::default();
+            Effect::OpenExec(_) => {}
+            Effect::SelectRequest(r) => {
+                if (r as usize) < d.batch.executions[self.sel.exec].requests.len() {
+                    self.sel.request = Some(r);
+                }
             }
-        }
-    }
-
-    /// Selects request `r` in the tree and shows its path, cursor on its output.
-    pub fn select_request(&mut self, r: u32) {
-        let Some(p) = self.rtree.paths.get(r as usize).cloned() else {
-            return;
-        };
-        for k in 1..p.len() {
-            self.opened.insert(p[..k].to_vec());
-        }
-        self.tree_sel = p;
-        self.show_path(r);
-    }
-
-    fn show_path(&mut self, r: u32) {
-        let Some(d) = &self.data else { return };
-        let exec = &d.batch.executions[self.cur];
-        if self.path.request == r && !self.path.nodes.is_empty() {
-            return;
-        }
-        self.path = PathIndex::new(exec, r);
-        self.detail_scroll = 0;
-        let input_len = exec.requests[r as usize].input_len as u64;
-        self.cursor = input_len.min(self.path.len.saturating_sub(1));
-        self.top = RowStart::default();
-        self.center_cursor();
-    }
-
-    fn set_step(&mut self, k: u32) {
-        let n = self.draws();
-        let k = k.min(n);
-        self.step = k;
-        self.replay_scroll = 0;
-        if k == 0 {
-            return;
-        }
-        let Some(d) = &self.data else { return };
-        let draw = &d.results.admissions[self.cur].draws[k as usize - 1];
-        let chosen = draw.chosen;
-        let first_target = draw.targets.first().copied();
-        self.select_request(chosen);
-        // Cursor on the first token this draw claimed.
-        if let Some(t) = first_target {
-            if let Some(seg) = self.path.nodes.iter().position(|&n| n == t) {
-                self.cursor = self.path.seg_start(seg);
-                self.keep_cursor_visible();
+            Effect::ShowPos { request, pos } => {
+                self.apply_effect(Effect::SelectRequest(request));
+                self.sync();
+                self.with_ctx(|ctx, p| p.tokens.set_cursor(ctx, pos));
             }
+            Effect::Jump { exec, request, pos } => {
+                if exec != self.sel.exec {
+                    self.apply_effect(Effect::OpenExec(exec));
+                }
+                self.apply_effect(Effect::ShowPos { request, pos });
+            }
+            Effect::Step(k) => {
+                let adm = &d.results.admissions[self.sel.exec];
+                let k = k.min(adm.draws.len() as u32);
+                self.sel.step = k;
+                if k == 0 {
+                    return;
+                }
+                let draw = &adm.draws[k as usize - 1];
+                let chosen = draw.chosen;
+                let exec = &d.batch.executions[self.sel.exec];
+                // The cursor goes to the first token this draw claimed.
+                let pos = draw
+                    .targets
+                    .first()
+                    .map(|&t| exec.tree.depth_tokens(exec.tree.nodes[t as usize].parent));
+                match pos {
+                    Some(pos) => self.apply_effect(Effect::ShowPos {
+                        request: chosen,
+                        pos,
+                    }),
+                    None => self.apply_effect(Effect::SelectRequest(chosen)),
+                }
+            }
+            Effect::Focus(p) => {
+                if self.areas().order().contains(&p) {
+                    self.focus = p;
+                }
+            }
+            Effect::Message(m) => self.say(m),
         }
     }
 
-    fn rerun(&mut self, what: &str) {
-        let Some(d) = &mut self.data else { return };
-        d.results = Arc::new(engine::process(&d.batch, &self.settings, ADVANTAGE));
-        let draws: usize = d.results.admissions.iter().map(|a| a.draws.len()).sum();
-        self.message = Some(format!(
-            "{what} → engine re-ran: {draws} draws in {} executions",
-            d.batch.executions.len()
-        ));
-        let cur = self.cur;
-        self.refilter();
-        self.cur = cur;
-        let n = self.draws();
-        self.set_step(n);
+    fn apply_all(&mut self, effects: Vec<Effect>) {
+        for e in effects {
+            self.apply(e);
+        }
     }
 
     fn command(&mut self, c: Command) {
-        // Overlays take their keys first.
-        match (&self.overlay, c) {
-            (_, Command::Quit) => {
-                self.quit = true;
-                if let Some(p) = self.exporting.first() {
-                    self.message = Some(format!("quitting once {} is written…", p.display()));
-                }
-                return;
+        if c == Command::Quit {
+            self.quit = true;
+            if let Some(p) = self.exporting.first() {
+                let m = format!("quitting once {} is written…", p.display());
+                self.say(m);
             }
-            (Overlay::Help(_), Command::Help | Command::Escape) => {
-                self.overlay = Overlay::None;
-                return;
-            }
-            (Overlay::Help(s), Command::Down | Command::PageDown) => {
-                let s = s.saturating_add(if c == Command::Down { 1 } else { 10 });
-                self.overlay = Overlay::Help(s.min(super::ui::help_max_scroll(self)));
-                return;
-            }
-            (Overlay::Help(s), Command::Up | Command::PageUp) => {
-                self.overlay =
-                    Overlay::Help(s.saturating_sub(if c == Command::Up { 1 } else { 10 }));
-                return;
-            }
-            (Overlay::Help(_), _) => return,
-            (Overlay::Search(_) | Overlay::Export(_), Command::Escape) => {
-                self.overlay = Overlay::None;
-                return;
-            }
-            (Overlay::Search(q), Command::Enter) => {
-                let q = q.clone();
-                self.overlay = Overlay::None;
-                self.run_search(&q);
-                return;
-            }
-            (Overlay::Export(p), Command::Enter) => {
-                let p = p.clone();
-                self.overlay = Overlay::None;
-                self.export(&p);
-                return;
-            }
-            (Overlay::Search(_) | Overlay::Export(_), _) => return,
-            (Overlay::None, _) => {}
+            return;
         }
-        if self.data.is_none() && c != Command::Help {
+        if self.overlay != Overlay::None {
+            self.overlay_command(c);
+            return;
+        }
+        if c == Command::Help {
+            self.overlay = Overlay::Help(0);
+            return;
+        }
+        let Some(d) = self.data.as_ref() else { return };
+        if d.batch.executions.is_empty() {
             return;
         }
         match c {
-            Command::Help => self.overlay = Overlay::Help(0),
             Command::Escape => {
-                if self.search.take().is_none() {
+                if self.search.active() {
+                    self.search.clear();
+                } else if self.message.is_some() {
                     self.message = None;
+                } else {
+                    self.change = None;
                 }
             }
             Command::FocusNext | Command::FocusPrev => {
-                let a = self.areas();
-                let order: Vec<Pane> = Pane::ORDER
-                    .into_iter()
-                    .filter(|p| *p != Pane::Detail || a.detail.width > 0)
-                    .collect();
+                let order = self.areas().order();
                 let i = order.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let n = order.len();
-                self.focus = order[if c == Command::FocusNext {
-                    (i + 1) % n
-                } else {
-                    (i + n - 1) % n
-                }];
+                if n > 0 {
+                    self.focus = order[if c == Command::FocusNext {
+                        (i + 1) % n
+                    } else {
+                        (i + n - 1) % n
+                    }];
+                }
             }
-            Command::DrawNext if self.step == self.draws() => {
-                self.message = Some(format!(
+            Command::Jump(n) => match Pane::numbered(n) {
+                // Shown once focused (zoomed, it is the pane shown).
+                Some(p)
+                    if areas(self.size, self.detail, self.zoom.then_some(p))
+                        .order()
+                        .contains(&p) =>
+                {
+                    self.focus = p
+                }
+                Some(Pane::Detail) => self.say(format!(
+                    "the detail pane needs a terminal at least {NARROW} columns wide (z zooms it)"
+                )),
+                _ => {}
+            },
+            Command::Zoom => {
+                self.zoom = !self.zoom;
+                self.tokens.resized();
+            }
+            Command::DrawNext if self.sel.step >= self.draws() => {
+                self.say(format!(
                     "already at draw {0}/{0}: the admitted state ([ steps back)",
-                    self.step
+                    self.draws()
                 ));
             }
-            Command::DrawPrev if self.step == 0 => {
-                self.message = Some(format!(
+            Command::DrawPrev if self.sel.step == 0 => {
+                self.say(format!(
                     "already at draw 0/{}: nothing claimed yet (] steps forward)",
                     self.draws()
                 ));
             }
-            Command::DrawNext => self.set_step(self.step + 1),
-            Command::DrawPrev => self.set_step(self.step - 1),
-            Command::DrawFirst => self.set_step(0),
-            Command::DrawLast => self.set_step(self.draws()),
+            Command::DrawNext => self.apply(Effect::Step(self.sel.step + 1)),
+            Command::DrawPrev => self.apply(Effect::Step(self.sel.step - 1)),
+            Command::DrawFirst => self.apply(Effect::Step(0)),
+            Command::DrawLast => self.apply(Effect::Step(self.draws())),
+            Command::ReplayLog => {
+                let m = self.replay.toggle_mode();
+                self.say(m);
+            }
+            Command::Why => self.open_why(),
             Command::Colour => self.colour = self.colour.next(),
             Command::Boundaries => self.boundaries = !self.boundaries,
             Command::Detail => {
                 self.detail = !self.detail;
-                if !self.detail && self.focus == Pane::Detail {
-                    self.focus = Pane::Tokens;
-                }
                 if self.detail && self.areas().detail.width == 0 {
-                    self.message = Some(format!(
+                    self.say(format!(
                         "the detail pane needs a terminal at least {NARROW} columns wide"
                     ));
                 }
-                self.keep_cursor_visible();
+                if !self.areas().order().contains(&self.focus) {
+                    self.focus = Pane::Tokens;
+                }
+                self.tokens.resized();
             }
-            Command::SeedUp => {
-                self.settings.seed = self.settings.seed.wrapping_add(1);
-                self.rerun(&format!("seed {}", self.settings.seed));
+            Command::SeedUp | Command::SeedDown => {
+                let old = self.settings.seed;
+                self.settings.seed = if c == Command::SeedUp {
+                    old.wrapping_add(1)
+                } else {
+                    old.wrapping_sub(1)
+                };
+                self.rerun(format!("seed {old} → {}", self.settings.seed));
             }
-            Command::SeedDown => {
-                self.settings.seed = self.settings.seed.wrapping_sub(1);
-                self.rerun(&format!("seed {}", self.settings.seed));
-            }
-            Command::JmaxUp => {
-                self.settings.jmax = self.settings.jmax.saturating_add(1);
-                self.rerun(&format!("J_max {}", jmax_text(self.settings.jmax)));
-            }
-            Command::JmaxDown => {
-                self.settings.jmax = self.settings.jmax.saturating_sub(1);
-                self.rerun(&format!("J_max {}", jmax_text(self.settings.jmax)));
+            Command::JmaxUp | Command::JmaxDown => {
+                let old = self.settings.jmax;
+                self.settings.jmax = if c == Command::JmaxUp {
+                    old.saturating_add(1)
+                } else {
+                    old.saturating_sub(1)
+                };
+                if old != self.settings.jmax {
+                    self.rerun(format!(
+                        "J_max {} → {}",
+                        jmax_text(old),
+                        jmax_text(self.settings.jmax)
+                    ));
+                }
             }
             Command::Priority => {
+                let old = self.settings.priority.clone();
                 let i = self
                     .priorities
                     .iter()
-                    .position(|p| *p == self.settings.priority)
+                    .position(|p| *p == old)
                     .map_or(0, |i| (i + 1) % self.priorities.len());
                 self.settings.priority = self.priorities[i].clone();
-                self.rerun(&format!(
-                    "priority {}",
+                self.rerun(format!(
+                    "priority {} → {}",
+                    priority_text(&old),
                     priority_text(&self.settings.priority)
                 ));
             }
-            Command::Sort => {
-                self.sort = self.sort.next();
-                self.refilter();
+            Command::EditPriority => {
+                self.overlay = Overlay::Priority(PriorityEditor::new(&self.settings.priority));
             }
+            Command::Advantage => {
+                let old = self.advantage;
+                self.advantage = match old {
+                    AdvantageMode::DrGrpo => AdvantageMode::Grpo,
+                    AdvantageMode::Grpo => AdvantageMode::None,
+                    AdvantageMode::None => AdvantageMode::DrGrpo,
+                };
+                self.rerun(format!(
+                    "advantage {} → {}",
+                    advantage_name(old),
+                    advantage_name(self.advantage)
+                ));
+            }
+            Command::Sort => self.execs.next_sort(),
             Command::Filter => {
-                self.filter = self.filter.next();
-                self.refilter();
-                if let Some(&i) = self.rows.first() {
-                    if !self.rows.contains(&self.cur) {
-                        self.open_exec(i);
-                    }
+                let effects = self.with_ctx(|ctx, p| p.execs.next_filter(ctx));
+                self.apply_all(effects.unwrap_or_default());
+            }
+            Command::Search => {
+                self.overlay = Overlay::Search {
+                    field: Field::new(self.search.query.clone()),
+                    at: 0,
                 }
             }
-            Command::Search => self.overlay = Overlay::Search(String::new()),
-            Command::SearchNext => self.search_step(true),
-            Command::SearchPrev => self.search_step(false),
-            Command::Export => self.overlay = Overlay::Export(self.proposed_export()),
+            Command::SearchNext | Command::SearchPrev => self.search_step(c == Command::SearchNext),
+            Command::Export => {
+                let free = self.proposed_export();
+                self.overlay = Overlay::Export(ExportPrompt {
+                    field: Field::new(free.clone()),
+                    clash: None,
+                    free,
+                });
+            }
+            Command::Goto => {
+                if self.path().is_some() {
+                    self.overlay = Overlay::Goto(Field::default());
+                }
+            }
+            Command::NextTarget
+            | Command::PrevTarget
+            | Command::NextLeftOut
+            | Command::PrevLeftOut
+            | Command::NextContext
+            | Command::PrevContext
+            | Command::NextDivergence
+            | Command::PrevDivergence => {
+                let effects = self.with_ctx(|ctx, p| p.tokens.command(ctx, c));
+                self.apply_all(effects.unwrap_or_default());
+            }
             _ => self.pane_command(c),
         }
     }
 
     fn pane_command(&mut self, c: Command) {
-        match self.focus {
-            Pane::Executions => self.exec_command(c),
-            Pane::Tree => self.tree_command(c),
-            Pane::Tokens => self.token_command(c),
-            Pane::Replay => self.scroll_replay(c),
-            Pane::Assessments => self.assess_command(c),
-            Pane::Detail => self.scroll_detail(c),
-        }
-    }
-
-    fn scroll_replay(&mut self, c: Command) {
-        let r = self.areas().replay;
-        let max =
-            super::ui::scroll_limit(&super::ui::replay_lines(self), r.width.saturating_sub(2));
-        self.replay_scroll = scroll(self.replay_scroll, c, r.height.saturating_sub(2)).min(max);
-    }
-
-    fn scroll_detail(&mut self, c: Command) {
-        let r = self.areas().detail;
-        let max = super::ui::scroll_limit(&super::detail::lines(self), r.width.saturating_sub(2));
-        self.detail_scroll = scroll(self.detail_scroll, c, r.height.saturating_sub(2)).min(max);
-    }
-
-    fn exec_command(&mut self, c: Command) {
-        if self.rows.is_empty() {
-            return;
-        }
-        let page = self.areas().execs.height.saturating_sub(3).max(1) as usize;
-        let last = self.rows.len() - 1;
-        let row = match c {
-            Command::Up => self.row.saturating_sub(1),
-            Command::Down => (self.row + 1).min(last),
-            Command::PageUp => self.row.saturating_sub(page),
-            Command::PageDown => (self.row + page).min(last),
-            Command::Home => 0,
-            Command::End => last,
-            Command::Enter | Command::Right => {
-                self.focus = Pane::Tree;
-                return;
+        let focus = self.focus;
+        let subject = self.subject();
+        let effects = self.with_ctx(|ctx, p| match focus {
+            Pane::Executions => p.execs.command(ctx, c),
+            Pane::Tree => p.tree.command(ctx, c),
+            Pane::Tokens => p.tokens.command(ctx, c),
+            Pane::Replay => p.replay.command(ctx, c),
+            Pane::Assessments => p.assess.command(ctx, c),
+            Pane::Detail => {
+                let path = p.tokens.view(ctx.sel).map(|v| &v.index);
+                p.detail.command(ctx, subject, path, c)
             }
-            _ => return,
-        };
-        self.select_row(row);
+        });
+        self.apply_all(effects.unwrap_or_default());
     }
 
-    fn select_row(&mut self, row: usize) {
-        if row >= self.rows.len() {
-            return;
-        }
-        self.row = row;
-        self.keep_row_visible();
-        let i = self.rows[row];
-        if i != self.cur || self.tree_sel.is_empty() {
-            self.open_exec(i);
-        }
-    }
-
-    fn keep_row_visible(&mut self) {
-        let h = self.areas().execs.height.saturating_sub(3).max(1) as usize;
-        if self.row < self.row_offset {
-            self.row_offset = self.row;
-        } else if self.row >= self.row_offset + h {
-            self.row_offset = self.row + 1 - h;
-        }
-    }
-
-    /// Visible tree rows (display paths), as the tree widget shows them.
-    pub fn tree_rows(&self) -> Vec<Vec<u32>> {
-        fn walk(
-            d: &super::model::DNode,
-            prefix: &mut Vec<u32>,
-            opened: &HashSet<Vec<u32>>,
-            out: &mut Vec<Vec<u32>>,
-        ) {
-            prefix.push(d.id);
-            out.push(prefix.clone());
-            if !d.children.is_empty() && opened.contains(prefix.as_slice()) {
-                for c in &d.children {
-                    walk(c, prefix, opened, out);
+    /// The request `y` explains: the one whose output is under the token cursor (tokens
+    /// focused), else the selected one.
+    fn open_why(&mut self) {
+        let under_cursor = (self.focus == Pane::Tokens)
+            .then(|| {
+                let d = self.data.as_ref()?;
+                let v = self.path()?;
+                let exec = &d.batch.executions[self.sel.exec];
+                let (n, _) = v.index.node_at(v.cursor);
+                let node = &exec.tree.nodes[n as usize];
+                (node.kind == crate::engine::tree::NodeKind::Output).then_some(node.owner)
+            })
+            .flatten();
+        match under_cursor.or(self.sel.request) {
+            Some(request) => {
+                self.overlay = Overlay::Why {
+                    exec: self.sel.exec,
+                    request,
+                    scroll: 0,
                 }
             }
-            prefix.pop();
-        }
-        let mut out = Vec::new();
-        let mut prefix = Vec::new();
-        for d in &self.rtree.display {
-            walk(d, &mut prefix, &self.opened, &mut out);
-        }
-        out
-    }
-
-    fn tree_command(&mut self, c: Command) {
-        let rows = self.tree_rows();
-        if rows.is_empty() {
-            return;
-        }
-        let i = rows.iter().position(|r| *r == self.tree_sel).unwrap_or(0);
-        let page = self.areas().tree.height.saturating_sub(2).max(1) as usize;
-        let last = rows.len() - 1;
-        let target = match c {
-            Command::Up => i.saturating_sub(1),
-            Command::Down => (i + 1).min(last),
-            Command::PageUp => i.saturating_sub(page),
-            Command::PageDown => (i + page).min(last),
-            Command::Home => 0,
-            Command::End => last,
-            Command::Left => {
-                let sel = self.tree_sel.clone();
-                if self.has_children(&sel) && self.opened.contains(&sel) {
-                    self.opened.remove(&sel);
-                } else if sel.len() > 1 {
-                    self.select_tree_path(sel[..sel.len() - 1].to_vec());
-                }
-                return;
-            }
-            Command::Right => {
-                let sel = self.tree_sel.clone();
-                if self.has_children(&sel) {
-                    self.opened.insert(sel);
-                }
-                return;
-            }
-            Command::Enter => {
-                let sel = self.tree_sel.clone();
-                if self.has_children(&sel) && !self.opened.remove(&sel) {
-                    self.opened.insert(sel);
-                }
-                return;
-            }
-            _ => return,
-        };
-        self.select_tree_path(rows[target].clone());
-    }
-
-    fn has_children(&self, p: &[u32]) -> bool {
-        let mut level = &self.rtree.display;
-        let mut node = None;
-        for id in p {
-            match level.iter().find(|d| d.id == *id) {
-                Some(d) => {
-                    node = Some(d);
-                    level = &d.children;
-                }
-                None => return false,
-            }
-        }
-        node.is_some_and(|d| !d.children.is_empty())
-    }
-
-    fn select_tree_path(&mut self, p: Vec<u32>) {
-        self.tree_sel = p;
-        if let Some(r) = self.selected_request() {
-            self.show_path(r);
+            None => self.say("no request selected"),
         }
     }
 
-    fn token_command(&mut self, c: Command) {
-        let len = self.path.len;
-        if len == 0 {
-            return;
-        }
-        let a = self.areas();
-        let h = a.tokens.height.saturating_sub(2).max(1) as i64;
-        match c {
-            Command::Left => self.cursor = self.cursor.saturating_sub(1),
-            Command::Right => self.cursor = (self.cursor + 1).min(len - 1),
-            Command::Home => self.cursor = 0,
-            Command::End => self.cursor = len - 1,
-            Command::Up | Command::Down | Command::PageUp | Command::PageDown => {
-                let delta = match c {
-                    Command::Up => -1,
-                    Command::Down => 1,
-                    Command::PageUp => -h,
-                    _ => h,
-                };
-                self.cursor = self.cursor_by_rows(delta);
-                if matches!(c, Command::PageUp | Command::PageDown) {
-                    let Some(d) = &self.data else { return };
-                    let exec = &d.batch.executions[self.cur];
-                    let mut l = Layout::new(
-                        exec,
-                        &self.path,
-                        &self.text,
-                        a.tokens.width.saturating_sub(2),
-                    );
-                    self.top = l.move_rows(self.top, delta);
+    fn overlay_command(&mut self, c: Command) {
+        let full = self.areas().full;
+        match (&mut self.overlay, c) {
+            (Overlay::Help(_), Command::Help | Command::Escape) => self.overlay = Overlay::None,
+            (Overlay::Help(s), _) => {
+                *s = overlay::scroll(*s, c, overlay::help_max_scroll(&self.theme, full));
+            }
+            (Overlay::Why { .. }, Command::Why | Command::Escape) => self.overlay = Overlay::None,
+            (
+                Overlay::Why {
+                    request, scroll, ..
+                },
+                _,
+            ) => {
+                let (request, s) = (*request, *scroll);
+                let max = self
+                    .ctx()
+                    .map_or(0, |ctx| overlay::why_max_scroll(&ctx, request, full));
+                if let Overlay::Why { scroll, .. } = &mut self.overlay {
+                    *scroll = overlay::scroll(s, c, max);
                 }
             }
-            Command::NextSegment => {
-                let (seg, _) = self.path.locate(self.cursor);
-                if seg + 1 < self.path.nodes.len() {
-                    self.cursor = self.path.seg_start(seg + 1);
+            (Overlay::Search { .. }, Command::Escape) => {
+                // One Esc closes the field and clears the search.
+                self.overlay = Overlay::None;
+                self.search.clear();
+            }
+            (Overlay::Search { at, .. }, Command::Up) => *at = at.saturating_sub(1),
+            (Overlay::Search { at, .. }, Command::Down) => {
+                *at = (*at + 1).min(self.search.hits.len().saturating_sub(1))
+            }
+            (Overlay::Search { at, .. }, Command::Enter) => {
+                let at = *at;
+                self.overlay = Overlay::None;
+                if self.search.hits.is_empty() {
+                    let m = format!("/{}: no match", self.search.query);
+                    self.say(m);
+                    return;
+                }
+                self.search.at = Some(at.min(self.search.hits.len() - 1));
+                self.goto_hit();
+            }
+            (Overlay::Export(p), Command::Escape) if p.clash.is_some() => p.clash = None,
+            (Overlay::Goto(_) | Overlay::Export(_), Command::Escape) => {
+                self.overlay = Overlay::None
+            }
+            (Overlay::Export(p), Command::Enter) if p.clash.is_none() => {
+                let name = p.field.text.trim().to_string();
+                let path = self.export_path(&name);
+                match path {
+                    Some(path) if path.exists() || self.exporting.contains(&path) => {
+                        let free = self.proposed_export();
+                        if let Overlay::Export(p) = &mut self.overlay {
+                            p.clash = Some(path);
+                            p.free = free;
+                        }
+                    }
+                    _ => {
+                        self.overlay = Overlay::None;
+                        self.export(&name, false);
+                    }
                 }
             }
-            Command::PrevSegment => {
-                let (seg, off) = self.path.locate(self.cursor);
-                self.cursor = if off > 0 || seg == 0 {
-                    self.path.seg_start(seg)
-                } else {
-                    self.path.seg_start(seg - 1)
-                };
+            (Overlay::Goto(f), Command::Enter) => {
+                let text = f.text.trim().to_string();
+                self.overlay = Overlay::None;
+                match text.parse::<u64>() {
+                    Ok(n) if n >= 1 => {
+                        if let Some(r) = self.sel.request {
+                            self.apply(Effect::ShowPos {
+                                request: r,
+                                pos: n - 1,
+                            });
+                            if let Some(v) = self.path() {
+                                let m = format!("position {}/{}", v.cursor + 1, v.index.len);
+                                self.say(m);
+                            }
+                        }
+                    }
+                    _ => self.say(format!("not a position: {text:?} (1 is the first token)")),
+                }
             }
-            _ => return,
-        }
-        self.keep_cursor_visible();
-    }
-
-    /// The token `delta` rows below (above) the cursor, at about the same column.
-    fn cursor_by_rows(&self, delta: i64) -> u64 {
-        let Some(d) = &self.data else {
-            return self.cursor;
-        };
-        let exec = &d.batch.executions[self.cur];
-        let w = self.areas().tokens.width.saturating_sub(2);
-        let mut l = Layout::new(exec, &self.path, &self.text, w);
-        let row = l.row_of(self.cursor);
-        let x = l
-            .rows(row, 1, true)
-            .first()
-            .and_then(|r| r.cells.iter().find(|c| c.pos == self.cursor).map(|c| c.x))
-            .unwrap_or(0);
-        let target = l.move_rows(row, delta);
-        if target == row {
-            return if delta > 0 {
-                self.cursor.max(self.last_pos_of_row(&mut l, row))
-            } else {
-                self.cursor
-            };
-        }
-        let rows = l.rows(target, 1, true);
-        let Some(r) = rows.first() else {
-            return self.cursor;
-        };
-        r.cells
-            .iter()
-            .rev()
-            .find(|c| c.x <= x)
-            .or(r.cells.first())
-            .map_or(target.pos, |c| c.pos)
-    }
-
-    fn last_pos_of_row(&self, l: &mut Layout<'_>, row: RowStart) -> u64 {
-        l.rows(row, 1, true)
-            .first()
-            .and_then(|r| r.cells.last())
-            .map_or(self.cursor, |c| c.pos)
-    }
-
-    /// Scrolls the token view so the cursor is on screen.
-    pub fn keep_cursor_visible(&mut self) {
-        let Some(d) = &self.data else { return };
-        if self.path.len == 0 {
-            return;
-        }
-        let exec = &d.batch.executions[self.cur];
-        let a = areas(self.size, self.detail);
-        let w = a.tokens.width.saturating_sub(2);
-        let h = a.tokens.height.saturating_sub(2).max(1) as usize;
-        let mut l = Layout::new(exec, &self.path, &self.text, w);
-        let cur_row = l.row_of(self.cursor);
-        if cur_row < self.top {
-            self.top = cur_row;
-            return;
-        }
-        // Within a page or two below: scroll just enough; further: recentre.
-        let rows = l.rows(self.top, h * 2, false);
-        if let Some(i) = rows.iter().position(|r| r.start == cur_row) {
-            if i >= h {
-                self.top = rows[i + 1 - h].start;
+            (Overlay::Priority(_), Command::Escape) => self.overlay = Overlay::None,
+            (Overlay::Priority(e), Command::Up | Command::Down) => e.cursor(c == Command::Down),
+            (Overlay::Priority(e), Command::Enter) => {
+                let new = e.priority();
+                self.overlay = Overlay::None;
+                if new != self.settings.priority {
+                    let old = std::mem::replace(&mut self.settings.priority, new);
+                    if !self.priorities.contains(&self.settings.priority) {
+                        self.priorities.push(self.settings.priority.clone());
+                    }
+                    self.rerun(format!(
+                        "priority {} → {}",
+                        priority_text(&old),
+                        priority_text(&self.settings.priority)
+                    ));
+                }
             }
-            return;
-        }
-        self.top = l.move_rows(cur_row, -((h / 3) as i64));
-    }
-
-    fn center_cursor(&mut self) {
-        let Some(d) = &self.data else { return };
-        if self.path.len == 0 {
-            return;
-        }
-        let exec = &d.batch.executions[self.cur];
-        let a = areas(self.size, self.detail);
-        let w = a.tokens.width.saturating_sub(2);
-        let h = a.tokens.height.saturating_sub(2).max(1) as i64;
-        let mut l = Layout::new(exec, &self.path, &self.text, w);
-        let cur_row = l.row_of(self.cursor);
-        self.top = l.move_rows(cur_row, -(h / 3));
-    }
-
-    fn assess_command(&mut self, c: Command) {
-        let Some(exec) = self.exec() else { return };
-        let n = exec.assessments.len();
-        if n == 0 {
-            return;
-        }
-        match c {
-            Command::Up => self.assess = self.assess.saturating_sub(1),
-            Command::Down => self.assess = (self.assess + 1).min(n - 1),
-            Command::Home => self.assess = 0,
-            Command::End => self.assess = n - 1,
-            Command::Enter => self.jump_to_branch(),
             _ => {}
         }
     }
 
-    /// Selects the branch (request) the selected assessment refers to.
-    fn jump_to_branch(&mut self) {
-        let Some(exec) = self.exec() else { return };
-        let order = super::ui::assessment_order(exec);
-        let Some(&ai) = order.get(self.assess) else {
-            return;
-        };
-        let branch = exec.assessments[ai].record.branch.clone();
-        let target = branch.as_deref().map(|b| exec.request_index(b));
-        match (branch, target) {
-            (Some(b), Some(Some(r))) => {
-                self.select_request(r);
-                self.focus = Pane::Tree;
-                self.message = Some(format!("assessment → branch {b}"));
+    /// A character or edit key while an overlay is open.
+    fn edit(&mut self, e: Edit) {
+        match &mut self.overlay {
+            Overlay::Search { field, at } => {
+                field.edit(e);
+                *at = 0;
+                let q = field.text.clone();
+                if let Some(d) = &self.data {
+                    let batch = Arc::clone(&d.batch);
+                    self.search
+                        .start(&q, &batch, &self.text, self.sel.exec, self.jobs.as_ref());
+                }
             }
-            (Some(b), _) => {
-                self.message = Some(format!("branch {b:?} is not a request of this execution"))
-            }
-            (None, _) => self.message = Some("this assessment names no branch".into()),
+            Overlay::Goto(f) if !matches!(e, Edit::Char(c) if !c.is_ascii_digit()) => f.edit(e),
+            Overlay::Export(p) if p.clash.is_some() => match e {
+                Edit::Char('o') => {
+                    let name = p.field.text.trim().to_string();
+                    self.overlay = Overlay::None;
+                    self.export(&name, true);
+                }
+                Edit::Char('n') => {
+                    let name = p.free.clone();
+                    self.overlay = Overlay::None;
+                    self.export(&name, false);
+                }
+                _ => {}
+            },
+            Overlay::Export(p) => p.field.edit(e),
+            Overlay::Priority(ed) => match e {
+                Edit::Char('k') => ed.cursor(false),
+                Edit::Char('j') => ed.cursor(true),
+                Edit::Char('K') => ed.shift(false),
+                Edit::Char('J') => ed.shift(true),
+                Edit::Char(' ' | 'x') => {
+                    if let Err(m) = ed.toggle() {
+                        self.say(m);
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
         }
     }
 
-    fn run_search(&mut self, q: &str) {
-        if q.is_empty() {
-            self.search = None;
+    fn search_step(&mut self, forward: bool) {
+        let n = self.search.hits.len();
+        if n == 0 {
+            self.say(if self.search.active() {
+                "no match"
+            } else {
+                "no search: press / first"
+            });
             return;
         }
-        let Some(d) = &self.data else { return };
-        let exec = &d.batch.executions[self.cur];
-        let ql = q.to_lowercase();
-        let mut hits: Vec<Hit> = exec
-            .requests
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.id.to_lowercase().contains(&ql))
-            .map(|(i, _)| Hit::Request(i as u32))
-            .collect();
-        const MAX_HITS: usize = 10_000;
-        let mut capped = false;
-        // Token text of the path, searched across token boundaries.
-        let mut text = String::new();
-        let mut owner: Vec<u64> = Vec::new();
-        let ids = self.path.tokens(exec, 0..self.path.len);
-        for (pos, piece) in self.text.display_pieces(&ids).iter().enumerate() {
-            let t = piece.to_lowercase();
-            owner.extend(std::iter::repeat_n(pos as u64, t.len()));
-            text.push_str(&t);
-        }
-        let mut from = 0;
-        while let Some(i) = text[from..].find(&ql) {
-            let s = from + i;
-            let e = s + ql.len();
-            hits.push(Hit::Tokens(owner[s], owner[e - 1] + 1));
-            if hits.len() >= MAX_HITS {
-                capped = true;
-                break;
-            }
-            from = s + ql.len().max(1);
-            while !text.is_char_boundary(from) {
-                from += 1;
-            }
-        }
-        if hits.is_empty() {
-            self.message = Some(format!(
-                "/{q}: no match in {} (request ids and this path)",
-                exec.id
-            ));
-            self.search = None;
-            return;
-        }
-        // Start at the first token hit at or after the cursor, else the first hit.
-        let at = hits
-            .iter()
-            .position(|h| matches!(h, Hit::Tokens(s, _) if *s >= self.cursor))
-            .unwrap_or(0);
-        self.search = Some(Search {
-            query: q.to_string(),
-            hits,
-            at,
-            request: self.path.request,
-            capped,
+        self.search.at = Some(match self.search.at {
+            None => 0,
+            Some(i) if forward => (i + 1) % n,
+            Some(i) => (i + n - 1) % n,
         });
         self.goto_hit();
     }
 
-    fn search_step(&mut self, forward: bool) {
-        let Some(s) = &mut self.search else {
-            self.message = Some("no search: press / first".into());
+    fn goto_hit(&mut self) {
+        let Some(d) = &self.data else { return };
+        let Some(at) = self.search.at else { return };
+        let Some(hit) = self.search.hits.get(at).copied() else {
             return;
         };
-        let n = s.hits.len();
-        s.at = if forward {
-            (s.at + 1) % n
-        } else {
-            (s.at + n - 1) % n
-        };
-        self.goto_hit();
+        let e = Search::target(&d.batch, &hit);
+        let m = format!(
+            "/{}: match {}/{}{}",
+            self.search.query,
+            at + 1,
+            self.search.hits.len(),
+            if self.search.done {
+                ""
+            } else {
+                " (still searching)"
+            }
+        );
+        self.apply(e);
+        self.sync();
+        self.say(m);
     }
 
-    fn goto_hit(&mut self) {
-        let Some(s) = &self.search else { return };
-        let hit = s.hits[s.at];
-        let msg = format!(
-            "/{}: match {}/{}{}",
-            s.query,
-            s.at + 1,
-            s.hits.len(),
-            if s.capped { " (stopped at 10000)" } else { "" }
-        );
-        let path_req = s.request;
-        match hit {
-            Hit::Request(r) => {
-                self.select_request(r);
-                if let Some(s) = &mut self.search {
-                    s.request = path_req;
-                }
+    /// Asks the engine to re-run with the current settings: on a worker when there is one (the
+    /// screen keeps the old results and says "re-running…"), else at once.
+    fn rerun(&mut self, what: String) {
+        let Some(d) = &self.data else { return };
+        let (batch, settings, advantage) =
+            (Arc::clone(&d.batch), self.settings.clone(), self.advantage);
+        let work = move || {
+            let results = engine::process(&batch, &settings, advantage);
+            let totals = stats::totals(&batch, &results);
+            Rerun {
+                settings,
+                advantage,
+                results,
+                totals,
+                what,
             }
-            Hit::Tokens(p, _) => {
-                if self.path.request != path_req {
-                    self.select_request(path_req);
-                }
-                self.cursor = p;
-                self.keep_cursor_visible();
+        };
+        match &self.jobs {
+            Some(jobs) => {
+                let jobs = jobs.clone();
+                std::thread::spawn(move || jobs.send(Action::Rerun(Box::new(work()))));
+            }
+            None => {
+                let r = work();
+                self.install(r);
             }
         }
-        self.message = Some(msg);
+    }
+
+    /// Puts re-run results on screen, unless newer settings were asked for since.
+    fn install(&mut self, r: Rerun) {
+        if r.settings != self.settings || r.advantage != self.advantage {
+            return;
+        }
+        let Some(d) = &mut self.data else { return };
+        let i = self.sel.exec;
+        let exec_totals = |res: &Results| {
+            stats::execution_totals(&d.batch.executions[i], &res.outcomes[i], &res.admissions[i])
+        };
+        let change = Change {
+            what: r.what,
+            before: d.totals,
+            after: r.totals,
+            exec: d.batch.executions[i].id.clone(),
+            exec_before: exec_totals(&d.results),
+            exec_after: exec_totals(&r.results),
+        };
+        d.results = Arc::new(r.results);
+        d.totals = r.totals;
+        self.sel.generation += 1;
+        self.sel.step = d.results.admissions[i].draws.len() as u32;
+        self.change = Some(change);
     }
 
     /// `./admitted.jsonl`, or the next free `admitted-N.jsonl`.
@@ -1231,29 +1094,53 @@ impl App {
             .expect("some name is free")
     }
 
-    fn export(&mut self, name: &str) {
-        let Some(d) = &self.data else { return };
-        let name = name.trim();
-        if name.is_empty() {
-            self.message = Some("export cancelled: no file name".into());
-            return;
+    fn export_path(&self, name: &str) -> Option<PathBuf> {
+        // `-` would be stdout: the screen itself.
+        if name.is_empty() || name == "-" {
+            return None;
         }
-        let path = if Path::new(name).is_absolute() {
+        Some(if Path::new(name).is_absolute() {
             PathBuf::from(name)
         } else {
             self.cwd.join(name)
+        })
+    }
+
+    /// The settings line of exports: what `gyre admit` needs to write the same bytes.
+    pub fn export_settings(&self) -> String {
+        let s = self
+            .data
+            .as_ref()
+            .map_or(&self.settings, |d| &d.results.settings);
+        format!(
+            "seed {} · J_max {} · priority {} · advantage {}",
+            s.seed,
+            jmax_text(s.jmax),
+            priority_text(&s.priority),
+            advantage_name(
+                self.data
+                    .as_ref()
+                    .map_or(self.advantage, |d| d.results.advantage_mode)
+            )
+        )
+    }
+
+    fn export(&mut self, name: &str, force: bool) {
+        let Some(path) = self.export_path(name) else {
+            self.say("export cancelled: it needs a file name");
+            return;
         };
+        if self.rerunning() {
+            self.say("a re-run is under way: export once it is on screen");
+            return;
+        }
+        let Some(d) = &self.data else { return };
         let (batch, results) = (Arc::clone(&d.batch), Arc::clone(&d.results));
-        let settings = format!(
-            "seed {} · J_max {} · priority {}",
-            self.settings.seed,
-            jmax_text(self.settings.jmax),
-            priority_text(&self.settings.priority)
-        );
+        let settings = self.export_settings();
         let write = {
             let path = path.clone();
             move || {
-                let m = match export::write_file(&batch, &results, &path, false) {
+                let m = match export::write_file(&batch, &results, &path, force) {
                     Ok(rows) => format!(
                         "exported {rows} rows ({} executions, B = {}) to {} · {settings}",
                         batch.executions.len(),
@@ -1268,12 +1155,10 @@ impl App {
         self.exporting.push(path.clone());
         match &self.jobs {
             // A big admitted set takes seconds to write: the screen stays live meanwhile.
-            Some(tx) => {
-                let tx = tx.clone();
-                self.message = Some(format!("exporting to {}…", path.display()));
-                std::thread::spawn(move || {
-                    let _ = tx.send(write());
-                });
+            Some(jobs) => {
+                let jobs = jobs.clone();
+                self.say(format!("exporting to {}…", path.display()));
+                std::thread::spawn(move || jobs.send(write()));
             }
             None => {
                 let done = write();
@@ -1282,168 +1167,122 @@ impl App {
         }
     }
 
-    fn pane_at(&self, x: u16, y: u16) -> Option<Pane> {
-        let a = self.areas();
-        let p = ratatui::layout::Position { x, y };
-        [
-            (a.execs, Pane::Executions),
-            (a.tree, Pane::Tree),
-            (a.tokens, Pane::Tokens),
-            (a.replay, Pane::Replay),
-            (a.assess, Pane::Assessments),
-            (a.detail, Pane::Detail),
-        ]
-        .into_iter()
-        .find(|(r, _)| r.contains(p))
-        .map(|(_, pane)| pane)
-    }
-
     fn click(&mut self, x: u16, y: u16) {
         if self.overlay != Overlay::None || self.data.is_none() {
             return;
         }
-        let Some(pane) = self.pane_at(x, y) else {
+        let Some(pane) = self.areas().pane_at(x, y) else {
             return;
         };
         self.focus = pane;
-        let a = self.areas();
-        match pane {
-            // Border and header row above the first execution.
-            Pane::Executions if y >= a.execs.y + 2 => {
-                let row = self.row_offset + (y - a.execs.y - 2) as usize;
-                self.select_row(row);
-            }
-            Pane::Tree => {
-                let hit = self
-                    .tree_state
-                    .borrow()
-                    .rendered_at(ratatui::layout::Position { x, y })
-                    .map(<[u32]>::to_vec);
-                if let Some(p) = hit {
-                    if p == self.tree_sel && self.has_children(&p) && !self.opened.remove(&p) {
-                        self.opened.insert(p.clone());
-                    }
-                    self.select_tree_path(p);
-                }
-            }
-            Pane::Tokens => {
-                if let Some(pos) = self.token_at(x, y) {
-                    self.cursor = pos;
-                }
-            }
-            Pane::Assessments if y > a.assess.y => {
-                if let Some(exec) = self.exec() {
-                    let rows = super::ui::assessment_rows(exec);
-                    // The pane scrolls to keep the selection visible; undo that.
-                    let sel_line = rows
-                        .iter()
-                        .position(|r| *r == Some(self.assess))
-                        .unwrap_or(0)
-                        + usize::from(exec.assessments.is_empty());
-                    let scroll = super::ui::assessment_scroll(sel_line, a.assess.height) as usize;
-                    let i = (y - a.assess.y - 1) as usize + scroll;
-                    if let Some(Some(k)) = rows.get(i) {
-                        self.assess = *k;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Path position of the token drawn at a cell of the token pane.
-    pub fn token_at(&self, x: u16, y: u16) -> Option<u64> {
-        let d = self.data.as_ref()?;
-        let a = self.areas();
-        let inner_x = x.checked_sub(a.tokens.x + 1)?;
-        let inner_y = y.checked_sub(a.tokens.y + 1)? as usize;
-        let exec = &d.batch.executions[self.cur];
-        let mut l = Layout::new(
-            exec,
-            &self.path,
-            &self.text,
-            a.tokens.width.saturating_sub(2),
-        );
-        let rows = l.rows(self.top, inner_y + 1, true);
-        let row = rows.get(inner_y)?;
-        row.cells
-            .iter()
-            .rev()
-            .find(|c| c.x <= inner_x)
-            .map(|c| c.pos)
+        let effects = self.with_ctx(|ctx, p| match pane {
+            Pane::Executions => p.execs.click(ctx, x, y),
+            Pane::Tree => p.tree.click(ctx, x, y),
+            Pane::Tokens => p.tokens.click(ctx, x, y),
+            Pane::Replay => p.replay.click(ctx, x, y),
+            Pane::Assessments => p.assess.click(ctx, x, y),
+            Pane::Detail => Vec::new(),
+        });
+        self.apply_all(effects.unwrap_or_default());
     }
 
     fn wheel(&mut self, x: u16, y: u16, down: bool) {
+        let full = self.areas().full;
+        match self.overlay {
+            Overlay::Help(s) => {
+                let max = overlay::help_max_scroll(&self.theme, full);
+                self.overlay = Overlay::Help(if down {
+                    s.saturating_add(3).min(max)
+                } else {
+                    s.saturating_sub(3)
+                });
+                return;
+            }
+            Overlay::None => {}
+            _ => return,
+        }
         if self.data.is_none() {
             return;
         }
-        if let Overlay::Help(s) = self.overlay {
-            self.overlay = Overlay::Help(if down {
-                s.saturating_add(3).min(super::ui::help_max_scroll(self))
-            } else {
-                s.saturating_sub(3)
-            });
-            return;
-        }
-        let Some(pane) = self.pane_at(x, y) else {
+        let Some(pane) = self.areas().pane_at(x, y) else {
             return;
         };
-        let dir = if down { Command::Down } else { Command::Up };
-        match pane {
-            Pane::Tokens => {
-                let Some(d) = &self.data else { return };
-                let exec = &d.batch.executions[self.cur];
-                let w = self.areas().tokens.width.saturating_sub(2);
-                let mut l = Layout::new(exec, &self.path, &self.text, w);
-                self.top = l.move_rows(self.top, if down { 3 } else { -3 });
-            }
-            Pane::Executions => {
-                for _ in 0..3 {
-                    self.exec_command(dir);
-                }
-            }
-            Pane::Tree => {
-                for _ in 0..3 {
-                    self.tree_command(dir);
-                }
-            }
-            Pane::Replay => {
-                for _ in 0..3 {
-                    self.scroll_replay(dir);
-                }
-            }
+        let subject = self.subject();
+        let effects = self.with_ctx(|ctx, p| match pane {
+            Pane::Executions => p.execs.wheel(ctx, down),
+            Pane::Tree => p.tree.wheel(ctx, down),
+            Pane::Tokens => p.tokens.wheel(ctx, down),
+            Pane::Replay => p.replay.wheel(ctx, down),
+            Pane::Assessments => p.assess.wheel(ctx, down),
             Pane::Detail => {
+                let path = p.tokens.view(ctx.sel).map(|v| v.index.clone());
+                let c = if down { Command::Down } else { Command::Up };
                 for _ in 0..3 {
-                    self.scroll_detail(dir);
+                    p.detail.command(ctx, subject, path.as_ref(), c);
                 }
+                Vec::new()
             }
-            Pane::Assessments => self.assess_command(dir),
-        }
+        });
+        self.apply_all(effects.unwrap_or_default());
     }
 }
 
-fn scroll(v: u16, c: Command, page: u16) -> u16 {
-    match c {
-        Command::Up => v.saturating_sub(1),
-        Command::Down => v.saturating_add(1),
-        Command::PageUp => v.saturating_sub(page.max(1)),
-        Command::PageDown => v.saturating_add(page.max(1)),
-        Command::Home => 0,
-        Command::End => u16::MAX,
-        _ => v,
-    }
+/// The view settings a [`Ctx`] carries.
+#[derive(Clone, Copy)]
+struct View {
+    areas: Areas,
+    focus: Pane,
+    overlay: bool,
+    colour: ColorMode,
+    boundaries: bool,
 }
 
-/// `J_max` as shown: a number, or `uncapped` for 0.
-pub fn jmax_text(j: u32) -> String {
-    if j == 0 {
-        "uncapped".into()
-    } else {
-        j.to_string()
+fn build_ctx<'a>(
+    data: &'a Option<Data>,
+    sel: &'a Selection,
+    text: &'a TokenText,
+    theme: &'a Theme,
+    v: View,
+) -> Option<Ctx<'a>> {
+    let d = data.as_ref()?;
+    if sel.exec >= d.batch.executions.len() {
+        return None;
     }
+    Some(Ctx {
+        batch: &d.batch,
+        results: &d.results,
+        sel,
+        text,
+        theme,
+        areas: v.areas,
+        focus: v.focus,
+        overlay: v.overlay,
+        colour: v.colour,
+        boundaries: v.boundaries,
+    })
 }
 
-/// A priority as `main>main-summary>…`.
-pub fn priority_text(p: &[Class]) -> String {
-    p.iter().map(|c| c.name()).collect::<Vec<_>>().join(">")
+/// The panes, borrowed apart from the rest of the app.
+pub struct Panes<'a> {
+    /// Executions.
+    pub execs: &'a mut ExecutionsPane,
+    /// Tree.
+    pub tree: &'a mut TreePane,
+    /// Tokens.
+    pub tokens: &'a mut TokensPane,
+    /// Replay.
+    pub replay: &'a mut ReplayPane,
+    /// Assessments.
+    pub assess: &'a mut AssessmentsPane,
+    /// Detail.
+    pub detail: &'a mut DetailPane,
+}
+
+/// The name of an advantage mode, as `gyre admit --advantage` takes it.
+pub fn advantage_name(m: AdvantageMode) -> &'static str {
+    match m {
+        AdvantageMode::DrGrpo => "drgrpo",
+        AdvantageMode::Grpo => "grpo",
+        AdvantageMode::None => "none",
+    }
 }

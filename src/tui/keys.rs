@@ -12,10 +12,14 @@ pub enum Command {
     Help,
     /// Close the overlay (or clear the search).
     Escape,
-    /// Next pane.
+    /// Next pane (screen order).
     FocusNext,
     /// Previous pane.
     FocusPrev,
+    /// Focus pane number `n` (1–6).
+    Jump(u8),
+    /// The focused pane fills the screen (again: back).
+    Zoom,
     /// Up one item / row.
     Up,
     /// Down one item / row.
@@ -38,6 +42,24 @@ pub enum Command {
     NextSegment,
     /// Previous segment of the path.
     PrevSegment,
+    /// Tokens: start of the next run of targets.
+    NextTarget,
+    /// Tokens: start of the previous run of targets.
+    PrevTarget,
+    /// Tokens: start of the next left-out run.
+    NextLeftOut,
+    /// Tokens: start of the previous left-out run.
+    PrevLeftOut,
+    /// Tokens: start of the next context run.
+    NextContext,
+    /// Tokens: start of the previous context run.
+    PrevContext,
+    /// Tokens: the next point where another branch leaves the path.
+    NextDivergence,
+    /// Tokens: the previous such point.
+    PrevDivergence,
+    /// Tokens: go to a position (typed).
+    Goto,
     /// Replay: one draw forward.
     DrawNext,
     /// Replay: one draw back.
@@ -46,6 +68,10 @@ pub enum Command {
     DrawFirst,
     /// Replay: draw n/n.
     DrawLast,
+    /// Replay pane: the draw at the step, or the whole draw log.
+    ReplayLog,
+    /// Why the selected request (or the one under the cursor) was (not) drawn.
+    Why,
     /// Next colouring.
     Colour,
     /// Token boundaries on/off.
@@ -60,8 +86,12 @@ pub enum Command {
     JmaxUp,
     /// J_max − 1 (0 = uncapped).
     JmaxDown,
-    /// Next class priority.
+    /// Next class priority (presets).
     Priority,
+    /// Edit the class priority as an order.
+    EditPriority,
+    /// Next advantage mode.
+    Advantage,
     /// Next sort order of the executions list.
     Sort,
     /// Next filter of the executions list.
@@ -151,7 +181,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[C('?')],
         command: Command::Help,
         group: "General",
-        help: "help (this overlay)",
+        help: "help: keys and a glossary",
         hint: Some("help"),
     },
     Binding {
@@ -165,14 +195,14 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Code(KeyCode::Esc)],
         command: Command::Escape,
         group: "General",
-        help: "close the overlay / clear the search",
+        help: "close the overlay / clear the search / clear the message",
         hint: None,
     },
     Binding {
         keys: &[Code(KeyCode::Tab)],
         command: Command::FocusNext,
         group: "General",
-        help: "next pane (mouse: click a pane)",
+        help: "next pane, in screen order (mouse: click a pane)",
         hint: Some("pane"),
     },
     Binding {
@@ -183,17 +213,31 @@ pub const BINDINGS: &[Binding] = &[
         hint: None,
     },
     Binding {
+        keys: &[C('1'), C('2'), C('3'), C('4'), C('5'), C('6')],
+        command: Command::Jump(0),
+        group: "General",
+        help: "go to pane 1–6 (numbers in the pane titles)",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('z')],
+        command: Command::Zoom,
+        group: "General",
+        help: "zoom: the focused pane fills the screen (again: back)",
+        hint: Some("zoom"),
+    },
+    Binding {
         keys: &[C('k'), Code(KeyCode::Up)],
         command: Command::Up,
         group: "Move",
-        help: "up (item, or token row)",
+        help: "up (item, link, or token row)",
         hint: None,
     },
     Binding {
         keys: &[C('j'), Code(KeyCode::Down)],
         command: Command::Down,
         group: "Move",
-        help: "down (item, or token row)",
+        help: "down (item, link, or token row)",
         hint: None,
     },
     Binding {
@@ -228,35 +272,98 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[C('g'), Code(KeyCode::Home)],
         command: Command::Home,
         group: "Move",
-        help: "first item / token",
+        help: "first item / token / line",
         hint: None,
     },
     Binding {
         keys: &[C('G'), Code(KeyCode::End)],
         command: Command::End,
         group: "Move",
-        help: "last item / token",
+        help: "last item / token / line",
         hint: None,
     },
     Binding {
         keys: &[Code(KeyCode::Enter)],
         command: Command::Enter,
         group: "Move",
-        help: "open execution / toggle node / go to branch",
+        help: "open execution / toggle node / follow a link (replay spans, candidates, assessments)",
         hint: None,
     },
     Binding {
         keys: &[C('w')],
         command: Command::NextSegment,
-        group: "Move",
-        help: "tokens: next segment (node) of the path",
+        group: "Tokens",
+        help: "next segment (node) of the path",
         hint: None,
     },
     Binding {
         keys: &[C('b')],
         command: Command::PrevSegment,
-        group: "Move",
-        help: "tokens: previous segment of the path",
+        group: "Tokens",
+        help: "previous segment of the path",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('t')],
+        command: Command::NextTarget,
+        group: "Tokens",
+        help: "next run of targets (at the replay step)",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('T')],
+        command: Command::PrevTarget,
+        group: "Tokens",
+        help: "previous run of targets",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('u')],
+        command: Command::NextLeftOut,
+        group: "Tokens",
+        help: "next left-out run (J_max or priority)",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('U')],
+        command: Command::PrevLeftOut,
+        group: "Tokens",
+        help: "previous left-out run",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('x')],
+        command: Command::NextContext,
+        group: "Tokens",
+        help: "next context run",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('X')],
+        command: Command::PrevContext,
+        group: "Tokens",
+        help: "previous context run",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('v')],
+        command: Command::NextDivergence,
+        group: "Tokens",
+        help: "next divergence (another branch leaves the path)",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('V')],
+        command: Command::PrevDivergence,
+        group: "Tokens",
+        help: "previous divergence",
+        hint: None,
+    },
+    Binding {
+        keys: &[C(':')],
+        command: Command::Goto,
+        group: "Tokens",
+        help: "go to position N (1-based)",
         hint: None,
     },
     Binding {
@@ -288,39 +395,67 @@ pub const BINDINGS: &[Binding] = &[
         hint: Some("first/last"),
     },
     Binding {
+        keys: &[C('r')],
+        command: Command::ReplayLog,
+        group: "Replay",
+        help: "replay pane: this draw / the whole draw log",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('y')],
+        command: Command::Why,
+        group: "Replay",
+        help: "why the request (under the cursor, or selected) was (not) drawn",
+        hint: Some("why"),
+    },
+    Binding {
         keys: &[C('s')],
         command: Command::SeedUp,
-        group: "Engine (re-runs at once)",
+        group: "Engine (re-runs in the background)",
         help: "seed + 1",
         hint: Some("seed"),
     },
     Binding {
         keys: &[C('S')],
         command: Command::SeedDown,
-        group: "Engine (re-runs at once)",
+        group: "Engine (re-runs in the background)",
         help: "seed − 1",
         hint: None,
     },
     Binding {
         keys: &[C('+'), C('=')],
         command: Command::JmaxUp,
-        group: "Engine (re-runs at once)",
+        group: "Engine (re-runs in the background)",
         help: "J_max + 1",
         hint: Some("J_max"),
     },
     Binding {
         keys: &[C('-')],
         command: Command::JmaxDown,
-        group: "Engine (re-runs at once)",
+        group: "Engine (re-runs in the background)",
         help: "J_max − 1 (below 1: uncapped)",
         hint: None,
     },
     Binding {
         keys: &[C('p')],
         command: Command::Priority,
-        group: "Engine (re-runs at once)",
-        help: "next class priority",
+        group: "Engine (re-runs in the background)",
+        help: "next class priority (presets)",
         hint: Some("priority"),
+    },
+    Binding {
+        keys: &[C('P')],
+        command: Command::EditPriority,
+        group: "Engine (re-runs in the background)",
+        help: "edit the class priority: order, drop, add",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('a')],
+        command: Command::Advantage,
+        group: "Engine (re-runs in the background)",
+        help: "advantage: drgrpo / grpo / none",
+        hint: None,
     },
     Binding {
         keys: &[C('c')],
@@ -340,7 +475,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[C('d')],
         command: Command::Detail,
         group: "View",
-        help: "detail pane (tool calls, results, sibling diff) on/off",
+        help: "detail pane (fate, tool calls, results, sibling diff) on/off",
         hint: Some("detail"),
     },
     Binding {
@@ -361,7 +496,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[C('/')],
         command: Command::Search,
         group: "Search",
-        help: "search token text and request ids",
+        help: "search every execution (token text, request and execution ids)",
         hint: Some("search"),
     },
     Binding {
@@ -387,12 +522,15 @@ pub const BINDINGS: &[Binding] = &[
     },
 ];
 
-/// The command bound to a key event, if any.
+/// The command bound to a key event, if any (the digit keys give the pane they name).
 pub fn command_for(ev: &KeyEvent) -> Option<Command> {
-    BINDINGS
+    let b = BINDINGS
         .iter()
-        .find(|b| b.keys.iter().any(|k| k.matches(ev)))
-        .map(|b| b.command)
+        .find(|b| b.keys.iter().any(|k| k.matches(ev)))?;
+    Some(match (b.command, ev.code) {
+        (Command::Jump(_), KeyCode::Char(c)) => Command::Jump(c.to_digit(10).unwrap_or(1) as u8),
+        (c, _) => c,
+    })
 }
 
 /// Keys of a binding, written for people (`k ↑`).
@@ -416,6 +554,7 @@ pub fn hints() -> Vec<(String, &'static str)> {
                 Command::DrawLast => "{/}".to_string(),
                 Command::SeedUp => "s/S".to_string(),
                 Command::JmaxUp => "+/-".to_string(),
+                Command::Jump(_) => "1-6".to_string(),
                 _ => key,
             };
             out.push((pair, h));
@@ -445,7 +584,81 @@ pub fn markdown() -> String {
     }
     s.push_str(
         "\n## Mouse\n\nClick a pane to focus it, a row to select it, a token to put the cursor \
-         on it; the wheel scrolls the pane under the pointer.\n",
+         on it, a link (a candidate, a target span, an assessment) to follow it; the wheel \
+         scrolls the pane under the pointer.\n",
     );
+    s.push_str("\n## Input fields\n\n");
+    for (k, v) in EDIT_KEYS {
+        s.push_str(&format!("| `{k}` | {v} |\n"));
+    }
+    s.push_str("\n## Glossary\n\n");
+    for (k, v) in GLOSSARY {
+        s.push_str(&format!("- **{k}**: {v}\n"));
+    }
     s
 }
+
+/// Keys of the input fields (search, export, go to position).
+pub const EDIT_KEYS: &[(&str, &str)] = &[
+    ("Enter", "confirm"),
+    ("Esc", "cancel (search: clear it)"),
+    ("Backspace", "delete a character"),
+    ("Ctrl-u", "clear the field"),
+    ("Ctrl-w", "delete the word before the cursor"),
+    (
+        "↑ ↓",
+        "search: choose a result; priority editor: choose a class",
+    ),
+    ("K J", "priority editor: move the class up / down"),
+    ("Space", "priority editor: drop the class / put it back"),
+];
+
+/// Terms the screens use, explained (help overlay and `docs/keys.md`).
+pub const GLOSSARY: &[(&str, &str)] = &[
+    (
+        "L_i",
+        "targets admitted in execution i; each target's loss is divided by it (SPEC §6)",
+    ),
+    (
+        "B",
+        "executions that count in the batch loss: scored and dummy",
+    ),
+    ("d/c", "draws made / candidate leaves of the execution"),
+    (
+        "adv",
+        "group advantage: reward − the group's mean (drgrpo; grpo also ÷ std)",
+    ),
+    (
+        "candidate",
+        "a policy request with no other policy output below it: its path may be drawn",
+    ),
+    (
+        "w, p, slice",
+        "a candidate's weight (its unclaimed trainable path tokens), its probability in the \
+         draw, and its part of [0, total): the draw picks the slice holding random mod total",
+    ),
+    (
+        "first seen there",
+        "a context token belongs to the request whose input first brought it into the tree",
+    ),
+    (
+        "span kinds",
+        "system, user, tool, assistant (harness-written), critique, summary, template, \
+         context: where a context token came from; never trainable",
+    ),
+    (
+        "r1[0..36]@756",
+        "output tokens 0..36 of r1 sit at path position 756 (0-based offsets, as in the export)",
+    ),
+    (
+        "positions",
+        "path positions (the cursor, go to position) are 1-based; offsets inside a request \
+         (output token 3 of r7, r1[0..36], diverges at token 78) are 0-based, as in records \
+         and exports",
+    ),
+    (
+        "divergence",
+        "a point where another branch leaves this path: a retry, another context, or a \
+         re-serialised output",
+    ),
+];

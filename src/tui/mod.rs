@@ -1,24 +1,28 @@
 //! The interactive inspector: a client of [`crate::engine`].
 //!
 //! State lives in [`app::App`] and changes only through [`app::App::step`]; [`ui::render`]
-//! draws it. Keys come from the one table in [`keys`]. Loading runs on a background thread
-//! that reports progress, so the screen stays responsive on large recordings.
+//! draws it, one file per pane under [`pane`]. Keys come from the one table in [`keys`].
+//! Loading, engine re-runs, search and exports run on worker threads that report back through
+//! the run loop, so the screen stays live; the loop sleeps until a key, a report or a fading
+//! message needs it, and draws only then.
 
 pub mod app;
-pub mod detail;
 pub mod keys;
 pub mod layout;
-pub mod model;
+pub mod overlay;
+pub mod pane;
+pub mod path;
+pub mod search;
 pub mod text;
 pub mod theme;
-pub mod tokens;
 pub mod ui;
 
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Instant;
 
 use color_eyre::eyre::Result;
 use crossterm::event::{
@@ -29,9 +33,11 @@ use crossterm::execute;
 
 use crate::engine::admit::Settings;
 use crate::engine::load::{self, LoadOptions};
+use crate::engine::score::AdvantageMode;
 
-use app::{Action, App, Overlay};
+use app::{Action, App, Jobs, Msg, Phase};
 use keys::Command;
+use overlay::Overlay;
 use theme::Theme;
 
 /// What the inspector opens.
@@ -76,25 +82,31 @@ fn key_action(app: &App, k: &KeyEvent) -> Option<Action> {
         return None;
     }
     let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
-    if let Overlay::Search(_) | Overlay::Export(_) = app.overlay {
+    let shift = k.modifiers.contains(KeyModifiers::SHIFT);
+    if app.overlay.takes_text() {
+        let priority = matches!(app.overlay, Overlay::Priority(_));
         return match k.code {
             KeyCode::Char('c') if ctrl => Some(Action::Cmd(Command::Quit)),
+            KeyCode::Char('u') if ctrl => Some(Action::ClearField),
+            KeyCode::Char('w') if ctrl => Some(Action::DeleteWord),
             KeyCode::Char(c) if !ctrl => Some(Action::Input(c)),
             KeyCode::Backspace => Some(Action::Backspace),
             KeyCode::Enter => Some(Action::Cmd(Command::Enter)),
             KeyCode::Esc => Some(Action::Cmd(Command::Escape)),
+            KeyCode::Up if priority && shift => Some(Action::Input('K')),
+            KeyCode::Down if priority && shift => Some(Action::Input('J')),
+            KeyCode::Up => Some(Action::Cmd(Command::Up)),
+            KeyCode::Down => Some(Action::Cmd(Command::Down)),
             _ => None,
         };
     }
     keys::command_for(k).map(Action::Cmd)
 }
 
-/// Loads the input (on the calling thread) and sends the tokenizer, then the batch.
-fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
-    let progress_tx = tx.clone();
-    let progress = move |done: u64, total: u64| {
-        let _ = progress_tx.send(Action::Progress(done, total));
-    };
+/// Loads the input on the calling thread, reporting progress: the records, then the engine's
+/// results (the first frame can show them with ids), then the tokenizer (text replaces ids).
+pub fn load_input(opts: &Options, jobs: &Jobs) {
+    let progress = |done: u64, total: u64| jobs.send(Action::Progress(Phase::Reading, done, total));
     let loaded = match &opts.input {
         Input::Demo(demo) => load::load_bytes(demo.name(), demo.bytes(), &LoadOptions::default()),
         Input::Files(files) => load::load(
@@ -105,24 +117,52 @@ fn load_input(opts: &Options, tx: &mpsc::Sender<Action>) {
             &progress,
         ),
     };
-    match loaded {
-        Ok(batch) => {
-            match crate::text::resolve_tokenizer(opts.tokenizer.as_deref(), &batch) {
-                Ok(t) => {
-                    let _ = tx.send(Action::Text(t));
-                }
-                Err(e) => {
-                    let _ = tx.send(Action::Message(format!(
-                        "tokenizer: {e:#}; ids shown as ⟨id⟩"
-                    )));
-                }
-            }
-            let results = crate::engine::process(&batch, &opts.settings, app::ADVANTAGE);
-            let _ = tx.send(Action::Processed(Box::new((batch, results))));
-        }
+    let batch = match loaded {
+        Ok(batch) => batch,
         Err(e) => {
-            let _ = tx.send(Action::Loaded(Err(e.to_string())));
+            jobs.send(Action::Loaded(Err(e.to_string())));
+            return;
         }
+    };
+    let step = (batch.executions.len() as u64 / 100).max(1);
+    let results = crate::engine::process_with_progress(
+        &batch,
+        &opts.settings,
+        AdvantageMode::DrGrpo,
+        &|done, total| {
+            if done % step == 0 || done == total {
+                jobs.send(Action::Progress(Phase::Admitting, done, total));
+            }
+        },
+    );
+    let wants_text = opts.tokenizer.is_some() || batch.tokenizer_spec().is_some();
+    let name = opts
+        .tokenizer
+        .clone()
+        .or_else(|| {
+            batch
+                .tokenizer_spec()
+                .map(|(spec, _, _)| spec.as_str().unwrap_or("the tokenizer").to_string())
+        })
+        .unwrap_or_default();
+    // The batch goes first; the tokenizer (seconds to parse) is resolved after it.
+    if wants_text {
+        jobs.send(Action::TextLoading(name));
+    }
+    let batch = Arc::new(batch);
+    jobs.send(Action::Processed(Arc::clone(&batch), Box::new(results)));
+    if !wants_text {
+        return;
+    }
+    match crate::text::resolve_tokenizer(opts.tokenizer.as_deref(), &batch) {
+        Ok(t) => {
+            // Build the id → text table here, not on the first frame that shows text.
+            let _ = t.decode(&[0]);
+            jobs.send(Action::Text(t));
+        }
+        Err(e) => jobs.send(Action::Message(format!(
+            "tokenizer: {e:#}; ids shown as ⟨id⟩"
+        ))),
     }
 }
 
@@ -138,14 +178,14 @@ pub fn run(opts: Options) -> Result<ExitCode> {
             .join(" "),
     };
     let mut app = App::new(label, opts.settings.clone(), Theme::from_env());
-    let (tx, rx) = mpsc::channel::<Action>();
-    app.jobs = Some(tx.clone());
+    let (jobs, rx) = Jobs::channel();
+    app.jobs = Some(jobs.clone());
     if let Ok(cwd) = std::env::current_dir() {
         app.cwd = cwd;
     }
     {
-        let opts = opts.clone();
-        std::thread::spawn(move || load_input(&opts, &tx));
+        let (opts, jobs) = (opts.clone(), jobs.clone());
+        std::thread::spawn(move || load_input(&opts, &jobs));
     }
     let mut terminal = ratatui::init();
     let prev = std::panic::take_hook();
@@ -157,26 +197,57 @@ pub fn run(opts: Options) -> Result<ExitCode> {
         execute!(io::stdout(), EnableMouseCapture)?;
         let size = terminal.size()?;
         app.step(Action::Resize(size.width, size.height));
+        // Terminal events come through the same channel as the workers' reports.
+        {
+            let jobs = jobs.clone();
+            std::thread::spawn(move || {
+                while let Ok(ev) = event::read() {
+                    if !jobs.term(ev) {
+                        break;
+                    }
+                }
+            });
+        }
+        let handle = |app: &mut App, msg: Msg| match msg {
+            Msg::Term(ev) => {
+                if let Some(a) = action_for(app, &ev) {
+                    app.step(a);
+                }
+            }
+            Msg::Done(a) => app.step(a),
+        };
         loop {
-            while let Ok(a) = rx.try_recv() {
-                app.step(a);
+            // A resize the event thread has not reported yet.
+            let size = terminal.size()?;
+            if (size.width, size.height) != app.size {
+                app.step(Action::Resize(size.width, size.height));
             }
             terminal.draw(|f| ui::render(&app, f))?;
             // An export still being written would leave a temporary file behind.
             if app.quit && app.exporting.is_empty() {
                 return Ok(());
             }
-            if event::poll(Duration::from_millis(50))? {
-                let ev = event::read()?;
-                if let Some(a) = action_for(&app, &ev) {
-                    app.step(a);
-                }
-                // Drain bursts (wheel, key repeat) before drawing again.
-                while !app.quit && event::poll(Duration::ZERO)? {
-                    let ev = event::read()?;
-                    if let Some(a) = action_for(&app, &ev) {
-                        app.step(a);
-                    }
+            // Sleep until something happens, or a message is due to fade.
+            let msg = match app.next_deadline() {
+                Some(due) => match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                },
+                None => match rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => return Ok(()),
+                },
+            };
+            match msg {
+                Some(m) => handle(&mut app, m),
+                None => app.step(Action::Tick(Instant::now())),
+            }
+            // Drain bursts (wheel, key repeat, progress) before drawing again.
+            while let Ok(m) = rx.try_recv() {
+                handle(&mut app, m);
+                if app.quit {
+                    break;
                 }
             }
         }

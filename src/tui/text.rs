@@ -15,11 +15,6 @@ pub struct Glyph {
     pub brk: bool,
 }
 
-/// Any text bound for the terminal, made safe (newlines shown as `⏎`).
-pub fn sanitize(s: &str) -> String {
-    crate::text::sanitize(s).into_owned()
-}
-
 /// The glyphs of a token's display text: each newline becomes `⏎` followed by a break, the rest
 /// goes through [`crate::text::sanitize`]; an empty piece (a token whose bytes are shown by the
 /// token before it) shows as a dim `·` so the cursor can still land on it.

@@ -144,9 +144,20 @@ impl Theme {
                 Tone::Claimed | Tone::Policy => s.add_modifier(Modifier::BOLD),
                 Tone::Unclaimed => s,
                 Tone::LeftOut => s.add_modifier(Modifier::ITALIC | Modifier::UNDERLINED),
-                Tone::Excluded | Tone::AfterClosure => s.add_modifier(Modifier::CROSSED_OUT),
-                Tone::Evaluator => s.add_modifier(Modifier::ITALIC | Modifier::DIM),
-                Tone::Context(_) => s.add_modifier(Modifier::DIM),
+                Tone::Excluded => s.add_modifier(Modifier::CROSSED_OUT),
+                Tone::AfterClosure => s.add_modifier(Modifier::CROSSED_OUT | Modifier::DIM),
+                Tone::Evaluator => s.add_modifier(Modifier::BOLD | Modifier::ITALIC),
+                // Each context kind its own attributes, so provenance reads without colour.
+                Tone::Context(System) => s.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+                Tone::Context(User) => s.add_modifier(Modifier::UNDERLINED),
+                Tone::Context(Tool) => s.add_modifier(Modifier::ITALIC),
+                Tone::Context(Assistant) => s.add_modifier(Modifier::ITALIC | Modifier::UNDERLINED),
+                Tone::Context(Critique) => s.add_modifier(Modifier::DIM | Modifier::ITALIC),
+                Tone::Context(Summary) => s.add_modifier(Modifier::DIM | Modifier::UNDERLINED),
+                Tone::Context(Template) => {
+                    s.add_modifier(Modifier::DIM | Modifier::ITALIC | Modifier::UNDERLINED)
+                }
+                Tone::Context(Context) => s.add_modifier(Modifier::DIM),
                 Tone::Heat(0 | 1) => s,
                 Tone::Heat(2) => s.add_modifier(Modifier::UNDERLINED),
                 Tone::Heat(_) => s.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),

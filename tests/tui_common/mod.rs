@@ -49,6 +49,44 @@ pub fn text(buf: &Buffer) -> String {
     out
 }
 
+/// The token cursor (path position), or 0 without a path.
+pub fn cursor(app: &App) -> u64 {
+    app.path().map_or(0, |v| v.cursor)
+}
+
+/// The request whose path the token pane shows.
+pub fn path_request(app: &App) -> Option<u32> {
+    app.path().map(|v| v.key.request)
+}
+
+/// Length of the path on screen.
+pub fn path_len(app: &App) -> u64 {
+    app.path().map_or(0, |v| v.index.len)
+}
+
+/// The text inside a rectangle of the screen, rows trimmed and joined by spaces (so a line
+/// the pane wrapped reads whole).
+pub fn area_text(app: &App, r: ratatui::layout::Rect) -> String {
+    let buf = render(app);
+    let mut rows = Vec::new();
+    for y in r.y..r.bottom() {
+        let mut line = String::new();
+        for x in r.x..r.right() {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        rows.push(
+            line.trim_matches(|c: char| c == ' ' || "│┃┌┐└┘┏┓┗┛─━".contains(c))
+                .to_string(),
+        );
+    }
+    rows.join(" ")
+}
+
+/// The why line, whole.
+pub fn why_text(app: &App) -> String {
+    area_text(app, app.areas().why)
+}
+
 /// Applies commands in order.
 pub fn cmds(app: &mut App, cs: &[Command]) {
     for &c in cs {

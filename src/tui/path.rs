@@ -1,10 +1,15 @@
-//! The token pane: a request's root-to-output path (`I + O`), laid out as wrapped text.
+//! A request's root-to-output path (`I + O`), indexed by position and laid out as wrapped text.
 //!
 //! Only the visible window is ever materialised. The path is indexed by node (segment start
 //! positions), a token is found by binary search, and rows are laid out forward from a row
 //! start. Going up uses "safe starts" — right after a newline, or at an anchor every
 //! [`ANCHOR`] tokens where a row always breaks — so no operation looks further back than one
 //! anchor, whatever the path length.
+//!
+//! Rows break between tokens, never inside one (a token wider than the row aside): with a
+//! vocabulary, before a word that would not fit (a word being tokens between whitespace); with
+//! ids, before an `⟨id⟩` that would not fit. Every decision looks only forward from the row
+//! start, which is what keeps the windowed layout equal to laying out from the top.
 
 use std::collections::HashMap;
 
@@ -18,6 +23,9 @@ use super::text::{Glyph, glyphs};
 
 /// Tokens decoded together (plus three on each side, so characters split over tokens show).
 const BLOCK: u64 = 128;
+
+/// Most tokens a word may span when deciding whether it fits on the row.
+const WORD_TOKENS: u64 = 24;
 
 /// Rows always break at multiples of this many tokens.
 pub const ANCHOR: u64 = 4096;
@@ -52,7 +60,7 @@ impl PathIndex {
     pub fn locate(&self, pos: u64) -> (usize, u32) {
         // The last segment starting at or before `pos`: empty nodes sharing a start are skipped.
         let seg = self.starts.partition_point(|&s| s <= pos).saturating_sub(1);
-        (seg, (pos - self.starts[seg]) as u32)
+        (seg, pos.saturating_sub(self.starts[seg]) as u32)
     }
 
     /// Token id at `pos`.
@@ -139,6 +147,7 @@ pub struct Layout<'a> {
     path: &'a PathIndex,
     text: &'a TokenText,
     width: u16,
+    words: bool,
     cache: HashMap<u64, Vec<Vec<Glyph>>>,
 }
 
@@ -150,6 +159,7 @@ impl<'a> Layout<'a> {
             path,
             text,
             width: width.max(4),
+            words: text.has_vocabulary(),
             cache: HashMap::new(),
         }
     }
@@ -213,6 +223,19 @@ impl<'a> Layout<'a> {
                     break 'outer;
                 }
             }
+            if chr == 0 && x > 0 && self.breaks_before(pos, x) {
+                rows.push(std::mem::replace(
+                    &mut cur,
+                    Row {
+                        start: RowStart { pos, chr: 0 },
+                        cells: Vec::new(),
+                    },
+                ));
+                x = 0;
+                if rows.len() >= max_rows {
+                    break 'outer;
+                }
+            }
             let g: Vec<Glyph> = self.glyphs(pos)[chr..].to_vec();
             let n = chr + g.len();
             for (k, gl) in g.iter().enumerate() {
@@ -263,6 +286,62 @@ impl<'a> Layout<'a> {
             rows.push(cur);
         }
         rows
+    }
+
+    /// Whether the row, `x` columns full, breaks before the token at `pos`: the token's first
+    /// line does not fit, or (with a vocabulary) a word starts here that fits on a row of its
+    /// own but not on this one.
+    fn breaks_before(&mut self, pos: u64, x: u16) -> bool {
+        let width = self.width as u32;
+        let x = x as u32;
+        let lead = self.lead_width(pos);
+        if x + lead > width {
+            return true;
+        }
+        if self.words && self.word_starts(pos) {
+            let w = self.word_width(pos);
+            return w <= width && x + w > width;
+        }
+        false
+    }
+
+    /// Width of the token at `pos` up to and including its first line break.
+    fn lead_width(&mut self, pos: u64) -> u32 {
+        let mut w = 0u32;
+        for g in self.glyphs(pos) {
+            w += g.width as u32;
+            if g.brk {
+                break;
+            }
+        }
+        w
+    }
+
+    /// A word starts at `pos`: the token begins with a space, or the one before ends with one.
+    fn word_starts(&mut self, pos: u64) -> bool {
+        let space = |g: Option<&Glyph>| g.is_some_and(|g| g.ch == ' ' || g.brk);
+        pos % ANCHOR == 0
+            || space(self.glyphs(pos).first())
+            || (pos > 0 && space(self.glyphs(pos - 1).last()))
+    }
+
+    /// Width of the word starting at `pos` (up to [`WORD_TOKENS`] tokens, a line break or an
+    /// anchor).
+    fn word_width(&mut self, pos: u64) -> u32 {
+        let mut w = 0u32;
+        let mut p = pos;
+        loop {
+            for g in self.glyphs(p) {
+                w += g.width as u32;
+                if g.brk {
+                    return w;
+                }
+            }
+            p += 1;
+            if p >= self.path.len || p - pos >= WORD_TOKENS || self.word_starts(p) {
+                return w;
+            }
+        }
     }
 
     /// The latest safe row start strictly before `t`.
@@ -364,15 +443,6 @@ impl<'a> Layout<'a> {
     /// The start of the row before the row starting at `t` (or `t` at the top).
     pub fn prev_row(&mut self, t: RowStart) -> RowStart {
         self.rows_up(t, 1)
-    }
-
-    /// The start of the row after the row starting at `t` (or `t` at the end).
-    pub fn next_row(&mut self, t: RowStart) -> RowStart {
-        let rows = self.rows(t, 2, false);
-        match rows.get(1) {
-            Some(r) => self.normalize(r.start),
-            None => t,
-        }
     }
 
     /// Moves `t` by `delta` rows.

@@ -1,0 +1,434 @@
+//! The inspector as a state machine: random sequences of actions — every key of the binding
+//! table, typed characters, mouse clicks and wheels, resizes from 20×6 to 250×70, the clock —
+//! on several recordings (the bundled demos, the example, a generated one with many executions,
+//! hostile and degenerate ones). After every step the screen is rendered to a `TestBackend` and
+//! the invariants are checked: nothing panics, the path shown belongs to the selected execution
+//! and request, the cursor is inside it, the replay step is at most the number of draws, every
+//! index a pane holds is in range, and no cell holds a control character.
+//!
+//! `GYRE_TUI_CASES` sets the number of sequences (default: 2000 in release builds, 70 in debug),
+//! spread over the recordings.
+
+mod tui_common;
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use gyre::engine::admit::Settings;
+use gyre::engine::load::{Batch, LoadOptions, load_bytes};
+use gyre::engine::score::AdvantageMode;
+use gyre::engine::{self, Results};
+use gyre::recgen::{self, GenOptions};
+use gyre::text::TokenText;
+use gyre::tui::app::{Action, App};
+use gyre::tui::keys::{BINDINGS, Command};
+use gyre::tui::overlay::Overlay;
+use gyre::tui::path::PathIndex;
+use gyre::tui::theme::Theme;
+use gyre::tui::ui;
+use proptest::prelude::*;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+/// One recording, loaded and processed once.
+struct Fixture {
+    name: &'static str,
+    batch: Arc<Batch>,
+    results: Results,
+    text: Option<TokenText>,
+}
+
+/// A recording whose every string is hostile (escape sequences, bidi overrides, newlines),
+/// beside degenerate executions: one without requests, one whose only request is empty, one
+/// with a single request, an assessment of an unknown version, a 300-character id.
+const HOSTILE: &str = concat!(
+    r#"{"kind":"header","format":"gyre/1","tokenizer":{"vocab":["\u001b[31mred","\n","\u202eevil","\u0007bell","\r\n\t","漢字","","\u001b]0;title\u0007"]}}"#,
+    "\n",
+    r#"{"kind":"execution","execution":"\u001b]0;pwned\u0007","t":1e9,"budget_s":1,"group":"\u001b[2J"}"#,
+    "\n",
+    r#"{"kind":"request","execution":"\u001b]0;pwned\u0007","id":"\u001b[31mr1\r\n","agent":"\u202esub","input":[0,1,2,3],"spans":[{"end":2,"source":"system"},{"end":4,"source":"assistant","call_id":"\u001b[1m"}],"output":[4,5,6,7],"logprobs":[-0.1,-1e-9,-30,0],"finish":"\u001b[0m","model":"\u202e","tool_calls":[{"id":"\u001b[Hc","name":"\u001b[J","start":0,"end":2}],"meta":{"reconstructed":false,"x":"\u001b[5m"}}"#,
+    "\n",
+    r#"{"kind":"request","execution":"\u001b]0;pwned\u0007","id":"r2\u0000","input":[0,1,2,3,4,5,0,0],"spans":[{"end":8,"source":"tool","call_id":"\u001b[Hc"}],"output":[1,1,1],"logprobs":[-1,-2,-3]}"#,
+    "\n",
+    r#"{"kind":"request","execution":"\u001b]0;pwned\u0007","id":"r3","input":[0,1,2,3],"output":[4,5,6,7],"logprobs":[-0.1,-0.1,-0.1,-0.1]}"#,
+    "\n",
+    r#"{"kind":"closure","execution":"\u001b]0;pwned\u0007","t":1000000010,"status":"timeout","committed":"r3","artifact":"\u001b[1mpatch","version":"\n"}"#,
+    "\n",
+    r#"{"kind":"assessment","execution":"\u001b]0;pwned\u0007","artifact":"\u001b[1mpatch","version":"\n","status":"failed","t":1000000000.5,"error":"\u001b[2Jboom\r\n","branch":"\u001b[31mr1\r\n","critique":"\u202e\u001b[31m"}"#,
+    "\n",
+    r#"{"kind":"assessment","execution":"\u001b]0;pwned\u0007","artifact":"\u001b[1mpatch","version":"\n","status":"valid","score":0.5,"t":1000000001,"branch":"r3"}"#,
+    "\n",
+    r#"{"kind":"assessment","execution":"\u001b]0;pwned\u0007","artifact":"other","version":7,"status":"valid","score":1,"t":1000000002,"branch":"nope"}"#,
+    "\n",
+    r#"{"kind":"execution","execution":"no requests","t":0}"#,
+    "\n",
+    r#"{"kind":"closure","execution":"no requests","t":1,"status":"completed","artifact":"a","version":1}"#,
+    "\n",
+    r#"{"kind":"request","execution":"empty","id":"only","input":[],"output":[],"logprobs":[]}"#,
+    "\n",
+    r#"{"kind":"closure","execution":"empty","t":1,"status":"completed","artifact":"a","version":1}"#,
+    "\n",
+    r#"{"kind":"assessment","execution":"empty","artifact":"a","version":1,"status":"valid","score":0,"t":1}"#,
+    "\n",
+    r#"{"kind":"request","execution":"one","id":"r1","input":[7,7,7],"output":[1],"logprobs":[-0.5]}"#,
+    "\n",
+    r#"{"kind":"closure","execution":"one","t":2,"status":"completed"}"#,
+    "\n",
+);
+
+fn fixture(name: &'static str, bytes: &[u8], text: Option<TokenText>) -> Fixture {
+    let batch = load_bytes(name, bytes, &LoadOptions::default()).expect("valid recording");
+    let results = engine::process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
+    Fixture {
+        name,
+        batch: Arc::new(batch),
+        results,
+        text,
+    }
+}
+
+fn fixtures() -> &'static [Fixture] {
+    static F: OnceLock<Vec<Fixture>> = OnceLock::new();
+    F.get_or_init(|| {
+        let mut generated = Vec::new();
+        let execs = recgen::generate(&GenOptions {
+            executions: 48,
+            turns: 10,
+            seed: 11,
+            ..GenOptions::default()
+        });
+        recgen::write_recording(&execs, true, &mut generated).unwrap();
+        let long_id = format!(
+            "{{\"kind\":\"request\",\"execution\":\"{}\",\"id\":\"r\",\"input\":[1],\"output\":[2],\"logprobs\":[-1]}}\n",
+            "x".repeat(300)
+        );
+        let hostile_vocab = {
+            let b = load_bytes("h", HOSTILE.as_bytes(), &LoadOptions::default()).unwrap();
+            let (spec, _, _) = b.tokenizer_spec().unwrap();
+            TokenText::from_header(spec, std::path::Path::new(".")).unwrap()
+        };
+        vec![
+            fixture("example", gyre::demo::RECORDING, None),
+            fixture(
+                "synth",
+                gyre::demo::Demo::Synth.bytes(),
+                Some(TokenText::qwen3().unwrap()),
+            ),
+            fixture("claude-code", gyre::demo::Demo::ClaudeCode.bytes(), None),
+            fixture("generated", &generated, None),
+            fixture("hostile", HOSTILE.as_bytes(), Some(hostile_vocab)),
+            fixture("long id", long_id.as_bytes(), None),
+            fixture("no executions", b"{\"kind\":\"header\",\"format\":\"gyre/1\"}\n", None),
+        ]
+    })
+}
+
+/// Every command of the key table (each pane number for the digit keys).
+fn commands() -> Vec<Command> {
+    let mut out = Vec::new();
+    for b in BINDINGS {
+        match b.command {
+            Command::Jump(_) => out.extend((1..=6).map(Command::Jump)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An action with positions as fractions of the screen (the size changes as the sequence runs).
+#[derive(Clone, Debug)]
+enum Act {
+    Cmd(usize),
+    Input(char),
+    Backspace,
+    Clear,
+    DeleteWord,
+    Click(u16, u16),
+    Wheel(u16, u16, bool),
+    Resize(u16, u16),
+    Tick,
+}
+
+fn act() -> impl Strategy<Value = Act> {
+    let n = commands().len();
+    prop_oneof![
+        50 => (0..n).prop_map(Act::Cmd),
+        10 => prop::sample::select(vec!['1', '7', '0', 'o', 'n', 'r', 'e', 'K', 'J', 'x', ' ', '⟨', '/'])
+            .prop_map(Act::Input),
+        3 => Just(Act::Backspace),
+        2 => Just(Act::Clear),
+        2 => Just(Act::DeleteWord),
+        14 => (0u16..1000, 0u16..1000).prop_map(|(x, y)| Act::Click(x, y)),
+        6 => (0u16..1000, 0u16..1000, any::<bool>()).prop_map(|(x, y, d)| Act::Wheel(x, y, d)),
+        5 => (20u16..=250, 6u16..=70).prop_map(|(w, h)| Act::Resize(w, h)),
+        2 => Just(Act::Tick),
+    ]
+}
+
+fn action(a: &Act, size: (u16, u16), cmds: &[Command], clock: &mut Instant) -> Action {
+    let at = |x: u16, y: u16| {
+        (
+            (x as u32 * size.0 as u32 / 1000) as u16,
+            (y as u32 * size.1 as u32 / 1000) as u16,
+        )
+    };
+    match *a {
+        Act::Cmd(i) => Action::Cmd(cmds[i]),
+        Act::Input(c) => Action::Input(c),
+        Act::Backspace => Action::Backspace,
+        Act::Clear => Action::ClearField,
+        Act::DeleteWord => Action::DeleteWord,
+        Act::Click(x, y) => {
+            let (x, y) = at(x, y);
+            Action::Click(x, y)
+        }
+        Act::Wheel(x, y, d) => {
+            let (x, y) = at(x, y);
+            Action::Wheel(x, y, d)
+        }
+        Act::Resize(w, h) => Action::Resize(w, h),
+        Act::Tick => {
+            *clock += Duration::from_secs(60);
+            Action::Tick(*clock)
+        }
+    }
+}
+
+/// What must hold after every step.
+fn check(app: &App) -> Result<(), String> {
+    let Some(d) = &app.data else {
+        return Err("the data is loaded".into());
+    };
+    let n = d.batch.executions.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let sel = app.sel;
+    if sel.exec >= n {
+        return Err(format!("execution {} of {n}", sel.exec));
+    }
+    let exec = &d.batch.executions[sel.exec];
+    let draws = d.results.admissions[sel.exec].draws.len() as u32;
+    if sel.step > draws {
+        return Err(format!("step {} > {draws} draws", sel.step));
+    }
+    if let Some(r) = sel.request {
+        if r as usize >= exec.requests.len() {
+            return Err(format!("request {r} of {}", exec.requests.len()));
+        }
+        let v = app
+            .path()
+            .ok_or("a selected request has its path on screen")?;
+        if (v.key.exec, v.key.request, v.key.generation) != (sel.exec, r, sel.generation) {
+            return Err(format!("path {:?} shown for {sel:?}", v.key));
+        }
+        let fresh = PathIndex::new(exec, r);
+        if fresh.nodes != v.index.nodes || fresh.len != v.index.len {
+            return Err("the path shown is not the selected request's path".into());
+        }
+        let req = &exec.requests[r as usize];
+        if v.index.len != (req.input_len + req.output_len) as u64 {
+            return Err("the path is not I + O".into());
+        }
+        if v.index.len > 0 && v.cursor >= v.index.len {
+            return Err(format!("cursor {} ≥ path length {}", v.cursor, v.index.len));
+        }
+        if app.tree.selected_request() != Some(r) {
+            return Err(format!(
+                "tree selects {:?}, the path is of {r}",
+                app.tree.selected_request()
+            ));
+        }
+    } else if !exec.requests.is_empty() {
+        return Err("an execution with requests has one selected".into());
+    }
+    if app.execs.rows.iter().any(|&i| i >= n) {
+        return Err("an executions row outside the batch".into());
+    }
+    if !app.execs.rows.is_empty() && app.execs.row >= app.execs.rows.len() {
+        return Err(format!(
+            "executions row {} of {}",
+            app.execs.row,
+            app.execs.rows.len()
+        ));
+    }
+    if let Some(i) = app.assess.selected {
+        if i >= exec.assessments.len() {
+            return Err(format!("assessment {i} of {}", exec.assessments.len()));
+        }
+    }
+    if let Overlay::Why {
+        exec: e, request, ..
+    } = app.overlay
+    {
+        if e != sel.exec || request as usize >= exec.requests.len() {
+            return Err("why overlay of another execution".into());
+        }
+    }
+    if !app.areas().order().is_empty() && !app.areas().order().contains(&app.focus) {
+        return Err(format!("focus on {:?}, which is not on screen", app.focus));
+    }
+    if let Some(at) = app.search.at {
+        if at >= app.search.hits.len() {
+            return Err("search position past its hits".into());
+        }
+    }
+    Ok(())
+}
+
+/// A character a terminal would act on or not show: controls, bidi overrides, invisible marks.
+fn hidden(ch: char) -> bool {
+    ch.is_control()
+        || matches!(ch, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
+fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
+    // Exports go through the prompt and fail at once (no directory there): writing and syncing
+    // thousands of files would measure the disk, not the inspector.
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = App::new(f.name, Settings::default(), Theme { color: true });
+    app.cwd = dir.path().join("not a directory");
+    app.step(Action::Resize(start.0, start.1));
+    if let Some(t) = &f.text {
+        app.step(Action::Text(t.clone()));
+    }
+    app.step(Action::Processed(
+        Arc::clone(&f.batch),
+        Box::new(f.results.clone()),
+    ));
+    let cmds = commands();
+    let mut clock = Instant::now();
+    let mut term = Terminal::new(TestBackend::new(start.0, start.1)).unwrap();
+    for (k, a) in seq.iter().enumerate() {
+        let action = action(a, app.size, &cmds, &mut clock);
+        let shown = format!("{action:?}");
+        app.step(action);
+        // Now and then the terminal has another size than the app has heard of yet.
+        let size = if k % 7 == 3 {
+            (
+                app.size.0.saturating_sub(k as u16 % 30).max(1),
+                app.size.1.saturating_sub(k as u16 % 9).max(1),
+            )
+        } else {
+            app.size
+        };
+        let area = term.backend().buffer().area;
+        if (area.width, area.height) != size {
+            term.backend_mut().resize(size.0, size.1);
+        }
+        term.draw(|fr| ui::render(&app, fr))
+            .map_err(|e| format!("draw: {e}"))?;
+        if let Some(c) = term
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .find(|c| c.symbol().chars().any(hidden))
+        {
+            return Err(format!(
+                "{}: step {k} ({shown}): a cell holds {:?}",
+                f.name,
+                c.symbol()
+            ));
+        }
+        check(&app).map_err(|e| format!("{}: step {k} ({shown}): {e}", f.name))?;
+    }
+    Ok(())
+}
+
+/// Sequences per recording: `GYRE_TUI_CASES` (default 2000 in release builds, 70 in debug)
+/// spread over the seven recordings, which run as separate tests (in parallel).
+fn cases() -> u32 {
+    let total: u32 = std::env::var("GYRE_TUI_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) { 70 } else { 2000 });
+    total.div_ceil(7).max(1)
+}
+
+macro_rules! sessions {
+    ($($name:ident => $which:expr),* $(,)?) => {
+        proptest! {
+            #![proptest_config(ProptestConfig {
+                cases: cases(),
+                max_shrink_iters: 2000,
+                ..ProptestConfig::default()
+            })]
+            $(
+                #[test]
+                fn $name(
+                    start in (20u16..=250, 6u16..=70),
+                    seq in prop::collection::vec(act(), 200..=260),
+                ) {
+                    if let Err(e) = run(&fixtures()[$which], &seq, start) {
+                        return Err(TestCaseError::fail(e));
+                    }
+                }
+            )*
+        }
+    };
+}
+
+sessions! {
+    random_sessions_on_the_example => 0,
+    random_sessions_on_the_synth_demo => 1,
+    random_sessions_on_the_claude_code_demo => 2,
+    random_sessions_on_a_generated_recording_with_many_executions => 3,
+    random_sessions_on_a_hostile_recording => 4,
+    random_sessions_on_a_long_id => 5,
+    random_sessions_on_no_executions => 6,
+}
+
+/// The two sequences the issue reported as crashes, on the recordings they crashed on.
+#[test]
+fn the_reported_crashes_are_gone() {
+    use tui_common::*;
+    // `/r14` Enter, Shift-Tab Shift-Tab, `j` on the synth demo.
+    let f = &fixtures()[1];
+    let mut app = App::new(f.name, Settings::default(), Theme { color: true });
+    app.step(Action::Resize(160, 45));
+    app.step(Action::Processed(
+        Arc::clone(&f.batch),
+        Box::new(f.results.clone()),
+    ));
+    cmds(&mut app, &[Command::Search]);
+    for c in "r14".chars() {
+        app.step(Action::Input(c));
+    }
+    cmds(
+        &mut app,
+        &[
+            Command::Enter,
+            Command::FocusPrev,
+            Command::FocusPrev,
+            Command::Down,
+        ],
+    );
+    let _ = screen(&app);
+    check(&app).unwrap();
+    // Executions opening on a request at the same position, then Shift-Tab ×2, j j j, G, a
+    // click on another execution.
+    let f = &fixtures()[3];
+    let mut app = App::new(f.name, Settings::default(), Theme { color: true });
+    app.step(Action::Resize(160, 45));
+    app.step(Action::Processed(
+        Arc::clone(&f.batch),
+        Box::new(f.results.clone()),
+    ));
+    cmds(&mut app, &[Command::FocusPrev, Command::FocusPrev]);
+    for c in [Command::Down, Command::Down, Command::Down, Command::End] {
+        cmds(&mut app, &[c]);
+        let _ = screen(&app);
+        check(&app).unwrap();
+    }
+    let a = app.areas();
+    for row in 0..8 {
+        app.step(Action::Click(a.execs.x + 2, a.execs.y + 2 + row));
+        cmds(
+            &mut app,
+            &[Command::FocusPrev, Command::FocusPrev, Command::Down],
+        );
+        let _ = screen(&app);
+        check(&app).unwrap();
+    }
+}
