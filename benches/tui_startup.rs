@@ -59,6 +59,7 @@ fn first_frame(input: &Input, term: &mut Terminal<TestBackend>) -> App {
         settings: Settings::default(),
         lenient: false,
         tokenizer: None,
+        follow: false,
     };
     let mut app = App::new("bench", Settings::default(), Theme { color: true });
     let (jobs, rx) = Jobs::channel();

@@ -205,3 +205,31 @@ fn the_reported_crash_sequence_and_the_new_views_in_a_real_terminal() {
     t.keys(&["q"]);
     assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
 }
+
+#[test]
+fn follow_shows_a_recording_as_it_grows() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("growing.jsonl");
+    let text = std::str::from_utf8(gyre::demo::RECORDING).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    // e1 complete, and half of e2's first line: a writer caught mid-line.
+    let (head, tail) = lines.split_at(14);
+    let half = tail[0].len() / 2;
+    std::fs::write(&rec, format!("{}{}", head.concat(), &tail[0][..half])).unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect --follow growing.jsonl; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    let s = t.wait_for("e1");
+    assert!(!s.contains("e2") && !s.contains("problem"), "{s}");
+    std::fs::write(&rec, text).unwrap();
+    let s = t.wait_for("recording grew");
+    assert!(s.contains("4 executions (+3)") && s.contains("e4"), "{s}");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+}

@@ -432,3 +432,66 @@ fn the_reported_crashes_are_gone() {
         check(&app).unwrap();
     }
 }
+
+/// `--follow`: the recording grows (and, if rewritten, shrinks) under the inspector; the
+/// selection stays on its execution and request by id, and every invariant holds throughout.
+#[test]
+fn a_growing_recording_keeps_the_selection_by_id() {
+    use tui_common::*;
+    let text = std::str::from_utf8(gyre::demo::RECORDING).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let load = |n: usize| {
+        let b = load_bytes(
+            "growing.jsonl",
+            lines[..n].concat().as_bytes(),
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        let r = engine::process(&b, &Settings::default(), AdvantageMode::DrGrpo);
+        (Arc::new(b), Box::new(r))
+    };
+    let mut app = App::new("growing", Settings::default(), Theme { color: true });
+    app.step(Action::Resize(160, 45));
+    let (b, r) = load(8);
+    app.step(Action::Processed(b, r));
+    cmds(&mut app, &[Command::SeedUp]);
+    let ids = |app: &App| {
+        let d = app.data.as_ref().unwrap();
+        let e = &d.batch.executions[app.sel.exec];
+        let r = app.sel.request.map(|r| e.requests[r as usize].id.clone());
+        (e.id.clone(), r)
+    };
+    assert_eq!(app.data.as_ref().unwrap().batch.executions.len(), 1);
+    for (n, executions) in [(14, 1), (20, 4), (lines.len(), 4), (17, 2)] {
+        let before = ids(&app);
+        let (b, r) = load(n);
+        app.step(Action::Grown(b, r));
+        let _ = screen(&app);
+        check(&app).unwrap();
+        let d = app.data.as_ref().unwrap();
+        assert_eq!(d.batch.executions.len(), executions);
+        assert_eq!(
+            d.results.settings, app.settings,
+            "results under the settings asked for"
+        );
+        // Rewritten shorter, the execution may be gone: the first one opens instead.
+        if d.batch.execution_index(&before.0).is_some() {
+            assert_eq!(
+                ids(&app),
+                before,
+                "same execution and request after {n} lines"
+            );
+        } else {
+            assert_eq!(app.sel.exec, 0);
+        }
+        assert_eq!(
+            app.sel.step as usize,
+            d.results.admissions[app.sel.exec].draws.len()
+        );
+        cmds(
+            &mut app,
+            &[Command::Down, Command::FocusNext, Command::Down],
+        );
+        check(&app).unwrap();
+    }
+}

@@ -8,11 +8,11 @@ use gyre::engine::admit::{Settings, parse_priority};
 use gyre::engine::export::{self, Row};
 use gyre::engine::load::{self as engine_load, LoadError as EngineLoadError, LoadOptions};
 use gyre::engine::score::{AdvantageMode, Outcome};
-use gyre::engine::{self as eng, Results, shard};
+use gyre::engine::{self as eng, Results, shard, why};
 use gyre::output::ExistsError;
 use gyre::report;
 use numpy::PyArray1;
-use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::json;
@@ -541,6 +541,36 @@ impl Rows {
                     json!(self.results.batch_executions),
                 );
             }
+            from_json(py, &v)
+        })
+    }
+
+    /// Why request `request` of `execution` was (not) drawn under these rows' settings: the
+    /// same object as `gyre why --json` (`fate` is one of `drawn`, `j_max`, `exhausted`,
+    /// `class_not_listed`, `excluded`, `dummy`, `not_candidate`; `draws` its standing at every
+    /// draw). Raises `KeyError` for an unknown execution or request id.
+    fn why<'py>(
+        &self,
+        py: Python<'py>,
+        execution: &str,
+        request: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guard(|| {
+            let i = self.index(execution)?;
+            let exec = &self.batch.executions[i];
+            let r = exec.request_index(request).ok_or_else(|| {
+                PyKeyError::new_err(format!(
+                    "execution {execution:?} has no request {request:?}"
+                ))
+            })?;
+            let w = why::why(
+                exec,
+                &self.results.outcomes[i],
+                &self.results.admissions[i],
+                r,
+            );
+            let v = serde_json::to_value(&w)
+                .map_err(|e| PyRuntimeError::new_err(format!("why {request:?}: {e}")))?;
             from_json(py, &v)
         })
     }

@@ -138,6 +138,24 @@ def test_introspection_matches_gyre_replay(synth):
                              "advantage": "drgrpo"}
 
 
+def test_why_matches_gyre_why(synth):
+    rows = gyre.load(synth).admit(seed=1, jmax=2)
+    fates = set()
+    for o in rows.executions()[:4]:
+        x = o["execution"]
+        replay = rows.execution(x)
+        requests = [c["request"] for c in replay["candidates"]][:3] or []
+        for r in requests:
+            cli = json.loads(run_gyre("why", synth, "--execution", x, "--request", r, "--json",
+                                      "--seed", "1", "--jmax", "2").stdout)
+            got = rows.why(x, r)
+            assert got == cli
+            fates.add(got["fate"])
+    assert "drawn" in fates
+    with pytest.raises(KeyError, match="no request"):
+        rows.why(rows.executions()[0]["execution"], "nope")
+
+
 def test_load_errors_name_file_and_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(

@@ -30,6 +30,11 @@ pub struct InspectArgs {
     /// Tokenizer: a bundled name (qwen3) or a tokenizer.json path (default: the header's).
     #[arg(long, value_name = "NAME|PATH")]
     tokenizer: Option<String>,
+    /// Keep reading FILE as it grows (a recording `gyre record` or a `Recorder` is still
+    /// writing): new executions and requests appear and the engine re-runs; read up to the last
+    /// complete line, checked twice a second. One uncompressed file.
+    #[arg(long, conflicts_with = "demo")]
+    follow: bool,
 }
 
 /// The inspector draws on stdout and reads keys from stdin: both must be a terminal. Checked
@@ -52,6 +57,9 @@ fn require_terminal() -> Result<()> {
 
 /// Runs `gyre inspect`.
 pub fn run(args: InspectArgs) -> Result<ExitCode> {
+    if args.follow {
+        check_follow(&args.files)?;
+    }
     require_terminal()?;
     tui::run(Options {
         input: match args.demo {
@@ -61,7 +69,28 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         settings: args.admission.settings(),
         lenient: args.lenient,
         tokenizer: args.tokenizer,
+        follow: args.follow,
     })
+}
+
+/// `--follow` reads one plain file up to its last complete line.
+fn check_follow(files: &[PathBuf]) -> Result<()> {
+    let [file] = files else {
+        return Err(Invalid(format!(
+            "--follow reads one file as it grows; {} were given",
+            files.len()
+        ))
+        .into());
+    };
+    match tui::follow::is_compressed(file) {
+        Ok(false) => Ok(()),
+        Ok(true) => Err(Invalid(format!(
+            "--follow needs an uncompressed recording; {} is compressed",
+            file.display()
+        ))
+        .into()),
+        Err(e) => Err(Invalid(format!("{}: {e}", file.display())).into()),
+    }
 }
 
 /// `gyre` alone on a terminal: the inspector on the bundled `gyre synth` demo.
@@ -71,5 +100,6 @@ pub fn demo() -> Result<ExitCode> {
         settings: Settings::default(),
         lenient: false,
         tokenizer: None,
+        follow: false,
     })
 }

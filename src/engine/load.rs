@@ -218,6 +218,14 @@ pub enum Input<'a> {
         /// The (possibly compressed) recording.
         bytes: &'a [u8],
     },
+    /// The first `len` bytes of a file on disk: a recording still being written, read up to its
+    /// last complete line (`gyre inspect --follow`).
+    Prefix {
+        /// The file.
+        path: &'a Path,
+        /// Bytes to read.
+        len: u64,
+    },
 }
 
 impl Input<'_> {
@@ -225,6 +233,7 @@ impl Input<'_> {
         match self {
             Input::File(p) => p.to_path_buf(),
             Input::Memory { name, .. } => PathBuf::from(name),
+            Input::Prefix { path, .. } => path.to_path_buf(),
         }
     }
 
@@ -232,6 +241,7 @@ impl Input<'_> {
         match self {
             Input::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
             Input::Memory { bytes, .. } => bytes.len() as u64,
+            Input::Prefix { len, .. } => *len,
         }
     }
 }
@@ -268,7 +278,9 @@ pub fn load_inputs(
         dirs: inputs
             .iter()
             .map(|i| match i {
-                Input::File(p) => Some(p.parent().unwrap_or(Path::new("")).to_path_buf()),
+                Input::File(p) | Input::Prefix { path: p, .. } => {
+                    Some(p.parent().unwrap_or(Path::new("")).to_path_buf())
+                }
                 Input::Memory { .. } => None,
             })
             .collect(),
@@ -330,6 +342,7 @@ fn open<'a>(input: &Input<'a>, done: &Arc<AtomicU64>) -> io::Result<Box<dyn BufR
     let source: Box<dyn Read + Send + 'a> = match *input {
         Input::File(path) => Box::new(File::open(path)?),
         Input::Memory { bytes, .. } => Box::new(bytes),
+        Input::Prefix { path, len } => Box::new(File::open(path)?.take(len)),
     };
     decompress(BufReader::with_capacity(
         1 << 16,

@@ -198,11 +198,13 @@ fn run_inner(cmd: &ImportCommand) -> Result<()> {
         return Err(UsageError("--score must be a finite number".into()).into());
     }
     check_out(&c.out, c.force)?;
+    // Opened before the inputs are sniffed, which may block (a FIFO): a signal meanwhile still
+    // finds the temporary file to remove.
+    let sink = Sink::open(&c.out, c.force)?;
     super::check_inputs(source, &c.inputs)?;
     let (tok, tmpl, tokenizer) = load_tokenizer(&opts.tokenizer)
         .map_err(|e| UsageError(format!("--tokenizer {}: {e:#}", opts.tokenizer)))?;
     let mut builder = Builder::new(tok, tmpl)?;
-    let sink = Sink::open(&c.out, c.force)?;
     let total: u64 = c
         .inputs
         .iter()

@@ -115,6 +115,8 @@ pub struct Change {
 /// Results of an engine re-run for `settings`.
 #[derive(Debug)]
 pub struct Rerun {
+    /// The batch they were made on.
+    pub batch: Arc<Batch>,
     /// What they were made with.
     pub settings: Settings,
     /// Advantage mode.
@@ -183,6 +185,8 @@ pub enum Action {
     Loaded(Result<Box<Batch>, String>),
     /// Loading finished and the engine already ran (off the UI thread).
     Processed(Arc<Batch>, Box<Results>),
+    /// The followed recording grew: its new contents, admitted (`--follow`).
+    Grown(Arc<Batch>, Box<Results>),
     /// A re-run finished.
     Rerun(Box<Rerun>),
     /// The tokenizer to show token text with.
@@ -398,9 +402,6 @@ impl App {
         match action {
             Action::Resize(w, h) => {
                 self.size = (w, h);
-                if self.areas().order().iter().all(|&p| p != self.focus) {
-                    self.focus = Pane::Tokens;
-                }
                 if let Overlay::Help(s) = self.overlay {
                     self.overlay = Overlay::Help(
                         s.min(overlay::help_max_scroll(&self.theme, self.areas().full)),
@@ -419,15 +420,10 @@ impl App {
                 self.loaded(Arc::new(*batch), results)
             }
             Action::Processed(batch, results) => {
-                let results = if results.settings == self.settings
-                    && results.advantage_mode == self.advantage
-                {
-                    *results
-                } else {
-                    engine::process(&batch, &self.settings, self.advantage)
-                };
+                let results = self.current(&batch, *results);
                 self.loaded(batch, results)
             }
+            Action::Grown(batch, results) => self.grown(batch, *results),
             Action::Rerun(r) => self.install(*r),
             Action::Text(t) => {
                 self.tokenizer = t.label().to_string();
@@ -460,7 +456,21 @@ impl App {
             Action::Wheel(x, y, down) => self.wheel(x, y, down),
             Action::Cmd(c) => self.command(c),
         }
+        self.keep_focus_shown();
         self.sync();
+    }
+
+    /// A resize or a zoom toggled off can hide the focused pane: the focus moves to the tokens,
+    /// else to the first pane shown.
+    fn keep_focus_shown(&mut self) {
+        let shown = self.areas().order();
+        if !shown.is_empty() && !shown.contains(&self.focus) {
+            self.focus = if shown.contains(&Pane::Tokens) {
+                Pane::Tokens
+            } else {
+                shown[0]
+            };
+        }
     }
 
     /// When the next message fades (the run loop wakes then, and only then, while idle).
@@ -484,6 +494,77 @@ impl App {
         if let Some(best) = best {
             self.apply(Effect::OpenExec(best));
         }
+    }
+
+    /// `results` when they were made with the settings asked for, else the engine's under them.
+    fn current(&self, batch: &Batch, results: Results) -> Results {
+        if results.settings == self.settings && results.advantage_mode == self.advantage {
+            results
+        } else {
+            engine::process(batch, &self.settings, self.advantage)
+        }
+    }
+
+    /// The followed recording grew: the new batch replaces the old one, the selection stays on
+    /// the same execution and request (by id) with every draw shown, and the status line says
+    /// what arrived.
+    fn grown(&mut self, batch: Arc<Batch>, results: Results) {
+        let results = self.current(&batch, results);
+        let Some(old) = self.data.take() else {
+            return self.loaded(batch, results);
+        };
+        let old_exec = old.batch.executions.get(self.sel.exec);
+        let request_id = old_exec
+            .zip(self.sel.request)
+            .and_then(|(e, r)| e.requests.get(r as usize))
+            .map(|r| r.id.clone());
+        let exec = old_exec.and_then(|e| batch.execution_index(&e.id));
+        let requests = |b: &Batch| b.executions.iter().map(|e| e.requests.len()).sum::<usize>();
+        let said = format!(
+            "recording grew: {} executions (+{}), {} requests (+{})",
+            batch.executions.len(),
+            batch
+                .executions
+                .len()
+                .saturating_sub(old.batch.executions.len()),
+            requests(&batch),
+            requests(&batch).saturating_sub(requests(&old.batch)),
+        );
+        let totals = stats::totals(&batch, &results);
+        self.data = Some(Data {
+            batch,
+            results: Arc::new(results),
+            totals,
+        });
+        self.sel.generation += 1;
+        match exec {
+            Some(i) => {
+                let d = self.data.as_ref().expect("just set");
+                self.sel.exec = i;
+                self.sel.step = d.results.admissions[i].draws.len() as u32;
+                let e = &d.batch.executions[i];
+                self.sel.request = request_id
+                    .and_then(|id| e.request_index(&id))
+                    .or_else(|| e.requests.len().checked_sub(1).map(|r| r as u32));
+            }
+            None => self.apply_effect(Effect::OpenExec(0)),
+        }
+        // Hits point into the old batch: the same query runs again on the new one.
+        if self.search.active() {
+            let (query, d) = (
+                self.search.query.clone(),
+                self.data.as_ref().expect("just set"),
+            );
+            let batch = Arc::clone(&d.batch);
+            self.search.start(
+                &query,
+                &batch,
+                &self.text,
+                self.sel.exec,
+                self.jobs.as_ref(),
+            );
+        }
+        self.say(said);
     }
 
     /// Brings every pane in line with the selection.
@@ -1035,6 +1116,7 @@ impl App {
             let results = engine::process(&batch, &settings, advantage);
             let totals = stats::totals(&batch, &results);
             Rerun {
+                batch,
                 settings,
                 advantage,
                 results,
@@ -1060,6 +1142,9 @@ impl App {
             return;
         }
         let Some(d) = &mut self.data else { return };
+        if !Arc::ptr_eq(&r.batch, &d.batch) {
+            return;
+        }
         let i = self.sel.exec;
         let exec_totals = |res: &Results| {
             stats::execution_totals(&d.batch.executions[i], &res.outcomes[i], &res.admissions[i])

@@ -139,7 +139,11 @@ pub fn areas(size: (u16, u16), detail: bool, zoom: Option<Pane>) -> Areas {
         a.assess = assess;
         return a;
     }
-    let top_h = (body.height * 2 / 5).max(10).min(body.height);
+    // The tokens keep a few rows on a short terminal: they are what the inspector is for.
+    let top_h = (body.height * 2 / 5)
+        .max(10)
+        .min(body.height.saturating_sub(8))
+        .max(body.height.min(3));
     let [top, bottom] =
         Layout::vertical([Constraint::Length(top_h), Constraint::Fill(1)]).areas(body);
     let [execs, tree, right] = Layout::horizontal([
@@ -158,7 +162,7 @@ pub fn areas(size: (u16, u16), detail: bool, zoom: Option<Pane>) -> Areas {
     };
     let [tokens, why] = Layout::vertical([
         Constraint::Fill(1),
-        Constraint::Length(why_height(left.width)),
+        Constraint::Length(why_height(left.width).min(left.height / 2)),
     ])
     .areas(left);
     a.execs = execs;

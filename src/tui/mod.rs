@@ -7,6 +7,7 @@
 //! message needs it, and draws only then.
 
 pub mod app;
+pub mod follow;
 pub mod keys;
 pub mod layout;
 pub mod overlay;
@@ -32,7 +33,7 @@ use crossterm::event::{
 use crossterm::execute;
 
 use crate::engine::admit::Settings;
-use crate::engine::load::{self, LoadOptions};
+use crate::engine::load::{self, Batch, LoadOptions};
 use crate::engine::score::AdvantageMode;
 
 use app::{Action, App, Jobs, Msg, Phase};
@@ -60,6 +61,8 @@ pub struct Options {
     pub lenient: bool,
     /// `--tokenizer NAME|PATH`.
     pub tokenizer: Option<String>,
+    /// Read the one input file again whenever it grows (`--follow`).
+    pub follow: bool,
 }
 
 /// Turns a terminal event into an action (or nothing).
@@ -135,26 +138,21 @@ pub fn load_input(opts: &Options, jobs: &Jobs) {
             }
         },
     );
-    let wants_text = opts.tokenizer.is_some() || batch.tokenizer_spec().is_some();
-    let name = opts
-        .tokenizer
-        .clone()
-        .or_else(|| {
-            batch
-                .tokenizer_spec()
-                .map(|(spec, _, _)| spec.as_str().unwrap_or("the tokenizer").to_string())
-        })
-        .unwrap_or_default();
-    // The batch goes first; the tokenizer (seconds to parse) is resolved after it.
-    if wants_text {
-        jobs.send(Action::TextLoading(name));
-    }
     let batch = Arc::new(batch);
     jobs.send(Action::Processed(Arc::clone(&batch), Box::new(results)));
-    if !wants_text {
-        return;
-    }
-    match crate::text::resolve_tokenizer(opts.tokenizer.as_deref(), &batch) {
+    load_text(opts, &batch, jobs);
+}
+
+/// Resolves the tokenizer (`--tokenizer`, else the header's) once the batch is on screen: it
+/// takes seconds to parse, and ids show meanwhile.
+fn load_text(opts: &Options, batch: &Batch, jobs: &Jobs) {
+    let name = match (&opts.tokenizer, batch.tokenizer_spec()) {
+        (Some(t), _) => t.clone(),
+        (None, Some((spec, _, _))) => spec.as_str().unwrap_or("the tokenizer").to_string(),
+        (None, None) => return,
+    };
+    jobs.send(Action::TextLoading(name));
+    match crate::text::resolve_tokenizer(opts.tokenizer.as_deref(), batch) {
         Ok(t) => {
             // Build the id → text table here, not on the first frame that shows text.
             let _ = t.decode(&[0]);
@@ -185,7 +183,10 @@ pub fn run(opts: Options) -> Result<ExitCode> {
     }
     {
         let (opts, jobs) = (opts.clone(), jobs.clone());
-        std::thread::spawn(move || load_input(&opts, &jobs));
+        std::thread::spawn(move || match &opts.input {
+            Input::Files(files) if opts.follow => follow::follow(&opts, &files[0], &jobs),
+            _ => load_input(&opts, &jobs),
+        });
     }
     let mut terminal = ratatui::init();
     let prev = std::panic::take_hook();
