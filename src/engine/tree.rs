@@ -134,6 +134,17 @@ impl FullInput<'_> {
 }
 
 impl Tree {
+    /// Gives back the spare room of every per-node vector (loading is over).
+    pub fn shrink_to_fit(&mut self) {
+        self.nodes.shrink_to_fit();
+        for n in &mut self.nodes {
+            n.children.shrink_to_fit();
+        }
+        self.end_pos.shrink_to_fit();
+        self.forks.shrink_to_fit();
+        self.fork_above.shrink_to_fit();
+    }
+
     /// The tokens of a node.
     pub fn node_tokens(&self, n: NodeId) -> &[u32] {
         let node = &self.nodes[n as usize];
