@@ -21,6 +21,13 @@ for t in "${targets[@]}"; do
         split -l 1 -a 4 assets/demo/example.jsonl "fuzz/corpus/$t/example-" ;;
       load_*)
         { printf '\0'; cat assets/demo/example.jsonl; } > "fuzz/corpus/$t/example" ;;
+      import_*)
+        # The importer's test fixtures (real logs), each behind a mode byte.
+        src="${t#import_}"
+        for f in tests/fixtures/import/"${src//_/-}"/*; do
+          [ -f "$f" ] && case "$f" in *LICENSE|*.md|*.py) ;; *)
+            { printf '\0'; cat "$f"; } > "fuzz/corpus/$t/$(basename "$f")" ;; esac
+        done ;;
     esac
   fi
   cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- \

@@ -1,0 +1,7 @@
+//! `gyre import claude-code` on mutated logs: see `import_common.rs`.
+#![no_main]
+
+#[path = "import_common.rs"]
+mod import_common;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| import_common::run("claude-code", "session.jsonl", data));
