@@ -5,6 +5,7 @@
 use crate::engine::Results;
 use crate::engine::admit::Admission;
 use crate::engine::execution::{Execution, TokenIdentity};
+use crate::engine::lens::ExecutionLens;
 use crate::engine::provenance::{Reason, token_reason};
 use crate::engine::record::{Actor, Source};
 use crate::engine::score::Outcome;
@@ -20,11 +21,22 @@ pub enum ColorMode {
     Claims,
     /// Behaviour log-prob heat.
     Logprob,
+    /// The lens: the share of seeds under which each policy token is a target (at the J_max
+    /// and priority shown).
+    Lens,
+    /// Tokens that change sides between pinned settings and the settings shown.
+    Flips,
 }
 
 impl ColorMode {
     /// Every mode, in toggle order.
-    pub const ALL: [ColorMode; 3] = [ColorMode::Provenance, ColorMode::Claims, ColorMode::Logprob];
+    pub const ALL: [ColorMode; 5] = [
+        ColorMode::Provenance,
+        ColorMode::Claims,
+        ColorMode::Logprob,
+        ColorMode::Lens,
+        ColorMode::Flips,
+    ];
 
     /// Name on the command line and in the UI.
     pub fn name(self) -> &'static str {
@@ -32,13 +44,20 @@ impl ColorMode {
             ColorMode::Provenance => "provenance",
             ColorMode::Claims => "claims",
             ColorMode::Logprob => "logprob",
+            ColorMode::Lens => "lens",
+            ColorMode::Flips => "flips vs pin",
         }
     }
 
-    /// The next mode (for a toggle key).
-    pub fn next(self) -> ColorMode {
+    /// The next mode (for a toggle key); `flips` only when there is something to compare with.
+    pub fn next(self, flips: bool) -> ColorMode {
         let i = ColorMode::ALL.iter().position(|&m| m == self).unwrap_or(0);
-        ColorMode::ALL[(i + 1) % ColorMode::ALL.len()]
+        let next = ColorMode::ALL[(i + 1) % ColorMode::ALL.len()];
+        if next == ColorMode::Flips && !flips {
+            next.next(flips)
+        } else {
+            next
+        }
     }
 }
 
@@ -67,6 +86,17 @@ pub enum Tone {
     Heat(u8),
     /// Output token without a recorded log-prob.
     NoLogprob,
+    /// Lens share of seeds under which the token is a target: 0 never, 1 below a third, 2 below
+    /// two thirds, 3 short of all, 4 every seed.
+    Lens(u8),
+    /// Lens not computed yet.
+    LensPending,
+    /// A target under the settings shown, not under the pinned ones.
+    Gained,
+    /// A target under the pinned settings, not under those shown.
+    Lost,
+    /// A target under both.
+    Kept,
 }
 
 impl Tone {
@@ -100,6 +130,13 @@ impl Tone {
                 ["p≥0.9", "p≥0.5", "p≥0.2", "p≥0.05", "p<0.05"][b.min(4) as usize].into()
             }
             Tone::NoLogprob => "no log-prob".into(),
+            Tone::Lens(b) => {
+                ["never", "<33%", "33–67%", "67–99%", "every seed"][b.min(4) as usize].into()
+            }
+            Tone::LensPending => "lens computing…".into(),
+            Tone::Gained => "target now, not pinned".into(),
+            Tone::Lost => "target pinned, not now".into(),
+            Tone::Kept => "target under both".into(),
         }
     }
 
@@ -124,7 +161,31 @@ impl Tone {
                 v.extend([Tone::NoLogprob, Tone::Context(Source::Context)]);
                 v
             }
+            ColorMode::Lens => {
+                let mut v: Vec<Tone> = (0..5).map(Tone::Lens).collect();
+                v.extend([Tone::Excluded, Tone::Context(Source::Context)]);
+                v
+            }
+            ColorMode::Flips => vec![
+                Tone::Gained,
+                Tone::Lost,
+                Tone::Kept,
+                Tone::Unclaimed,
+                Tone::Excluded,
+                Tone::Context(Source::Context),
+            ],
         }
+    }
+}
+
+/// Lens bucket of a share of seeds (see [`Tone::Lens`]).
+pub fn lens_bucket(f: f64) -> u8 {
+    match f {
+        f if f <= 0.0 => 0,
+        f if f < 1.0 / 3.0 => 1,
+        f if f < 2.0 / 3.0 => 2,
+        f if f < 1.0 => 3,
+        _ => 4,
     }
 }
 
@@ -198,6 +259,10 @@ pub struct ExecView<'a> {
     pub outcome: &'a Outcome,
     /// Its admission.
     pub admission: &'a Admission,
+    /// Its lens and the J_max to read it at, once computed.
+    pub lens: Option<(&'a ExecutionLens, u32)>,
+    /// Its admission under pinned settings, to show flips against.
+    pub pinned: Option<&'a Admission>,
 }
 
 impl<'a> ExecView<'a> {
@@ -207,7 +272,21 @@ impl<'a> ExecView<'a> {
             exec,
             outcome: &results.outcomes[i],
             admission: &results.admissions[i],
+            lens: None,
+            pinned: None,
         }
+    }
+
+    /// The same, reading `lens` at cap `jmax` (the J_max its admission ran with).
+    pub fn with_lens(mut self, lens: Option<&'a ExecutionLens>, jmax: u32) -> Self {
+        self.lens = lens.map(|l| (l, jmax));
+        self
+    }
+
+    /// The same, showing flips against `pinned`.
+    pub fn with_pinned(mut self, pinned: Option<&'a Admission>) -> Self {
+        self.pinned = pinned;
+        self
     }
 
     /// The engine's reason for token `i` of node `n` at replay step `step` (`None` = final).
@@ -240,6 +319,31 @@ impl<'a> ExecView<'a> {
             }
             (ColorMode::Claims, TokenIdentity::Output { .. }) => {
                 Tone::of_reason(&self.reason(n, i, step), step)
+            }
+            (ColorMode::Lens | ColorMode::Flips, TokenIdentity::Output { .. }) => {
+                match self.reason(n, i, None) {
+                    r @ (Reason::EvaluatorOutput
+                    | Reason::AfterClosure
+                    | Reason::Excluded(_)
+                    | Reason::Dummy) => Tone::of_reason(&r, None),
+                    _ if mode == ColorMode::Lens => match self.lens {
+                        Some((l, jmax)) => l
+                            .node(n, jmax)
+                            .map_or(Tone::LensPending, |o| Tone::Lens(lens_bucket(o.fraction()))),
+                        None => Tone::LensPending,
+                    },
+                    now => {
+                        let then = self.pinned.is_some_and(|p| {
+                            p.claimed_by.get(n as usize).is_some_and(Option::is_some)
+                        });
+                        match (then, now.is_target()) {
+                            (true, true) => Tone::Kept,
+                            (false, true) => Tone::Gained,
+                            (true, false) => Tone::Lost,
+                            (false, false) => Tone::Unclaimed,
+                        }
+                    }
+                }
             }
         }
     }

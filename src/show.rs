@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::engine::lens::Odds;
 use crate::engine::provenance::Reason;
 use crate::engine::tree::NodeKind;
 use crate::paint::{ColorMode, ExecView, PathView, Tone};
@@ -47,6 +48,15 @@ pub fn ansi(tone: Tone) -> &'static str {
         Tone::Heat(3) => "\x1b[38;5;208m",
         Tone::Heat(_) => "\x1b[38;5;196m",
         Tone::NoLogprob => "\x1b[4;37m",
+        Tone::Lens(0) => "\x1b[38;5;196m",
+        Tone::Lens(1) => "\x1b[38;5;208m",
+        Tone::Lens(2) => "\x1b[38;5;220m",
+        Tone::Lens(3) => "\x1b[38;5;154m",
+        Tone::Lens(_) => "\x1b[1;38;5;46m",
+        Tone::LensPending => "\x1b[2;37m",
+        Tone::Gained => "\x1b[1;30;102m",
+        Tone::Lost => "\x1b[1;30;101m",
+        Tone::Kept => "\x1b[32m",
     }
 }
 
@@ -119,42 +129,59 @@ pub fn render_text(
     out
 }
 
-/// The path as runs of consecutive tokens sharing a reason: `pos len reason text`. One line per
-/// run, text sanitised and cut to fit — the scriptable audit.
+/// The path as runs of consecutive tokens sharing a reason: `pos len reason text` (with a lens,
+/// `pos len reason lens text`). One line per run, text sanitised and cut to fit — the
+/// scriptable audit.
 pub fn render_runs(
     view: &ExecView,
     path: &PathView,
     text: &TokenText,
     step: Option<u32>,
 ) -> String {
-    let mut out = format!("{:>8} {:>7}  {:<40} text\n", "pos", "len", "reason");
-    let mut run: Option<(u64, Reason, Vec<u32>)> = None;
-    let flush = |run: (u64, Reason, Vec<u32>), out: &mut String| {
-        let (start, reason, ids) = run;
+    let lens_col = view.lens.is_some();
+    let mut out = if lens_col {
+        format!(
+            "{:>8} {:>7}  {:<40} {:<26} text\n",
+            "pos", "len", "reason", "lens"
+        )
+    } else {
+        format!("{:>8} {:>7}  {:<40} text\n", "pos", "len", "reason")
+    };
+    type Run = (u64, Reason, Option<Odds>, Vec<u32>);
+    let mut run: Option<Run> = None;
+    let flush = |run: Run, out: &mut String| {
+        let (start, reason, odds, ids) = run;
         let shown: String = sanitize(&text.decode(&ids)).chars().take(80).collect();
-        let _ = writeln!(
-            out,
-            "{start:>8} {:>7}  {:<40} {shown}",
-            ids.len(),
-            sanitize(&reason.to_string())
-        );
+        let reason = sanitize(&reason.to_string()).into_owned();
+        let _ = if lens_col {
+            let odds = odds.map_or(String::new(), |o| o.short_text());
+            writeln!(
+                out,
+                "{start:>8} {:>7}  {reason:<40} {odds:<26} {shown}",
+                ids.len()
+            )
+        } else {
+            writeln!(out, "{start:>8} {:>7}  {reason:<40} {shown}", ids.len())
+        };
     };
     for &(n, start) in &path.segments {
-        // Output tokens share their node's reason; context tokens may change source per token.
-        let node_reason = (view.exec.tree.nodes[n as usize].kind == NodeKind::Output)
-            .then(|| view.reason(n, 0, step));
+        // Output tokens share their node's reason (and odds); context tokens may change source
+        // per token.
+        let output = view.exec.tree.nodes[n as usize].kind == NodeKind::Output;
+        let node_reason = output.then(|| view.reason(n, 0, step));
+        let odds = view.lens.and_then(|(l, jmax)| l.node(n, jmax));
         for (i, &id) in view.exec.tree.node_tokens(n).iter().enumerate() {
             let reason = match &node_reason {
                 Some(r) => r.clone(),
                 None => view.reason(n, i as u32, step),
             };
             match &mut run {
-                Some((_, r, ids)) if *r == reason => ids.push(id),
+                Some((_, r, o, ids)) if *r == reason && *o == odds => ids.push(id),
                 _ => {
                     if let Some(done) = run.take() {
                         flush(done, &mut out);
                     }
-                    run = Some((start + i as u64, reason, vec![id]));
+                    run = Some((start + i as u64, reason, odds, vec![id]));
                 }
             }
         }

@@ -91,3 +91,40 @@ fn sweep_matches_admissions_run_one_by_one() {
         check(&batch, vec![Class::Sub, Class::Main]);
     }
 }
+
+/// Seeds past u64::MAX wrap to 0 (the inspector's `S` on seed 0 asks for u64::MAX), as the
+/// admissions they stand for do.
+#[test]
+fn sweep_seeds_wrap_past_the_largest() {
+    let batch = load_bytes(
+        "example.jsonl",
+        gyre::demo::RECORDING,
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let first = u64::MAX - 1;
+    let s = sweep(
+        &batch,
+        &SweepOptions {
+            jmax: vec![1, 0],
+            seed: first,
+            seeds: 3,
+            priority: Class::DEFAULT_PRIORITY.to_vec(),
+        },
+    );
+    for k in 0..3 {
+        let settings = Settings {
+            seed: first.wrapping_add(k as u64),
+            jmax: 1,
+            ..Settings::default()
+        };
+        let results = process(&batch, &settings, AdvantageMode::DrGrpo);
+        let targets: u64 = results.admissions.iter().map(|a| a.targets()).sum();
+        assert_eq!(
+            s.batch(Some(0), k).targets,
+            targets,
+            "seed {}",
+            settings.seed
+        );
+    }
+}

@@ -83,18 +83,20 @@ Examples:
 Examples:
   gyre why runs.jsonl --execution e7 --request r12
   gyre why runs.jsonl --execution e7 --request r12 --jmax 0 --json | jq .fate
+  gyre why runs.jsonl --execution e7 --request r12 --seeds 64   # what would it take?
 
 Fates: drawn (at draw k), j_max (lost every draw until J_max), exhausted (its weight reached 0
 at draw k: other leaves claimed its tokens), class_not_listed, excluded, dummy, not_candidate
 (a policy output lies below it, or it is an evaluator or after-closure request).")]
     Why(why::WhyArgs),
-    /// Print a path as text, every token coloured by provenance, claim state or log-prob.
+    /// Print a path as text, every token coloured by provenance, claim state, log-prob or lens.
     #[command(after_help = "\
 Examples:
   gyre show runs.jsonl --execution e7                      # the first drawn leaf, by provenance
   gyre show runs.jsonl --execution e7 --color claims --draw 2
   gyre show runs.jsonl --execution e7 --request r19 --color logprob --boundaries
   gyre show runs.jsonl --execution e7 --runs | grep context:tool   # is tool output trained on?
+  gyre show runs.jsonl --execution e7 --color lens --seeds 64  # how often each token is a target
 
 Colour is on when stdout is a terminal and NO_COLOR is unset; otherwise plain text.")]
     Show(show::ShowArgs),

@@ -8,6 +8,7 @@ use color_eyre::eyre::Result;
 
 use super::args::{AdmissionArgs, InputArgs, color_wanted, find_execution, load_with_progress};
 use super::exit::Invalid;
+use crate::engine::lens::{self, LensOptions};
 use crate::engine::load::Batch;
 use crate::engine::score::AdvantageMode;
 use crate::engine::{self as eng, Results, export};
@@ -45,6 +46,10 @@ pub struct ShowArgs {
     /// Tokenizer: a bundled name (qwen3) or a tokenizer.json path (default: the header's).
     #[arg(long, value_name = "NAME|PATH")]
     tokenizer: Option<String>,
+    /// With `--color lens` (or `--runs`, adding a lens column): seeds to look through, from
+    /// --seed on.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    seeds: Option<u32>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -52,6 +57,8 @@ enum ColorArg {
     Provenance,
     Claims,
     Logprob,
+    /// The share of N seeds (--seeds, default 64) under which each token is a target.
+    Lens,
 }
 
 impl From<ColorArg> for ColorMode {
@@ -60,9 +67,13 @@ impl From<ColorArg> for ColorMode {
             ColorArg::Provenance => ColorMode::Provenance,
             ColorArg::Claims => ColorMode::Claims,
             ColorArg::Logprob => ColorMode::Logprob,
+            ColorArg::Lens => ColorMode::Lens,
         }
     }
 }
+
+/// Seeds the lens looks through when `--seeds` is not given.
+const DEFAULT_LENS_SEEDS: u32 = 64;
 
 /// The path `gyre show` prints by default for execution `i`.
 fn default_path_request(batch: &Batch, results: &Results, i: usize) -> Option<u32> {
@@ -87,6 +98,7 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
         boundaries,
         runs,
         tokenizer,
+        seeds,
     } = args;
     let (execution, mode) = (execution.as_str(), ColorMode::from(color));
     // A bad --tokenizer is refused before the input is read.
@@ -95,9 +107,24 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
         .map(crate::text::resolve::from_arg)
         .transpose()
         .map_err(|e| Invalid::from_report(&e))?;
+    // The lens when it colours the tokens, or as a column of the runs when --seeds asks.
+    let seeds = match (mode, seeds) {
+        (ColorMode::Lens, n) => Some(n.unwrap_or(DEFAULT_LENS_SEEDS)),
+        (_, n) if runs => n,
+        (_, Some(_)) => {
+            return Err(Invalid(
+                "--seeds goes with --color lens or --runs (it sets how many seeds the lens \
+                 looks through)"
+                    .into(),
+            )
+            .into());
+        }
+        _ => None,
+    };
     let batch = load_with_progress(&input)?;
     let i = find_execution(&batch, execution)?;
-    let results = eng::process(&batch, &admission.settings(), AdvantageMode::DrGrpo);
+    let settings = admission.settings();
+    let results = eng::process(&batch, &settings, AdvantageMode::DrGrpo);
     let exec = &batch.executions[i];
     let name = sanitize(execution);
     let req = match request.as_deref() {
@@ -124,11 +151,22 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
         Some(t) => t,
         None => crate::text::resolve::from_header(&batch).map_err(|e| Invalid::from_report(&e))?,
     };
-    let view = ExecView::new(exec, &results, i);
+    let exec_lens = seeds.map(|n| {
+        let options = LensOptions {
+            seed: settings.seed,
+            seeds: n,
+            priority: settings.priority.clone(),
+        };
+        lens::execution_lens(exec, &results.outcomes[i], &options)
+    });
+    let view = ExecView::new(exec, &results, i).with_lens(exec_lens.as_ref(), settings.jmax);
     let path = PathView::new(exec, req);
     let r = &exec.requests[req as usize];
     let color = color_wanted();
     let mut out = io::stdout().lock();
+    let lens_note = seeds.map_or(String::new(), |n| {
+        format!(" · lens {n} seeds from {}", settings.seed)
+    });
     let role = results.admissions[i]
         .draws
         .iter()
@@ -138,7 +176,7 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
         });
     writeln!(
         out,
-        "{} · path of {}{role} · {} tokens (input {}, output {}) · {} · tokenizer {}",
+        "{} · path of {}{role} · {} tokens (input {}, output {}) · {} · tokenizer {}{lens_note}",
         sanitize(&exec.id),
         sanitize(&r.id),
         path.len,

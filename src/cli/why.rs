@@ -9,7 +9,7 @@ use color_eyre::eyre::Result;
 use super::args::{AdmissionArgs, InputArgs, find_execution, load_with_progress};
 use super::exit::Invalid;
 use crate::engine::score::AdvantageMode;
-use crate::engine::{self as eng, why};
+use crate::engine::{self as eng, lens, why};
 use crate::text::sanitize::{self, sanitize};
 
 /// `gyre why` arguments.
@@ -25,6 +25,10 @@ pub struct WhyArgs {
     /// Request id.
     #[arg(long, short)]
     request: String,
+    /// Also look through N seeds from --seed on: how often it is drawn, the smallest J_max
+    /// that draws it, what a priority with its class first would do (`lens` in --json).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    seeds: Option<u32>,
     /// JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -50,8 +54,19 @@ pub fn run(args: WhyArgs) -> Result<ExitCode> {
         ))
         .into());
     };
-    let results = eng::process(&batch, &args.admission.settings(), AdvantageMode::DrGrpo);
-    let w = why::why(exec, &results.outcomes[i], &results.admissions[i], r);
+    let settings = args.admission.settings();
+    let results = eng::process(&batch, &settings, AdvantageMode::DrGrpo);
+    let outcome = &results.outcomes[i];
+    let mut w = why::why(exec, outcome, &results.admissions[i], r);
+    w.lens = args.seeds.map(|seeds| {
+        let options = lens::LensOptions {
+            seed: settings.seed,
+            seeds,
+            priority: settings.priority.clone(),
+        };
+        let l = lens::execution_lens(exec, outcome, &options);
+        lens::request_lens(exec, outcome, &settings, &l, r)
+    });
     let mut out = io::stdout().lock();
     if args.json {
         sanitize::write_json_pretty(&mut out, &w)?;

@@ -78,6 +78,18 @@ impl Serialize for Class {
 
 /// The rows of execution `i` (none when excluded).
 pub fn execution_rows(batch: &Batch, results: &Results, i: usize) -> Vec<Row> {
+    rows_of(batch, results, i, None)
+}
+
+/// The row of draw `draw` (1-based; a dummy's placeholder is draw 1) of execution `i`, exactly
+/// as exported.
+pub fn draw_row(batch: &Batch, results: &Results, i: usize, draw: u32) -> Option<Row> {
+    rows_of(batch, results, i, Some(draw)).pop()
+}
+
+/// The rows of execution `i`, or only the one of draw `only`.
+fn rows_of(batch: &Batch, results: &Results, i: usize, only: Option<u32>) -> Vec<Row> {
+    let wanted = |k: u32| only.is_none_or(|o| o == k);
     let exec = &batch.executions[i];
     let outcome = &results.outcomes[i];
     let admission = &results.admissions[i];
@@ -109,6 +121,7 @@ pub fn execution_rows(batch: &Batch, results: &Results, i: usize) -> Vec<Row> {
     };
     match outcome {
         Outcome::Excluded(_) => Vec::new(),
+        Outcome::Dummy if !wanted(1) => Vec::new(),
         Outcome::Dummy => {
             let leaf = dummy_leaf(exec);
             let mut row = base(1, leaf, 0.0, true);
@@ -121,6 +134,7 @@ pub fn execution_rows(batch: &Batch, results: &Results, i: usize) -> Vec<Row> {
             .draws
             .iter()
             .enumerate()
+            .filter(|&(k, _)| wanted(k as u32 + 1))
             .map(|(k, d)| {
                 let mut row = base(k as u32 + 1, Some(d.chosen), *reward, false);
                 let k = Some(k as u32 + 1);

@@ -9,6 +9,7 @@ pub mod branches;
 pub mod diff;
 pub mod execution;
 pub mod export;
+pub mod lens;
 pub mod load;
 pub mod loss;
 #[cfg(feature = "parquet")]

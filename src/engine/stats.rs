@@ -248,3 +248,173 @@ pub fn totals(batch: &Batch, results: &Results) -> Totals {
         .map(|(i, e)| execution_totals(e, &results.outcomes[i], &results.admissions[i]))
         .reduce(Totals::default, |a, b| a + b)
 }
+
+/// Where a figure shows: token `index` of node `node` of execution `exec`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Example {
+    /// Execution index.
+    pub exec: usize,
+    /// Tree node.
+    pub node: NodeId,
+    /// Token index inside the node.
+    pub index: u32,
+}
+
+/// One bar of a breakdown: a label, a token count and the first token counted in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bar {
+    /// What is counted.
+    pub label: &'static str,
+    /// Tokens.
+    pub tokens: u64,
+    /// The first token counted, in batch and tree order.
+    pub example: Option<Example>,
+}
+
+/// The executions of one group with their rewards and advantages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupSpread {
+    /// The group id (as `gyre admit` keys it).
+    pub group: String,
+    /// Members: execution index, reward (`None` when excluded), advantage.
+    pub members: Vec<(usize, Option<f64>, Option<f64>)>,
+}
+
+/// What a batch's tokens and rows come to under its settings: the inspector's dashboard.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Breakdown {
+    /// Tree tokens by provenance: the span sources, then policy tokens split into `target` and
+    /// `policy, not a target`, then `evaluator` and `after closure`.
+    pub provenance: Vec<Bar>,
+    /// Trainable tokens that are not targets, by reason.
+    pub left_out: Vec<Bar>,
+    /// Exported rows per execution, in batch order.
+    pub rows: Vec<u64>,
+    /// Groups in order of first appearance.
+    pub groups: Vec<GroupSpread>,
+}
+
+/// The breakdown of a processed batch.
+pub fn breakdown(batch: &Batch, results: &Results) -> Breakdown {
+    let mut provenance: Vec<Bar> = Source::ALL
+        .iter()
+        .map(|s| s.name())
+        .chain([
+            "target",
+            "policy, not a target",
+            "evaluator",
+            "after closure",
+        ])
+        .map(|label| Bar {
+            label,
+            tokens: 0,
+            example: None,
+        })
+        .collect();
+    let mut left_out: Vec<Bar> = [
+        "J_max reached",
+        "class not in priority",
+        "excluded: open",
+        "excluded: no valid reward",
+        "dummy execution",
+    ]
+    .into_iter()
+    .map(|label| Bar {
+        label,
+        tokens: 0,
+        example: None,
+    })
+    .collect();
+    let count = |bars: &mut Vec<Bar>, label: &str, tokens: u64, at: Example| {
+        if let Some(b) = bars.iter_mut().find(|b| b.label == label) {
+            b.tokens += tokens;
+            b.example.get_or_insert(at);
+        }
+    };
+    let mut groups: Vec<GroupSpread> = Vec::new();
+    for (i, exec) in batch.executions.iter().enumerate() {
+        let (outcome, admission) = (&results.outcomes[i], &results.admissions[i]);
+        for (n, node) in exec.tree.nodes.iter().enumerate() {
+            let n = n as NodeId;
+            let at = |index| Example {
+                exec: i,
+                node: n,
+                index,
+            };
+            match node.kind {
+                NodeKind::Root => {}
+                NodeKind::Context => {
+                    let req = &exec.requests[node.owner as usize];
+                    let end = node.offset + node.len;
+                    let mut pos = node.offset;
+                    while pos < end {
+                        let (source, run_end) = match req.span_at(pos) {
+                            Some(span) => (span.source, span.end.min(end)),
+                            None => (Source::Context, end),
+                        };
+                        let tokens = (run_end - pos) as u64;
+                        count(
+                            &mut provenance,
+                            source.name(),
+                            tokens,
+                            at(pos - node.offset),
+                        );
+                        pos = run_end;
+                    }
+                }
+                NodeKind::Output => {
+                    let len = node.len as u64;
+                    let reason = super::provenance::node_reason(exec, outcome, admission, n, None);
+                    use super::provenance::Reason::*;
+                    let (kind, left) = match reason {
+                        Some(Claimed { .. }) => ("target", None),
+                        Some(EvaluatorOutput) => ("evaluator", None),
+                        Some(AfterClosure) => ("after closure", None),
+                        Some(LeftOutJmax) => ("policy, not a target", Some("J_max reached")),
+                        Some(LeftOutClass) => {
+                            ("policy, not a target", Some("class not in priority"))
+                        }
+                        Some(Excluded(super::score::Exclusion::Open)) => {
+                            ("policy, not a target", Some("excluded: open"))
+                        }
+                        Some(Excluded(super::score::Exclusion::NoValidReward)) => {
+                            ("policy, not a target", Some("excluded: no valid reward"))
+                        }
+                        Some(Dummy) => ("policy, not a target", Some("dummy execution")),
+                        Some(Context(_) | NotYetClaimed) | None => continue,
+                    };
+                    count(&mut provenance, kind, len, at(0));
+                    if let Some(l) = left {
+                        count(&mut left_out, l, len, at(0));
+                    }
+                }
+            }
+        }
+        if let Some(g) = exec.group() {
+            let key = super::score::group_key(g);
+            let member = (i, outcome.reward(), results.advantages[i]);
+            match groups.iter_mut().find(|x| x.group == key) {
+                Some(x) => x.members.push(member),
+                None => groups.push(GroupSpread {
+                    group: key,
+                    members: vec![member],
+                }),
+            }
+        }
+    }
+    Breakdown {
+        provenance,
+        left_out,
+        rows: (0..batch.executions.len())
+            .map(|i| {
+                execution_totals(
+                    &batch.executions[i],
+                    &results.outcomes[i],
+                    &results.admissions[i],
+                )
+                .rows
+            })
+            .collect(),
+        groups,
+    }
+}

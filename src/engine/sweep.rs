@@ -119,6 +119,30 @@ impl Sweep {
         }
         total
     }
+
+    /// Mean over the seeds of the forward-backward tokens at J_max index `j` as a share of the
+    /// uncapped run's (seeds whose uncapped run has none left out; `None` if all are).
+    pub fn cost_vs_uncapped(&self, j: usize) -> Option<f64> {
+        mean((0..self.options.seeds as usize).filter_map(|s| {
+            let (capped, all) = (self.batch(Some(j), s).tokens, self.batch(None, s).tokens);
+            (all > 0).then(|| capped as f64 / all as f64)
+        }))
+    }
+
+    /// Mean over the seeds of the coverage at J_max index `j` (`None`: uncapped): targets over
+    /// the trainable tokens of counted executions (`None` when there are none).
+    pub fn coverage(&self, j: Option<usize>) -> Option<f64> {
+        let den = self.trainable.counted;
+        if den == 0 {
+            return None;
+        }
+        mean((0..self.options.seeds as usize).map(|s| self.batch(j, s).targets as f64 / den as f64))
+    }
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (n, sum) = v.fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
+    (n > 0).then(|| sum / n as f64)
 }
 
 /// Sweeps `batch` under `options`.
@@ -217,7 +241,8 @@ fn scored_figures(
     let by_class = trainable_tokens - reachable;
     let mut figures = vec![Vec::with_capacity(options.seeds as usize); options.jmax.len()];
     let mut uncapped = Vec::with_capacity(options.seeds as usize);
-    for seed in options.seed..options.seed + options.seeds {
+    // Seeds wrap past u64::MAX, as `s` on a seed of 18446744073709551615 does.
+    for seed in (0..options.seeds).map(|k| options.seed.wrapping_add(k)) {
         let settings = Settings {
             seed,
             jmax: 0,

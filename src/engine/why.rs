@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::admit::{Admission, Class, Stop, trainable_node};
 use super::execution::Execution;
+use super::lens::RequestLens;
 use super::record::Actor;
 use super::score::Outcome;
 use super::tree::{NodeId, NodeKind};
@@ -129,6 +130,10 @@ pub struct Why {
     pub draws_made: u32,
     /// The priority the draws used, highest first.
     pub priority: Vec<Class>,
+    /// Its odds over many seeds and what a priority change would do, when asked for
+    /// (`gyre why --seeds N`; see [`super::lens`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lens: Option<RequestLens>,
 }
 
 /// The fate of request `request` (index) of `exec`, whose outcome and admission are given.
@@ -244,6 +249,7 @@ pub fn why(exec: &Execution, outcome: &Outcome, admission: &Admission, request: 
         claims,
         draws_made: admission.draws.len() as u32,
         priority: admission.priority.clone(),
+        lens: None,
     }
 }
 
@@ -353,6 +359,9 @@ impl Why {
                 "  draw {}  class {:<12} {standing}  winner {}{mark}",
                 s.draw, s.class, s.winner
             ));
+        }
+        if let Some(l) = &self.lens {
+            out.extend(l.lines());
         }
         out
     }

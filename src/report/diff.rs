@@ -39,32 +39,55 @@ fn status(s: Option<&str>) -> &str {
     s.unwrap_or("absent")
 }
 
-/// The readable `gyre diff`: batch totals, then one line per execution that changed.
-pub fn diff_text(d: &Diff, a: &str, b: &str) -> String {
-    let mut t = format!("A: {a}\nB: {b}\n");
+/// The readable `gyre diff` in pieces: the settings and batch lines, then one table row per
+/// execution that changed with its index in [`Diff::executions`] (the table header first, at
+/// index `None`), then a closing note.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiffLines {
+    /// `A: …`, `B: …`, the batch totals.
+    pub head: Vec<String>,
+    /// The table: its header (`None`), then a row per changed execution.
+    pub table: Vec<(Option<usize>, String)>,
+    /// `(3 executions unchanged)` or `no execution changed (…)`.
+    pub tail: Option<String>,
+}
+
+/// `gyre diff`'s text, in pieces (see [`DiffLines`]).
+pub fn diff_lines(d: &Diff, a: &str, b: &str) -> DiffLines {
     let to_target = d.total(|e| e.flips_to_target);
     let to_left_out = d.total(|e| e.flips_to_left_out);
-    t.push_str(&format!(
-        "batch: rows {} · targets {} · B {} · flips {} tokens (+{to_target} become targets, −{to_left_out} left out) · {}\n",
-        delta(d.total(|e| e.rows_a), d.total(|e| e.rows_b)),
-        delta(d.total(|e| e.targets_a), d.total(|e| e.targets_b)),
-        delta(d.batch_executions_a, d.batch_executions_b),
-        to_target + to_left_out,
-        plural(d.status_changes(), "status change"),
-    ));
-    let changed: Vec<&ExecutionDiff> = d.executions.iter().filter(|e| e.changed()).collect();
+    let head = vec![
+        format!("A: {a}"),
+        format!("B: {b}"),
+        format!(
+            "batch: rows {} · targets {} · B {} · flips {} tokens (+{to_target} become targets, −{to_left_out} left out) · {}",
+            delta(d.total(|e| e.rows_a), d.total(|e| e.rows_b)),
+            delta(d.total(|e| e.targets_a), d.total(|e| e.targets_b)),
+            delta(d.batch_executions_a, d.batch_executions_b),
+            to_target + to_left_out,
+            plural(d.status_changes(), "status change"),
+        ),
+    ];
+    let changed: Vec<(usize, &ExecutionDiff)> = d
+        .executions
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.changed())
+        .collect();
     let same = d.executions.len() - changed.len();
     if changed.is_empty() {
-        t.push_str(&format!(
-            "no execution changed ({} compared)\n",
-            d.executions.len()
-        ));
-        return t;
+        return DiffLines {
+            head,
+            table: Vec::new(),
+            tail: Some(format!(
+                "no execution changed ({} compared)",
+                d.executions.len()
+            )),
+        };
     }
-    t.push('\n');
     let rows: Vec<[String; 6]> = changed
         .iter()
-        .map(|e| {
+        .map(|(_, e)| {
             let st = if e.status_a == e.status_b {
                 status(e.status_a).to_owned()
             } else {
@@ -125,14 +148,37 @@ pub fn diff_text(d: &Diff, a: &str, b: &str) -> String {
                 l.push_str(cell);
             }
         }
-        l.trim_end().to_owned() + "\n"
+        l.trim_end().to_owned()
     };
-    t.push_str(&line(header));
-    for r in &rows {
-        t.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]));
+    let mut table = vec![(None, line(header))];
+    for ((i, _), r) in changed.iter().zip(&rows) {
+        table.push((Some(*i), line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]])));
     }
-    if same > 0 {
-        t.push_str(&format!("({} unchanged)\n", plural(same, "execution")));
+    DiffLines {
+        head,
+        table,
+        tail: (same > 0).then(|| format!("({} unchanged)", plural(same, "execution"))),
+    }
+}
+
+/// The readable `gyre diff`: batch totals, then one line per execution that changed.
+pub fn diff_text(d: &Diff, a: &str, b: &str) -> String {
+    let l = diff_lines(d, a, b);
+    let mut t = String::new();
+    for h in &l.head {
+        t.push_str(h);
+        t.push('\n');
+    }
+    if !l.table.is_empty() {
+        t.push('\n');
+    }
+    for (_, row) in &l.table {
+        t.push_str(row);
+        t.push('\n');
+    }
+    if let Some(tail) = &l.tail {
+        t.push_str(tail);
+        t.push('\n');
     }
     t
 }

@@ -75,7 +75,7 @@ fn setting_json(figs: &[Figures], base: &[Figures], denominator: u64, seed0: u64
     };
     json!({
         "per_seed": figs.iter().enumerate().map(|(k, f)| json!({
-            "seed": seed0 + k as u64, "rows": f.rows, "tokens": f.tokens, "targets": f.targets,
+            "seed": seed0.wrapping_add(k as u64), "rows": f.rows, "tokens": f.tokens, "targets": f.targets,
         })).collect::<Vec<_>>(),
         "rows": spread(&|f| f.rows as f64),
         "tokens": spread(&|f| f.tokens as f64),
@@ -147,7 +147,7 @@ pub fn sweep_json(s: &Sweep) -> Value {
 pub fn sweep_text(s: &Sweep) -> String {
     let o = &s.options;
     let statuses = |label: &str| s.executions.iter().filter(|e| e.status == label).count();
-    let last = o.seed + o.seeds - 1;
+    let last = o.seed.wrapping_add(o.seeds - 1);
     let mut t = format!(
         "{} ({} scored, {} dummy, {} excluded; B = {}) · seeds {}..={} ({}) · priority {}\n",
         plural(s.executions.len(), "execution"),
