@@ -60,6 +60,7 @@ fn first_frame(input: &Input, term: &mut Terminal<TestBackend>) -> App {
         lenient: false,
         tokenizer: None,
         follow: false,
+        seeds: gyre::tui::whatif::DEFAULT_SEEDS,
     };
     let mut app = App::new("bench", Settings::default(), Theme { color: true });
     let (jobs, rx) = Jobs::channel();

@@ -238,7 +238,10 @@ fn main() {
 
     // 3. Provenance audit: colour by provenance, cursor on a tool result, the why line says why.
     let mut app = demo(size);
-    steps(&mut app, &[C::Colour, C::Colour, C::Search]);
+    while app.colour != gyre::paint::ColorMode::Provenance {
+        steps(&mut app, &[C::Colour]);
+    }
+    steps(&mut app, &[C::Search]);
     for ch in "src/csv.rs:9".chars() {
         app.step(Action::Input(ch));
     }
@@ -283,4 +286,33 @@ fn main() {
     // 9. A 80×24 terminal.
     let app = demo((80, 24));
     paint(&render(&app), &fonts, &out.join("small-80x24.png"));
+
+    // 10. The lens at J_max 2: how often each token is a target over 64 seeds; the cursor on a
+    // left-out token says which J_max and priority would train on it.
+    let mut app = demo(size);
+    steps(&mut app, &[C::JmaxDown, C::JmaxDown, C::JmaxDown]);
+    while app.colour != gyre::paint::ColorMode::Lens {
+        steps(&mut app, &[C::Colour]);
+    }
+    steps(&mut app, &[C::Jump(5), C::NextLeftOut]);
+    paint(&render(&app), &fonts, &out.join("lens.png"));
+
+    // 11. Pinned at J_max 5, compared at J_max 2.
+    let mut app = demo(size);
+    steps(
+        &mut app,
+        &[C::Pin, C::JmaxDown, C::JmaxDown, C::JmaxDown, C::Compare],
+    );
+    paint(&render(&app), &fonts, &out.join("compare.png"));
+
+    // 12. The trainer's-eye row of draw 2.
+    let mut app = demo(size);
+    app.apply(Effect::Step(2));
+    steps(&mut app, &[C::Row]);
+    paint(&render(&app), &fonts, &out.join("row.png"));
+
+    // 13. The batch dashboard, the cost and coverage curve focused.
+    let mut app = demo(size);
+    steps(&mut app, &[C::Dashboard, C::FocusPrev, C::Home, C::Right]);
+    paint(&render(&app), &fonts, &out.join("dashboard.png"));
 }

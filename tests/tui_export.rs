@@ -4,7 +4,7 @@ mod tui_common;
 
 use std::process::Command;
 
-use gyre::tui::app::{Action, Jobs, Msg};
+use gyre::tui::app::{Action, Jobs};
 use gyre::tui::keys::Command as C;
 use gyre::tui::overlay::Overlay;
 use tui_common::*;
@@ -135,11 +135,7 @@ fn export_runs_on_a_worker_and_reports_back_through_step() {
             .text
             .starts_with("quitting once")
     );
-    let Msg::Done(done) = rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap() else {
-        panic!("the worker reports an action")
-    };
-    app.step(done);
-    assert!(app.exporting.is_empty());
+    pump_until(&mut app, &rx, |app| app.exporting.is_empty());
     let msg = app.message.clone().unwrap().text;
     assert!(
         msg.starts_with("exported ") && msg.contains("admitted.jsonl"),

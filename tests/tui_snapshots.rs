@@ -87,6 +87,9 @@ fn colour_modes_cycle() {
     cmds(&mut app, &[C::Colour]);
     assert!(screen(&app).contains("colour: logprob"));
     cmds(&mut app, &[C::Colour]);
+    assert!(screen(&app).contains("colour: lens"));
+    // Flips come only with a pin: without one the cycle goes on to provenance.
+    cmds(&mut app, &[C::Colour]);
     let s = screen(&app);
     assert!(s.contains("colour: provenance"));
     assert!(s.contains("system") && s.contains("tool") && s.contains("policy"));

@@ -273,6 +273,50 @@ fn check(app: &App) -> Result<(), String> {
             return Err("search position past its hits".into());
         }
     }
+    match &app.overlay {
+        Overlay::Compare(at) => {
+            let listed = app
+                .comparison()
+                .map_or(0, |c| gyre::tui::compare::listed(&c.diff).len());
+            if *at > 0 && *at >= listed {
+                return Err(format!("compare row {at} of {listed}"));
+            }
+            if app.pinned_results().is_none() {
+                return Err("the compare view without a pin".into());
+            }
+        }
+        Overlay::Row(at) => {
+            let len = app
+                .ctx()
+                .and_then(|ctx| gyre::tui::row::row(&ctx))
+                .map_or(0, |r| r.loss_mask.len());
+            if *at > 0 && *at as usize >= len {
+                return Err(format!("row view at response token {at} of {len}"));
+            }
+        }
+        Overlay::Dashboard(dash) => {
+            if let Some(b) = app.breakdown() {
+                let counts = [
+                    b.provenance.len(),
+                    b.left_out.len(),
+                    b.rows.len(),
+                    b.groups.len(),
+                    gyre::tui::whatif::SWEEP_JMAX.len(),
+                ];
+                for (bar, n) in dash.bar.iter().zip(counts) {
+                    if *bar > 0 && *bar >= n {
+                        return Err(format!("dashboard bar {bar} of {n}"));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(w) = app.whatif() {
+        if w.lens.executions.len() != n {
+            return Err("a lens of another batch".into());
+        }
+    }
     Ok(())
 }
 
@@ -288,6 +332,8 @@ fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let mut app = App::new(f.name, Settings::default(), Theme { color: true });
     app.cwd = dir.path().join("not a directory");
+    // The lens is worked out in place whenever it is shown: a few seeds keep sequences quick.
+    app.lens_seeds = 4;
     app.step(Action::Resize(start.0, start.1));
     if let Some(t) = &f.text {
         app.step(Action::Text(t.clone()));

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use gyre::engine::admit::Settings;
 use gyre::engine::load::{LoadOptions, load_bytes};
 use gyre::engine::why::Fate;
-use gyre::tui::app::{Action, App, Jobs, Load, Msg, Phase};
+use gyre::tui::app::{Action, App, Jobs, Load, Phase};
 use gyre::tui::keys::Command as C;
 use gyre::tui::overlay::Overlay;
 use gyre::tui::pane::Pane;
@@ -257,13 +257,7 @@ fn re_runs_happen_off_the_ui_thread() {
         "the old results stay on screen"
     );
     // Two re-runs were asked for; only the one of the current settings is installed.
-    for _ in 0..2 {
-        let Msg::Done(a) = rx.recv_timeout(Duration::from_secs(30)).unwrap() else {
-            panic!("a worker's report")
-        };
-        app.step(a);
-    }
-    assert!(!app.rerunning());
+    pump_until(&mut app, &rx, |app| !app.rerunning());
     assert_eq!(app.data.as_ref().unwrap().results.settings.seed, 2);
     assert_eq!(app.sel.generation, generation + 1);
     assert!(!screen(&app).contains("re-running…"));

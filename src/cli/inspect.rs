@@ -35,6 +35,10 @@ pub struct InspectArgs {
     /// complete line, checked twice a second. One uncompressed file.
     #[arg(long, conflicts_with = "demo")]
     follow: bool,
+    /// Seeds the lens looks through, from --seed on (lens colouring, why, dashboard).
+    #[arg(long, value_name = "N", default_value_t = crate::tui::whatif::DEFAULT_SEEDS,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    seeds: u32,
 }
 
 /// The inspector draws on stdout and reads keys from stdin: both must be a terminal. Checked
@@ -70,6 +74,7 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         lenient: args.lenient,
         tokenizer: args.tokenizer,
         follow: args.follow,
+        seeds: args.seeds,
     })
 }
 
@@ -101,5 +106,6 @@ pub fn demo() -> Result<ExitCode> {
         lenient: false,
         tokenizer: None,
         follow: false,
+        seeds: crate::tui::whatif::DEFAULT_SEEDS,
     })
 }

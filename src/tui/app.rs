@@ -13,13 +13,15 @@ use std::time::{Duration, Instant};
 
 use crate::engine::admit::{Class, Settings};
 use crate::engine::export;
+use crate::engine::lens::{Lens, LensOptions};
 use crate::engine::load::Batch;
 use crate::engine::score::AdvantageMode;
-use crate::engine::stats::{self, Totals};
+use crate::engine::stats::{self, Breakdown, Totals};
 use crate::engine::{self, Results};
 use crate::paint::ColorMode;
 use crate::text::TokenText;
 
+use super::dashboard::{Dash, Go};
 use super::keys::Command;
 use super::layout::{Areas, NARROW, areas};
 use super::overlay::{self, Edit, ExportPrompt, Field, Overlay, PriorityEditor};
@@ -32,6 +34,7 @@ use super::pane::tree::TreePane;
 use super::pane::{Ctx, Effect, Pane};
 use super::search::{Found, Search};
 use super::theme::Theme;
+use super::whatif::{Compare, DEFAULT_SEEDS, Pinned, WhatIf};
 
 /// How long a status message stays.
 pub const MESSAGE_TTL: Duration = Duration::from_secs(6);
@@ -201,6 +204,10 @@ pub enum Action {
     Found(Found),
     /// The clock: messages older than [`MESSAGE_TTL`] fade.
     Tick(Instant),
+    /// The lens and sweep of a batch, worked out in the background.
+    WhatIf(Arc<WhatIf>),
+    /// Their progress: done of total.
+    WhatIfProgress(usize, usize),
 }
 
 /// Everything the screen shows, changed only by [`App::step`].
@@ -266,6 +273,21 @@ pub struct App {
     pub exporting: Vec<PathBuf>,
     /// Where background work reports back; without it, work is done in place.
     pub jobs: Option<Jobs>,
+    /// Seeds the lens looks through (`--seeds`).
+    pub lens_seeds: u32,
+    /// The latest lens and sweep (it may be of other settings than those on screen: see
+    /// [`App::whatif`]).
+    pub whatif_done: Option<Arc<WhatIf>>,
+    /// The options of the what-if being worked out on a worker.
+    pub whatif_pending: Option<LensOptions>,
+    /// Its progress.
+    pub whatif_progress: Option<(usize, usize)>,
+    /// Settings pinned to compare with (`m`).
+    pub pinned: Option<Pinned>,
+    /// The pin compared with the results on screen, once asked for.
+    pub compare: Option<Compare>,
+    /// The dashboard's breakdown of the results on screen, by generation, once asked for.
+    pub breakdown: Option<(u64, Breakdown)>,
 }
 
 /// The default presets `p` cycles through.
@@ -322,6 +344,13 @@ impl App {
             cwd: PathBuf::from("."),
             exporting: Vec::new(),
             jobs: None,
+            lens_seeds: DEFAULT_SEEDS,
+            whatif_done: None,
+            whatif_pending: None,
+            whatif_progress: None,
+            pinned: None,
+            compare: None,
+            breakdown: None,
         }
     }
 
@@ -346,7 +375,29 @@ impl App {
 
     /// The pane context (a read-only view of the shared state), once there is an execution.
     pub fn ctx(&self) -> Option<Ctx<'_>> {
-        build_ctx(&self.data, &self.sel, &self.text, &self.theme, self.view())
+        build_ctx(
+            &self.data,
+            &self.sel,
+            &self.text,
+            &self.theme,
+            self.view(),
+            self.extra(),
+        )
+    }
+
+    /// The lens and the pinned results that go with the results on screen.
+    fn extra(&self) -> Extra<'_> {
+        extra(&self.data, &self.whatif_done, &self.pinned, self.lens_seeds)
+    }
+
+    /// The lens and sweep of the results on screen, once worked out.
+    pub fn whatif(&self) -> Option<&WhatIf> {
+        current_whatif(&self.data, &self.whatif_done, self.lens_seeds)
+    }
+
+    /// The pinned results, when they are of the batch on screen.
+    pub fn pinned_results(&self) -> Option<&Results> {
+        current_pin(&self.data, &self.pinned)
     }
 
     fn view(&self) -> View {
@@ -448,6 +499,18 @@ impl App {
                     self.message = None;
                 }
             }
+            Action::WhatIf(w) => {
+                if self.whatif_pending.as_ref() == Some(&w.options) {
+                    self.whatif_pending = None;
+                    self.whatif_progress = None;
+                }
+                self.whatif_done = Some(w);
+            }
+            Action::WhatIfProgress(done, total) => {
+                if self.whatif_pending.is_some() {
+                    self.whatif_progress = Some((done, total));
+                }
+            }
             Action::Input(c) => self.edit(Edit::Char(c)),
             Action::Backspace => self.edit(Edit::Backspace),
             Action::ClearField => self.edit(Edit::Clear),
@@ -458,6 +521,97 @@ impl App {
         }
         self.keep_focus_shown();
         self.sync();
+        self.refresh_whatif();
+        self.refresh_compare();
+        self.refresh_breakdown();
+    }
+
+    /// Counts the dashboard's figures for the results on screen while it is open.
+    fn refresh_breakdown(&mut self) {
+        if !matches!(self.overlay, Overlay::Dashboard(_)) {
+            return;
+        }
+        let Some(d) = &self.data else { return };
+        if self
+            .breakdown
+            .as_ref()
+            .is_some_and(|(g, _)| *g == self.sel.generation)
+        {
+            return;
+        }
+        self.breakdown = Some((self.sel.generation, stats::breakdown(&d.batch, &d.results)));
+    }
+
+    /// The dashboard's breakdown, when it is of the results on screen.
+    pub fn breakdown(&self) -> Option<&Breakdown> {
+        self.breakdown
+            .as_ref()
+            .filter(|(g, _)| *g == self.sel.generation)
+            .map(|(_, b)| b)
+    }
+
+    /// The comparison of the pin with the results on screen, when it is up to date.
+    pub fn comparison(&self) -> Option<&Compare> {
+        self.compare
+            .as_ref()
+            .filter(|c| c.generation == self.sel.generation)
+    }
+
+    /// Whether something on screen reads the lens or the sweep (without workers they are
+    /// worked out only then).
+    fn whatif_wanted(&self) -> bool {
+        self.colour == ColorMode::Lens
+            || matches!(self.overlay, Overlay::Dashboard(_) | Overlay::Why { .. })
+    }
+
+    /// Starts working out the lens and sweep of the results on screen when they are missing:
+    /// on a worker when there is one, else in place when something shows them.
+    fn refresh_whatif(&mut self) {
+        let Some(d) = &self.data else { return };
+        let options = WhatIf::options_for(&d.results.settings, self.lens_seeds);
+        if self.whatif().is_some() || self.whatif_pending.as_ref() == Some(&options) {
+            return;
+        }
+        let batch = Arc::clone(&d.batch);
+        match &self.jobs {
+            Some(jobs) => {
+                let jobs = jobs.clone();
+                self.whatif_pending = Some(options.clone());
+                self.whatif_progress = Some((0, 2 * batch.executions.len()));
+                std::thread::spawn(move || {
+                    let n = (2 * batch.executions.len()).max(1);
+                    let every = (n / 20).max(1);
+                    let w = WhatIf::compute(batch, options, &|done, total| {
+                        if done % every == 0 {
+                            jobs.send(Action::WhatIfProgress(done, total));
+                        }
+                    });
+                    jobs.send(Action::WhatIf(Arc::new(w)));
+                });
+            }
+            None if self.whatif_wanted() => {
+                self.whatif_done = Some(Arc::new(WhatIf::compute(batch, options, &|_, _| {})));
+            }
+            None => {}
+        }
+    }
+
+    /// Compares the pin with the results on screen while the compare view is open.
+    fn refresh_compare(&mut self) {
+        if !matches!(self.overlay, Overlay::Compare(_)) {
+            return;
+        }
+        let (Some(d), Some(p)) = (&self.data, &self.pinned) else {
+            return;
+        };
+        if self
+            .compare
+            .as_ref()
+            .is_some_and(|c| c.generation == self.sel.generation)
+        {
+            return;
+        }
+        self.compare = Some(Compare::new(p, &d.results, self.sel.generation));
     }
 
     /// A resize or a zoom toggled off can hide the focused pane: the focus moves to the tokens,
@@ -549,6 +703,19 @@ impl App {
             }
             None => self.apply_effect(Effect::OpenExec(0)),
         }
+        // A pin compares with the old batch: it goes.
+        let said = if self.pinned.take().is_some() {
+            self.compare = None;
+            if self.colour == ColorMode::Flips {
+                self.colour = ColorMode::Claims;
+            }
+            if matches!(self.overlay, Overlay::Compare(_)) {
+                self.overlay = Overlay::None;
+            }
+            format!("{said} · pin dropped (the recording changed under it)")
+        } else {
+            said
+        };
         // Hits point into the old batch: the same query runs again on the new one.
         if self.search.active() {
             let (query, d) = (
@@ -588,7 +755,8 @@ impl App {
     /// Runs `f` with the pane context and the panes (disjoint borrows of `self`).
     fn with_ctx<R>(&mut self, f: impl FnOnce(&Ctx, &mut Panes) -> R) -> Option<R> {
         let view = self.view();
-        let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view)?;
+        let extra = extra(&self.data, &self.whatif_done, &self.pinned, self.lens_seeds);
+        let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view, extra)?;
         let mut panes = Panes {
             execs: &mut self.execs,
             tree: &mut self.tree,
@@ -768,7 +936,19 @@ impl App {
                 self.say(m);
             }
             Command::Why => self.open_why(),
-            Command::Colour => self.colour = self.colour.next(),
+            Command::Colour => {
+                self.colour = self.colour.next(self.pinned_results().is_some());
+            }
+            Command::Pin => self.pin(),
+            Command::Compare => {
+                if self.pinned_results().is_some() {
+                    self.overlay = Overlay::Compare(0);
+                } else {
+                    self.say("nothing pinned: m pins the settings on screen, then change them");
+                }
+            }
+            Command::Row => self.overlay = Overlay::Row(0),
+            Command::Dashboard => self.overlay = Overlay::Dashboard(Dash::default()),
             Command::Boundaries => self.boundaries = !self.boundaries,
             Command::Detail => {
                 self.detail = !self.detail;
@@ -893,6 +1073,72 @@ impl App {
         self.apply_all(effects.unwrap_or_default());
     }
 
+    /// `m`: pins the results on screen, or drops the pin.
+    fn pin(&mut self) {
+        if self.pinned.take().is_some() {
+            self.compare = None;
+            if self.colour == ColorMode::Flips {
+                self.colour = ColorMode::Claims;
+            }
+            self.say("pin dropped");
+            return;
+        }
+        if self.rerunning() {
+            self.say("a re-run is under way: pin once it is on screen");
+            return;
+        }
+        let Some(d) = &self.data else { return };
+        let label = self.export_settings();
+        self.pinned = Some(Pinned {
+            batch: Arc::clone(&d.batch),
+            results: Arc::clone(&d.results),
+            label: label.clone(),
+        });
+        self.say(format!(
+            "pinned {label}: change settings, then C compares and c colours the flips"
+        ));
+    }
+
+    /// Enter in the compare view: the chosen execution opens, its flips coloured, the cursor
+    /// on its first flip.
+    fn open_compared(&mut self, at: usize) {
+        let Some(c) = self.comparison() else { return };
+        let listed = super::compare::listed(&c.diff);
+        let Some(&exec) = listed.get(at) else { return };
+        let flip = self
+            .ctx()
+            .and_then(|ctx| super::compare::first_flip(&ctx, &c.diff, exec));
+        self.overlay = Overlay::None;
+        self.colour = ColorMode::Flips;
+        match flip {
+            Some((request, pos)) => self.apply(Effect::Jump { exec, request, pos }),
+            None => self.apply(Effect::OpenExec(exec)),
+        }
+    }
+
+    /// Enter in the dashboard.
+    fn dashboard_go(&mut self, d: Dash) {
+        let go = match (self.ctx(), self.breakdown()) {
+            (Some(ctx), Some(b)) => d.go(&ctx, b),
+            _ => return,
+        };
+        match go {
+            Go::To(e) => {
+                self.overlay = Overlay::None;
+                self.apply(e);
+            }
+            Go::Jmax(j) => {
+                self.overlay = Overlay::None;
+                let old = self.settings.jmax;
+                if old != j {
+                    self.settings.jmax = j;
+                    self.rerun(format!("J_max {} → {}", jmax_text(old), jmax_text(j)));
+                }
+            }
+            Go::Say(m) => self.say(m),
+        }
+    }
+
     /// The request `y` explains: the one whose output is under the token cursor (tokens
     /// focused), else the selected one.
     fn open_why(&mut self) {
@@ -939,6 +1185,68 @@ impl App {
                 if let Overlay::Why { scroll, .. } = &mut self.overlay {
                     *scroll = overlay::scroll(s, c, max);
                 }
+            }
+            (Overlay::Compare(_), Command::Compare | Command::Escape) => {
+                self.overlay = Overlay::None
+            }
+            (Overlay::Compare(at), Command::Enter) => {
+                let at = *at;
+                self.open_compared(at);
+            }
+            (Overlay::Compare(at), _) => {
+                let at = *at;
+                let n = self
+                    .comparison()
+                    .map_or(0, |c| super::compare::listed(&c.diff).len());
+                let last = n.saturating_sub(1);
+                let new = match c {
+                    Command::Up => at.saturating_sub(1),
+                    Command::Down => (at + 1).min(last),
+                    Command::PageUp => at.saturating_sub(10),
+                    Command::PageDown => (at + 10).min(last),
+                    Command::Home => 0,
+                    Command::End => last,
+                    _ => at,
+                };
+                self.overlay = Overlay::Compare(new);
+            }
+            (Overlay::Row(_), Command::Row | Command::Escape) => self.overlay = Overlay::None,
+            (
+                Overlay::Row(_),
+                Command::DrawNext | Command::DrawPrev | Command::DrawFirst | Command::DrawLast,
+            ) => {
+                let n = self.draws();
+                let k = match c {
+                    Command::DrawNext => (self.sel.step + 1).min(n),
+                    Command::DrawPrev => self.sel.step.saturating_sub(1).max(1),
+                    Command::DrawFirst => 1,
+                    _ => n,
+                };
+                self.overlay = Overlay::Row(0);
+                if n > 0 && k != self.sel.step {
+                    self.apply(Effect::Step(k));
+                }
+            }
+            (Overlay::Row(at), _) => {
+                let at = *at;
+                let new = self
+                    .ctx()
+                    .map_or(0, |ctx| super::row::scroll(&ctx, full, at, c));
+                self.overlay = Overlay::Row(new);
+            }
+            (Overlay::Dashboard(_), Command::Dashboard | Command::Escape) => {
+                self.overlay = Overlay::None
+            }
+            (Overlay::Dashboard(d), Command::Enter) => {
+                let d = *d;
+                self.dashboard_go(d);
+            }
+            (Overlay::Dashboard(d), _) => {
+                let mut d = *d;
+                if let Some(b) = self.breakdown() {
+                    d.command(b, c);
+                }
+                self.overlay = Overlay::Dashboard(d);
             }
             (Overlay::Search { .. }, Command::Escape) => {
                 // One Esc closes the field and clears the search.
@@ -1322,12 +1630,51 @@ struct View {
     boundaries: bool,
 }
 
+/// What a [`Ctx`] carries beside the results on screen.
+struct Extra<'a> {
+    lens: Option<&'a Lens>,
+    pinned: Option<&'a Results>,
+}
+
+/// The what-if made for the results on screen, if it is there yet.
+fn current_whatif<'a>(
+    data: &Option<Data>,
+    done: &'a Option<Arc<WhatIf>>,
+    seeds: u32,
+) -> Option<&'a WhatIf> {
+    let d = data.as_ref()?;
+    let want = WhatIf::options_for(&d.results.settings, seeds);
+    done.as_deref().filter(|w| w.is_for(&d.batch, &want))
+}
+
+/// The pinned results, when they are of the batch on screen.
+fn current_pin<'a>(data: &Option<Data>, pinned: &'a Option<Pinned>) -> Option<&'a Results> {
+    let d = data.as_ref()?;
+    pinned
+        .as_ref()
+        .filter(|p| Arc::ptr_eq(&p.batch, &d.batch))
+        .map(|p| &*p.results)
+}
+
+fn extra<'a>(
+    data: &Option<Data>,
+    done: &'a Option<Arc<WhatIf>>,
+    pinned: &'a Option<Pinned>,
+    seeds: u32,
+) -> Extra<'a> {
+    Extra {
+        lens: current_whatif(data, done, seeds).map(|w| &w.lens),
+        pinned: current_pin(data, pinned),
+    }
+}
+
 fn build_ctx<'a>(
     data: &'a Option<Data>,
     sel: &'a Selection,
     text: &'a TokenText,
     theme: &'a Theme,
     v: View,
+    extra: Extra<'a>,
 ) -> Option<Ctx<'a>> {
     let d = data.as_ref()?;
     if sel.exec >= d.batch.executions.len() {
@@ -1344,6 +1691,8 @@ fn build_ctx<'a>(
         overlay: v.overlay,
         colour: v.colour,
         boundaries: v.boundaries,
+        lens: extra.lens,
+        pinned: extra.pinned,
     })
 }
 

@@ -104,6 +104,14 @@ pub enum Command {
     SearchPrev,
     /// Export the admitted set.
     Export,
+    /// Pin the settings on screen to compare later ones with (again: unpin).
+    Pin,
+    /// What changed since the pin, per execution.
+    Compare,
+    /// The exported row of the draw at the replay step, as the trainer sees it.
+    Row,
+    /// The batch dashboard.
+    Dashboard,
 }
 
 /// A key as written in the table.
@@ -461,7 +469,8 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[C('c')],
         command: Command::Colour,
         group: "View",
-        help: "colour tokens by: claims / logprob heat / provenance",
+        help: "colour tokens by: claims / logprob heat / lens (share of seeds a target) / flips \
+               vs the pin / provenance",
         hint: Some("colour"),
     },
     Binding {
@@ -519,6 +528,39 @@ pub const BINDINGS: &[Binding] = &[
         group: "Export",
         help: "export the admitted set (as `gyre admit`)",
         hint: Some("export"),
+    },
+    Binding {
+        keys: &[C('m')],
+        command: Command::Pin,
+        group: "What-if",
+        help: "pin the settings on screen (again: unpin); change settings, then C compares and \
+               c colours the tokens that flip",
+        hint: Some("pin"),
+    },
+    Binding {
+        keys: &[C('C')],
+        command: Command::Compare,
+        group: "What-if",
+        help: "compare with the pin: batch totals and each execution's Δ rows, Δ L_i, Δ weight, \
+               flips (Enter opens one, colouring its flips)",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('R')],
+        command: Command::Row,
+        group: "What-if",
+        help: "the trainer's-eye row of the draw at the replay step: tokens, loss_mask, \
+               logprobs and each token's loss weight (advantage × mask ÷ L_i) as a heat map",
+        hint: Some("row"),
+    },
+    Binding {
+        keys: &[C('D')],
+        command: Command::Dashboard,
+        group: "What-if",
+        help: "dashboard: tokens by provenance, left-out tokens by reason, rows per execution, \
+               rewards and advantages per group, cost and coverage per J_max (Enter on a bar \
+               jumps to an example)",
+        hint: Some("dashboard"),
     },
 ];
 
@@ -655,6 +697,21 @@ pub const GLOSSARY: &[(&str, &str)] = &[
         "path positions (the cursor, go to position) are 1-based; offsets inside a request \
          (output token 3 of r7, r1[0..36], diverges at token 78) are 0-based, as in records \
          and exports",
+    ),
+    (
+        "lens",
+        "over N seeds from the current one (--seeds, default 64): the share under which a \
+         token is a target at this J_max and priority, and the J_max from which it always is",
+    ),
+    (
+        "flips",
+        "tokens that change sides between the pinned settings and those on screen: +target now, \
+         −target under the pin only",
+    ),
+    (
+        "loss weight",
+        "what a target's token loss is multiplied by in the batch loss: advantage × mask ÷ L_i \
+         (then ÷ B for the batch)",
     ),
     (
         "divergence",

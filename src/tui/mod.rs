@@ -7,16 +7,20 @@
 //! message needs it, and draws only then.
 
 pub mod app;
+pub mod compare;
+pub mod dashboard;
 pub mod follow;
 pub mod keys;
 pub mod layout;
 pub mod overlay;
 pub mod pane;
 pub mod path;
+pub mod row;
 pub mod search;
 pub mod text;
 pub mod theme;
 pub mod ui;
+pub mod whatif;
 
 use std::io;
 use std::path::PathBuf;
@@ -63,6 +67,8 @@ pub struct Options {
     pub tokenizer: Option<String>,
     /// Read the one input file again whenever it grows (`--follow`).
     pub follow: bool,
+    /// Seeds the lens looks through (`--seeds`).
+    pub seeds: u32,
 }
 
 /// Turns a terminal event into an action (or nothing).
@@ -176,6 +182,7 @@ pub fn run(opts: Options) -> Result<ExitCode> {
             .join(" "),
     };
     let mut app = App::new(label, opts.settings.clone(), Theme::from_env());
+    app.lens_seeds = opts.seeds;
     let (jobs, rx) = Jobs::channel();
     app.jobs = Some(jobs.clone());
     if let Ok(cwd) = std::env::current_dir() {

@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
 
 use crate::engine::admit::Class;
 
+use super::dashboard::Dash;
 use super::keys::{self, BINDINGS, Command};
 use super::pane::{Ctx, inner_height, sanitize, wrap};
 use super::search::Search;
@@ -157,6 +158,12 @@ pub enum Overlay {
     Goto(Field),
     /// Editing the priority.
     Priority(PriorityEditor),
+    /// What changed since the pin: the execution chosen in the list.
+    Compare(usize),
+    /// The trainer's-eye row of the draw at the replay step, from this response token on.
+    Row(u64),
+    /// The batch dashboard.
+    Dashboard(Dash),
     /// Why request `request` of execution `exec` was (not) drawn.
     Why {
         /// Execution index.
@@ -477,7 +484,7 @@ pub fn search(ctx: &Ctx, s: &Search, field: &Field, at: usize, full: Rect, buf: 
 /// The box and wrapped lines of "why (not) drawn" for a request.
 fn why_box(ctx: &Ctx, request: u32, full: Rect) -> (Rect, Vec<Line<'static>>) {
     let width = (full.width * 8 / 10).max(full.width.min(76));
-    let mut lines = super::pane::detail::fate_lines(ctx, request);
+    let mut lines = super::pane::detail::fate_lines(ctx, request, true);
     lines.push(Line::default());
     lines.push(Line::styled(
         "j/k scroll · Esc or y closes · gyre why FILE --execution E --request R prints the same",

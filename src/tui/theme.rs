@@ -162,6 +162,15 @@ impl Theme {
                 Tone::Heat(2) => s.add_modifier(Modifier::UNDERLINED),
                 Tone::Heat(_) => s.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
                 Tone::NoLogprob => s.add_modifier(Modifier::ITALIC),
+                Tone::Lens(0) => s.add_modifier(Modifier::ITALIC | Modifier::CROSSED_OUT),
+                Tone::Lens(1) => s.add_modifier(Modifier::ITALIC),
+                Tone::Lens(2) => s,
+                Tone::Lens(3) => s.add_modifier(Modifier::BOLD),
+                Tone::Lens(_) => s.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+                Tone::LensPending => s.add_modifier(Modifier::DIM | Modifier::ITALIC),
+                Tone::Gained => s.add_modifier(Modifier::BOLD | Modifier::REVERSED),
+                Tone::Lost => s.add_modifier(Modifier::CROSSED_OUT | Modifier::REVERSED),
+                Tone::Kept => s.add_modifier(Modifier::BOLD),
             };
         }
         match tone {
@@ -190,6 +199,21 @@ impl Theme {
             Tone::Heat(3) => s.fg(ORANGE),
             Tone::Heat(_) => s.fg(Color::Indexed(196)),
             Tone::NoLogprob => s.fg(Color::Gray).add_modifier(Modifier::UNDERLINED),
+            Tone::Lens(0) => s.fg(Color::Indexed(196)),
+            Tone::Lens(1) => s.fg(ORANGE),
+            Tone::Lens(2) => s.fg(Color::Indexed(220)),
+            Tone::Lens(3) => s.fg(Color::Indexed(154)),
+            Tone::Lens(_) => s.fg(Color::Indexed(46)).add_modifier(Modifier::BOLD),
+            Tone::LensPending => s.fg(Color::Gray).add_modifier(Modifier::ITALIC),
+            Tone::Gained => s
+                .fg(Color::Black)
+                .bg(Color::LightGreen)
+                .add_modifier(Modifier::BOLD),
+            Tone::Lost => s
+                .fg(Color::Black)
+                .bg(Color::LightRed)
+                .add_modifier(Modifier::BOLD),
+            Tone::Kept => s.fg(Color::Green),
         }
     }
 }

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Clear, Gauge, Paragraph, Widget, Wrap};
 
 use crate::engine::stats::Totals;
-use crate::paint::Tone;
+use crate::paint::{ColorMode, Tone};
 
 use super::app::{App, Change, Load, Phase, advantage_name};
 use super::keys;
@@ -118,6 +118,29 @@ pub fn draw(app: &App, buf: &mut Buffer) {
         Overlay::Why {
             request, scroll, ..
         } => overlay::why(&ctx, *request, *scroll, a.full, buf),
+        Overlay::Compare(at) => super::compare::render(
+            &ctx,
+            app.comparison().map(|c| &c.diff),
+            (
+                &app.pinned
+                    .as_ref()
+                    .map_or(String::new(), |p| p.label.clone()),
+                &app.export_settings(),
+            ),
+            *at,
+            a.full,
+            buf,
+        ),
+        Overlay::Row(at) => super::row::render(&ctx, *at, a.full, buf),
+        Overlay::Dashboard(d) => super::dashboard::render(
+            &ctx,
+            app.breakdown(),
+            app.whatif(),
+            app.whatif_progress,
+            d,
+            a.full,
+            buf,
+        ),
     }
 }
 
@@ -337,6 +360,15 @@ fn legend(app: &App) -> Line<'static> {
     for tone in Tone::legend(app.colour) {
         spans.push(Span::styled(format!(" {} ", tone.label()), t.tone(tone)));
         spans.push(Span::raw(" "));
+    }
+    if app.colour == ColorMode::Lens && app.whatif().is_none() {
+        let done = app
+            .whatif_progress
+            .map_or(String::new(), |(d, n)| format!(" {d}/{n}"));
+        spans.push(Span::styled(
+            format!(" lens: looking through {} seeds…{done}", app.lens_seeds),
+            t.warn(),
+        ));
     }
     spans.push(Span::styled("  (c: next colouring)", t.dim()));
     Line::from(spans)

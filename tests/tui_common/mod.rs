@@ -98,3 +98,19 @@ pub fn cmds(app: &mut App, cs: &[Command]) {
 pub fn screen(app: &App) -> String {
     text(&render(app))
 }
+
+/// Steps the workers' reports into the app until `done` holds (other background work, such as
+/// the lens, reports through the same channel meanwhile).
+pub fn pump_until(
+    app: &mut App,
+    rx: &std::sync::mpsc::Receiver<gyre::tui::app::Msg>,
+    done: impl Fn(&App) -> bool,
+) {
+    while !done(app) {
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(gyre::tui::app::Msg::Done(a)) => app.step(a),
+            Ok(gyre::tui::app::Msg::Term(_)) => {}
+            Err(e) => panic!("no report from the workers: {e}"),
+        }
+    }
+}

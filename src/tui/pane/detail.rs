@@ -19,7 +19,9 @@ use syntect::parsing::SyntaxSet;
 use crate::engine::assess::{self, rel, value_text};
 use crate::engine::branches::{self, Parting};
 use crate::engine::execution::Execution;
+use crate::engine::lens;
 use crate::engine::record::{Actor, Purpose, Source};
+use crate::engine::score::Outcome;
 use crate::engine::why::{self, Fate, prob_text};
 use crate::text::TokenText;
 use crate::tui::keys::Command;
@@ -368,7 +370,7 @@ fn request_lines(ctx: &Ctx, req: u32, path: Option<&PathIndex>) -> Vec<Line<'sta
         ));
     }
     out.push(Line::default());
-    out.extend(fate_lines(ctx, req));
+    out.extend(fate_lines(ctx, req, false));
     if let Some(path) = path.filter(|p| p.request == req) {
         out.extend(payload_lines(ctx, r, path));
         out.push(Line::default());
@@ -385,7 +387,7 @@ fn request_lines(ctx: &Ctx, req: u32, path: Option<&PathIndex>) -> Vec<Line<'sta
 
 /// "Why was this path (not) drawn?" for request `req`, in lines (the detail pane and the `y`
 /// overlay).
-pub fn fate_lines(ctx: &Ctx, req: u32) -> Vec<Line<'static>> {
+pub fn fate_lines(ctx: &Ctx, req: u32, with_lens: bool) -> Vec<Line<'static>> {
     let t = ctx.theme;
     let w = why::why(ctx.exec(), ctx.outcome(), ctx.admission(), req);
     let style = match w.fate {
@@ -446,6 +448,38 @@ pub fn fate_lines(ctx: &Ctx, req: u32) -> Vec<Line<'static>> {
             if me { t.good() } else { t.dim() },
         ));
         out.push(Line::from(spans));
+    }
+    if with_lens {
+        out.extend(lens_lines(ctx, req));
+    }
+    out
+}
+
+/// The lens of request `req` (odds over the seeds, the J_max and priority that would draw it),
+/// when it is worked out and the execution is scored.
+fn lens_lines(ctx: &Ctx, req: u32) -> Vec<Line<'static>> {
+    let t = ctx.theme;
+    if !matches!(ctx.outcome(), Outcome::Scored { .. })
+        || !ctx.exec().requests[req as usize].trainable()
+    {
+        return Vec::new();
+    }
+    let Some(l) = ctx.lens.and_then(|l| l.executions.get(ctx.sel.exec)) else {
+        return vec![
+            Line::default(),
+            Line::styled(
+                "lens: looking through the seeds in the background…",
+                t.dim(),
+            ),
+        ];
+    };
+    let rl = lens::request_lens(ctx.exec(), ctx.outcome(), &ctx.results.settings, l, req);
+    let mut out = vec![Line::default()];
+    for (k, line) in rl.lines().into_iter().enumerate() {
+        out.push(Line::styled(
+            sanitize(&line),
+            if k == 0 { t.strong() } else { t.marker() },
+        ));
     }
     out
 }

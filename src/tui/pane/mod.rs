@@ -23,9 +23,10 @@ use unicode_width::UnicodeWidthStr;
 use crate::engine::Results;
 use crate::engine::admit::Admission;
 use crate::engine::execution::Execution;
+use crate::engine::lens::Lens;
 use crate::engine::load::Batch;
 use crate::engine::score::Outcome;
-use crate::paint::ColorMode;
+use crate::paint::{ColorMode, ExecView};
 use crate::text::TokenText;
 
 use super::app::Selection;
@@ -106,6 +107,10 @@ pub struct Ctx<'a> {
     pub colour: ColorMode,
     /// Alternate token shading.
     pub boundaries: bool,
+    /// The lens of the results on screen, once computed for their seed and priority.
+    pub lens: Option<&'a Lens>,
+    /// The results under pinned settings, to compare with (same batch).
+    pub pinned: Option<&'a Results>,
 }
 
 impl<'a> Ctx<'a> {
@@ -122,6 +127,18 @@ impl<'a> Ctx<'a> {
     /// Its admission.
     pub fn admission(&self) -> &'a Admission {
         &self.results.admissions[self.sel.exec]
+    }
+
+    /// The selected execution as the painter judges it: its outcome, admission, lens and pinned
+    /// admission.
+    pub fn exec_view(&self) -> ExecView<'a> {
+        let i = self.sel.exec;
+        ExecView::new(self.exec(), self.results, i)
+            .with_lens(
+                self.lens.and_then(|l| l.executions.get(i)),
+                self.results.settings.jmax,
+            )
+            .with_pinned(self.pinned.and_then(|p| p.admissions.get(i)))
     }
 
     /// Draws made in the selected execution.

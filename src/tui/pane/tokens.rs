@@ -14,7 +14,7 @@ use ratatui::widgets::{Paragraph, Widget};
 
 use crate::engine::provenance::{Reason, node_reason};
 use crate::engine::tree::{NodeId, NodeKind};
-use crate::paint::{ColorMode, ExecView, Tone};
+use crate::paint::{ColorMode, Tone};
 use crate::tui::app::Selection;
 use crate::tui::keys::Command;
 use crate::tui::path::{Layout, PathIndex, RowStart};
@@ -247,7 +247,7 @@ impl TokensPane {
             return Vec::new();
         };
         let exec = ctx.exec();
-        let view = ExecView::new(exec, ctx.results, ctx.sel.exec);
+        let view = ctx.exec_view();
         let step = ctx.sel.step;
         let is = |seg: usize| -> bool {
             let n = v.index.nodes[seg];
@@ -433,12 +433,16 @@ impl TokensPane {
         let exec = ctx.exec();
         let mut layout = Layout::new(exec, &v.index, ctx.text, inner.width);
         let rows = layout.rows(v.top, inner.height as usize, true);
-        let view = ExecView::new(exec, ctx.results, ctx.sel.exec);
-        // Claim tones are per node (claims are), so asked once per visible node.
+        let view = ctx.exec_view();
+        // Claim, lens and flip tones are per node (claims are), so asked once per visible node.
         let mut node_tones: HashMap<NodeId, Tone> = HashMap::new();
         let mut tone = |n: NodeId, i: u32| -> Tone {
             let output = exec.tree.nodes[n as usize].kind == NodeKind::Output;
-            if ctx.colour == ColorMode::Claims && output {
+            let per_node = matches!(
+                ctx.colour,
+                ColorMode::Claims | ColorMode::Lens | ColorMode::Flips
+            );
+            if per_node && output {
                 *node_tones
                     .entry(n)
                     .or_insert_with(|| view.tone(n, i, ctx.colour, Some(ctx.sel.step)))

@@ -8,9 +8,11 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use crate::engine::branches;
 use crate::engine::execution::TokenIdentity;
+use crate::engine::lens;
 use crate::engine::provenance::Reason;
 use crate::engine::record::{Actor, Source};
-use crate::paint::{ExecView, Tone};
+use crate::engine::tree::NodeId;
+use crate::paint::Tone;
 
 use super::tokens::PathView;
 use super::{Ctx, sanitize};
@@ -41,7 +43,7 @@ pub fn spans(ctx: &Ctx, view: &PathView, pos: u64) -> Vec<Span<'static>> {
     let (n, i) = path.node_at(pos);
     let adm = ctx.admission();
     let step = ctx.sel.step;
-    let reason = ExecView::new(exec, ctx.results, ctx.sel.exec).reason(n, i, Some(step));
+    let reason = ctx.exec_view().reason(n, i, Some(step));
     let text = sanitize(&path.piece(exec, ctx.text, pos));
     let mut spans = vec![
         Span::styled(format!("\"{text}\""), t.strong()),
@@ -118,6 +120,10 @@ pub fn spans(ctx: &Ctx, view: &PathView, pos: u64) -> Vec<Span<'static>> {
         }
     }
     spans.push(Span::styled(sanitize(&rtext), rs));
+    if matches!(identity, TokenIdentity::Output { .. }) {
+        spans.extend(lens_spans(ctx, n, &reason));
+        spans.extend(pin_spans(ctx, n));
+    }
     spans.push(Span::styled(
         format!(" · position {}/{}", pos + 1, path.len),
         t.dim(),
@@ -129,6 +135,68 @@ pub fn spans(ctx: &Ctx, view: &PathView, pos: u64) -> Vec<Span<'static>> {
         ));
     }
     spans
+}
+
+/// What the lens says of output node `n` whose reason is `reason`: its odds over the seeds,
+/// and for a left-out token the J_max and priority that would make it a target.
+fn lens_spans(ctx: &Ctx, n: NodeId, reason: &Reason) -> Vec<Span<'static>> {
+    let t = ctx.theme;
+    let view = ctx.exec_view();
+    let left_out = matches!(reason, Reason::LeftOutJmax | Reason::LeftOutClass);
+    // Until the lens is worked out (the legend shows its progress) the line says nothing of it.
+    let Some(odds) = view.lens.and_then(|(lens, jmax)| lens.node(n, jmax)) else {
+        return Vec::new();
+    };
+    let (lens, _) = view.lens.expect("odds come from the lens");
+    let mut text = format!(" · {}", odds.token_text());
+    if left_out {
+        let (_, seed) = lens.seeds();
+        text.push_str(&match odds.from_jmax {
+            Some(k) => format!("; at seed {seed} a target from J_max ≥ {k}"),
+            None => format!("; at seed {seed} no J_max makes it a target"),
+        });
+        let settings = &ctx.results.settings;
+        text.push_str(
+            &match lens::node_priority_what_if(ctx.exec(), ctx.outcome(), settings, n) {
+                Some((p, k)) => format!(
+                    "; with priority {} a target (draw {k})",
+                    crate::report::priority_text(&p)
+                ),
+                None => "; no priority with one class moved first makes it a target".into(),
+            },
+        );
+    }
+    vec![Span::styled(text, t.marker())]
+}
+
+/// Under the pinned settings, when there is a pin: was output node `n` a target?
+fn pin_spans(ctx: &Ctx, n: NodeId) -> Vec<Span<'static>> {
+    let (Some(pinned), view) = (ctx.pinned, ctx.exec_view()) else {
+        return Vec::new();
+    };
+    let i = ctx.sel.exec;
+    let then = crate::engine::provenance::node_reason(
+        ctx.exec(),
+        &pinned.outcomes[i],
+        &pinned.admissions[i],
+        n,
+        None,
+    );
+    let Some(then) = then else { return Vec::new() };
+    let now = view.reason(n, 0, None);
+    let changed = then.is_target() != now.is_target();
+    vec![Span::styled(
+        format!(
+            " · under the pin: {}{}",
+            sanitize(&then.to_string()),
+            if changed { " (flips)" } else { "" }
+        ),
+        if changed {
+            ctx.theme.warn()
+        } else {
+            ctx.theme.dim()
+        },
+    )]
 }
 
 /// Draws the why line of the cursor's token.

@@ -1,0 +1,264 @@
+//! The inspector's what-if views, driven through `App::step` and snapshotted from
+//! `TestBackend`: the lens colouring and why line, pinned settings and the compare view with
+//! flips, the trainer's-eye row, the dashboard, and the lens worked out in the background.
+
+mod tui_common;
+
+use gyre::engine::admit::{Class, Settings};
+use gyre::engine::export;
+use gyre::engine::lens::{self, LensOptions};
+use gyre::engine::stats::{self, breakdown};
+use gyre::paint::{ColorMode, Tone};
+use gyre::tui::app::{App, Jobs};
+use gyre::tui::keys::Command as C;
+use gyre::tui::overlay::Overlay;
+use gyre::tui::pane::Effect;
+use gyre::tui::whatif::SWEEP_JMAX;
+use tui_common::*;
+
+/// The demo at 160×45 with a lens of 16 seeds.
+fn app() -> App {
+    let mut app = demo_app(160, 45, true);
+    app.lens_seeds = 16;
+    app
+}
+
+fn colour_to(app: &mut App, mode: ColorMode) {
+    for _ in 0..6 {
+        if app.colour == mode {
+            return;
+        }
+        cmds(app, &[C::Colour]);
+    }
+    panic!("colour {mode:?} is not in the cycle");
+}
+
+fn open(app: &mut App, exec: &str, request: &str) {
+    let d = app.data.as_ref().unwrap();
+    let i = d.batch.execution_index(exec).unwrap();
+    let r = d.batch.executions[i].request_index(request).unwrap();
+    app.apply(Effect::OpenExec(i));
+    app.apply(Effect::SelectRequest(r));
+}
+
+#[test]
+fn lens_colours_tokens_by_their_share_of_seeds() {
+    let mut app = app();
+    cmds(
+        &mut app,
+        &[C::JmaxDown, C::JmaxDown, C::JmaxDown, C::JmaxDown],
+    );
+    colour_to(&mut app, ColorMode::Lens);
+    let w = app
+        .whatif()
+        .expect("worked out in place when shown (no workers)");
+    assert_eq!(w.options.seeds, 16);
+    open(&mut app, "e1", "r7");
+    // The cursor sits on r7's first output token; the lens is the engine's.
+    let d = app.data.as_ref().unwrap();
+    let i = app.sel.exec;
+    let exec = &d.batch.executions[i];
+    let l = lens::execution_lens(
+        exec,
+        &d.results.outcomes[i],
+        &LensOptions {
+            seed: 0,
+            seeds: 16,
+            priority: Class::DEFAULT_PRIORITY.to_vec(),
+        },
+    );
+    let n = exec.requests[exec.request_index("r7").unwrap() as usize].output_node;
+    let odds = l.node(n, 1).unwrap();
+    let why = why_text(&app);
+    assert!(why.contains(&odds.token_text()), "{why}");
+    assert!(why.contains("left out: J_max reached"), "{why}");
+    assert!(why.contains("at seed 0 a target from J_max ≥ 2"), "{why}");
+    let tone = app
+        .ctx()
+        .unwrap()
+        .exec_view()
+        .tone(n, 0, ColorMode::Lens, None);
+    assert_eq!(tone, Tone::Lens(gyre::paint::lens_bucket(odds.fraction())));
+    insta::assert_snapshot!("lens_view", screen(&app));
+}
+
+#[test]
+fn a_pin_compares_settings_and_colours_the_flips() {
+    let mut app = app();
+    cmds(&mut app, &[C::Compare]);
+    assert_eq!(app.overlay, Overlay::None);
+    assert!(
+        app.message
+            .as_ref()
+            .unwrap()
+            .text
+            .starts_with("nothing pinned")
+    );
+    cmds(&mut app, &[C::Pin]);
+    assert!(app.pinned.is_some());
+    cmds(
+        &mut app,
+        &[
+            C::JmaxDown,
+            C::JmaxDown,
+            C::JmaxDown,
+            C::JmaxDown,
+            C::Compare,
+        ],
+    );
+    assert_eq!(app.overlay, Overlay::Compare(0));
+    let s = screen(&app);
+    assert!(s.contains("A: seed 0 · J_max 5"), "{s}");
+    assert!(s.contains("B: seed 0 · J_max 1"), "{s}");
+    // The listed lines are `gyre diff`'s.
+    let d = app.data.as_ref().unwrap();
+    let pinned = app.pinned.as_ref().unwrap();
+    let diff = gyre::engine::diff::diff(
+        gyre::engine::diff::Side {
+            batch: &d.batch,
+            results: &pinned.results,
+        },
+        gyre::engine::diff::Side {
+            batch: &d.batch,
+            results: &d.results,
+        },
+    );
+    let lines = gyre::report::diff_lines(&diff, "a", "b");
+    for (_, row) in &lines.table {
+        assert!(s.contains(row.as_str()), "{row}\n{s}");
+    }
+    insta::assert_snapshot!("compare_view", s);
+    // Enter opens the first listed execution on its first flip, coloured by flips.
+    let first = gyre::tui::compare::listed(&diff)[0];
+    cmds(&mut app, &[C::Enter]);
+    assert_eq!(app.overlay, Overlay::None);
+    assert_eq!(app.sel.exec, first);
+    assert_eq!(app.colour, ColorMode::Flips);
+    let ctx = app.ctx().unwrap();
+    let v = app.path().unwrap();
+    let (n, k) = v.index.node_at(v.cursor);
+    assert_eq!(
+        ctx.exec_view().tone(n, k, ColorMode::Flips, None),
+        Tone::Lost
+    );
+    assert!(why_text(&app).contains("(flips)"), "{}", why_text(&app));
+    // Dropping the pin leaves the flips colouring.
+    cmds(&mut app, &[C::Pin]);
+    assert!(app.pinned.is_none());
+    assert_eq!(app.colour, ColorMode::Claims);
+}
+
+#[test]
+fn the_row_view_shows_the_exported_row() {
+    let mut app = app();
+    open(&mut app, "e1", "r3");
+    app.apply(Effect::Step(2));
+    cmds(&mut app, &[C::Row]);
+    let d = app.data.as_ref().unwrap();
+    let row = export::draw_row(&d.batch, &d.results, app.sel.exec, 2).unwrap();
+    assert_eq!(
+        row,
+        export::execution_rows(&d.batch, &d.results, app.sel.exec)[1],
+        "the row of draw 2 is the second exported row"
+    );
+    let s = screen(&app);
+    assert!(s.contains(&format!("prompt_len {}", row.prompt_len)), "{s}");
+    assert!(s.contains(&format!("L_i {}", row.exec_targets)), "{s}");
+    assert!(s.contains("loss weight = advantage × mask ÷ L_i"), "{s}");
+    // The first response token's id, mask and log-prob, as exported.
+    let first = row.tokens[row.prompt_len as usize];
+    let lp = row.logprobs.as_ref().unwrap()[0];
+    let line = s
+        .lines()
+        .find(|l| {
+            l.contains(&format!(" {}  ", row.prompt_len + 1)) && l.contains(&first.to_string())
+        })
+        .unwrap_or_else(|| panic!("the first response token's row\n{s}"));
+    assert!(line.contains(&format!("{lp:.4}")), "{line}");
+    insta::assert_snapshot!("row_view", s);
+    // [ and ] show the other draws' rows.
+    cmds(&mut app, &[C::DrawPrev]);
+    assert_eq!(app.sel.step, 1);
+    assert!(matches!(app.overlay, Overlay::Row(0)));
+    let s = screen(&app);
+    assert!(s.contains("draw 1/"), "{s}");
+    cmds(&mut app, &[C::Row]);
+    assert_eq!(app.overlay, Overlay::None);
+}
+
+#[test]
+fn the_dashboard_counts_every_token_and_jumps_to_examples() {
+    let mut app = app();
+    cmds(&mut app, &[C::Dashboard]);
+    let b = app
+        .breakdown()
+        .expect("counted when the dashboard opens")
+        .clone();
+    let d = app.data.as_ref().unwrap();
+    let st = stats::stats(&d.batch, &d.results);
+    assert_eq!(
+        b.provenance.iter().map(|x| x.tokens).sum::<u64>(),
+        st.tree_tokens
+    );
+    let target = b.provenance.iter().find(|x| x.label == "target").unwrap();
+    assert_eq!(target.tokens, st.targets);
+    let left: u64 = b.left_out[..2].iter().map(|x| x.tokens).sum();
+    assert_eq!(left, st.left_out_tokens);
+    assert_eq!(b, breakdown(&d.batch, &d.results));
+    assert!(
+        app.whatif().is_some(),
+        "the sweep is worked out for the cost chart"
+    );
+    insta::assert_snapshot!("dashboard", screen(&app));
+    // Tab to the rows chart, the third execution, Enter opens it.
+    cmds(
+        &mut app,
+        &[C::FocusNext, C::FocusNext, C::Right, C::Right, C::Enter],
+    );
+    assert_eq!(app.overlay, Overlay::None);
+    assert_eq!(app.sel.exec, 2);
+    // The first token counted as tool output is shown, the cursor on it.
+    cmds(&mut app, &[C::Dashboard]);
+    let tool = b.provenance.iter().position(|x| x.label == "tool").unwrap();
+    let mut c = vec![C::Right; tool];
+    c.push(C::Enter);
+    cmds(&mut app, &c);
+    let ex = b.provenance[tool].example.unwrap();
+    assert_eq!(app.sel.exec, ex.exec);
+    let v = app.path().unwrap();
+    assert_eq!(v.index.node_at(v.cursor), (ex.node, ex.index));
+    // On the cost chart Enter re-runs with the J_max chosen.
+    cmds(&mut app, &[C::Dashboard, C::FocusPrev, C::Home, C::Enter]);
+    assert_eq!(app.settings.jmax, SWEEP_JMAX[0]);
+    assert_eq!(app.data.as_ref().unwrap().results.settings.jmax, 1);
+}
+
+#[test]
+fn the_lens_is_worked_out_in_the_background_with_progress() {
+    let mut app = app();
+    let (jobs, rx) = Jobs::channel();
+    app.jobs = Some(jobs);
+    cmds(&mut app, &[C::SeedUp]);
+    pump_until(&mut app, &rx, |app| {
+        !app.rerunning() && app.whatif().is_some()
+    });
+    let w = app.whatif().unwrap();
+    assert_eq!(w.options.seed, 1);
+    // Same figures as the engine's own sweep under those settings.
+    let d = app.data.as_ref().unwrap();
+    let s = gyre::engine::sweep::sweep(&d.batch, &w.sweep.options);
+    assert_eq!(s, w.sweep);
+    colour_to(&mut app, ColorMode::Lens);
+    assert!(!screen(&app).contains("lens computing"));
+    // A priority change makes the lens stale until the new one arrives.
+    cmds(&mut app, &[C::Priority]);
+    pump_until(&mut app, &rx, |app| !app.rerunning());
+    let new = Settings {
+        seed: 1,
+        priority: app.settings.priority.clone(),
+        ..Settings::default()
+    };
+    assert_eq!(app.data.as_ref().unwrap().results.settings, new);
+    pump_until(&mut app, &rx, |app| app.whatif().is_some());
+    assert_eq!(app.whatif().unwrap().options.priority, new.priority);
+}
