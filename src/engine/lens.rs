@@ -127,6 +127,17 @@ impl Odds {
         }
     }
 
+    /// Brief, for the inspector's why line: `lens 31% of 16 seeds, every seed from J_max 2`.
+    pub fn brief(&self) -> String {
+        let share = format!("lens {} of {} seeds", percent(self.fraction()), self.seeds);
+        match self.always_from_jmax {
+            Some(j) if self.hits < self.seeds => format!("{share}, every seed from J_max {j}"),
+            Some(_) => share,
+            None if self.ever == 0 => format!("{share}, not even uncapped"),
+            None => format!("{share}, {} never even uncapped", self.seeds - self.ever),
+        }
+    }
+
     fn text(&self, what: &str) -> String {
         let share = if self.hits == self.seeds {
             format!("{what} under all {} seeds", self.seeds)
@@ -579,6 +590,10 @@ mod tests {
         assert_eq!(
             Odds::of(&[1, 1], 1).token_text(),
             "target under all 2 seeds"
+        );
+        assert_eq!(
+            Odds::of(&[2, 6, 1, 3], 3).brief(),
+            "lens 75% of 4 seeds, every seed from J_max 6"
         );
     }
 

@@ -163,6 +163,17 @@ fn selected(t: &Theme) -> Style {
     }
 }
 
+/// A selected point or vertical bar: drawn in the highlight colour itself.
+fn selected_mark(t: &Theme) -> Style {
+    if t.color {
+        Style::new()
+            .fg(Color::LightYellow)
+            .add_modifier(Modifier::BOLD)
+    } else {
+        Style::new().add_modifier(Modifier::REVERSED)
+    }
+}
+
 fn bar_colour(t: &Theme) -> Style {
     if t.color {
         Style::new().fg(Color::Cyan)
@@ -291,7 +302,11 @@ fn rows_chart(ctx: &Ctx, b: &Breakdown, sel: usize, focused: bool, area: Rect, b
                 .value(r)
                 .text_value(r.to_string())
                 .label(Line::from(format!("{}", i % 100)))
-                .style(if i == sel { selected(t) } else { bar_colour(t) })
+                .style(if i == sel {
+                    selected_mark(t)
+                } else {
+                    bar_colour(t)
+                })
         })
         .collect();
     BarChart::default()
@@ -359,7 +374,7 @@ fn groups_chart(t: &Theme, b: &Breakdown, sel: usize, focused: bool, area: Rect,
             .name("selected")
             .marker(Marker::Block)
             .graph_type(GraphType::Scatter)
-            .style(selected(t))
+            .style(selected_mark(t))
             .data(&chosen),
     ];
     Chart::new(datasets)
@@ -435,7 +450,7 @@ fn cost_chart(
             .name("selected")
             .marker(Marker::Block)
             .graph_type(GraphType::Scatter)
-            .style(selected(t))
+            .style(selected_mark(t))
             .data(&chosen),
     ];
     let labels: Vec<Span> = SWEEP_JMAX

@@ -148,23 +148,20 @@ fn lens_spans(ctx: &Ctx, n: NodeId, reason: &Reason) -> Vec<Span<'static>> {
         return Vec::new();
     };
     let (lens, _) = view.lens.expect("odds come from the lens");
-    let mut text = format!(" · {}", odds.token_text());
+    let mut text = format!(" · {}", odds.brief());
     if left_out {
         let (_, seed) = lens.seeds();
         text.push_str(&match odds.from_jmax {
-            Some(k) => format!("; at seed {seed} a target from J_max ≥ {k}"),
-            None => format!("; at seed {seed} no J_max makes it a target"),
+            Some(k) => format!(" · seed {seed}: from J_max {k}"),
+            None => format!(" · seed {seed}: no J_max"),
         });
         let settings = &ctx.results.settings;
-        text.push_str(
-            &match lens::node_priority_what_if(ctx.exec(), ctx.outcome(), settings, n) {
-                Some((p, k)) => format!(
-                    "; with priority {} a target (draw {k})",
-                    crate::report::priority_text(&p)
-                ),
-                None => "; no priority with one class moved first makes it a target".into(),
-            },
-        );
+        if let Some((p, k)) = lens::node_priority_what_if(ctx.exec(), ctx.outcome(), settings, n) {
+            text.push_str(&format!(
+                " · priority {}: draw {k}",
+                crate::report::priority_text(&p)
+            ));
+        }
     }
     vec![Span::styled(text, t.marker())]
 }
