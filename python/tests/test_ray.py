@@ -124,7 +124,7 @@ def test_errors_name_file_and_line_across_shards(tmp_path, synth):
     with pytest.raises(gyre.LoadError) as e:
         gyre.ray.admit(files, shards=3)
     message = str(e.value)
-    assert f"{files[1]}:3: logprobs has 0 entries but output has 1 tokens (logprobs)" in message
+    assert f"{files[1]}:3: logprobs has 0 entries but output has 1 token (logprobs)" in message
     assert f"{files[1]}:5: malformed JSON" in message
     assert message.endswith("2 problems in the input")
     with pytest.warns(UserWarning, match=r"skipped"):

@@ -108,7 +108,7 @@ def test_json_values_and_metadata_are_kept(tmp_path):
         (lambda r: r.request("e", "r1", input=[True], output=[3], logprobs=[-1.0]), r"input\[0\]"),
         (lambda r: r.request("e", "r1", input="abc", output=[3], logprobs=[-1.0]), "not str"),
         (lambda r: r.request("e", "r1", input=[1], output=[3, 4], logprobs=[-1.0]),
-         r"logprobs has 1 entries but output has 2 tokens \(logprobs\)"),
+         r"logprobs has 1 entry but output has 2 tokens \(logprobs\)"),
         (lambda r: r.request("e", "r1", input=[1], output=[3]), r"logprobs.*reconstructed"),
         (lambda r: r.request("e", "r1", input=[1], output=[3], logprobs=[float("nan")]), "finite"),
         (lambda r: r.request("e", "r1", input=[1], output=[3], logprobs=[-1.0], spans=[(5, "system")]), "spans"),
