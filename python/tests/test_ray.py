@@ -134,3 +134,8 @@ def test_errors_name_file_and_line_across_shards(tmp_path, synth):
         gyre.ray.admit(files, advantage="ppo")
     with pytest.raises(ValueError, match="shards"):
         gyre.ray.admit(files, shards=0)
+    # One part per shard: a count no cluster has would exhaust memory instead of splitting.
+    with pytest.raises(ValueError, match=r"shards must be an integer in 1\.\.=65536"):
+        gyre.ray.admit(files, shards=2**31)
+    with pytest.raises(ValueError, match="shards"):
+        gyre.split(files[0], 2**31)
