@@ -250,7 +250,7 @@ def errors(base):
     for marker, status, oa_kind, an_kind, says in [
         ("FAIL-STATUS", 502, "upstream_error", "api_error", "HTTP 500"),
         ("FAIL-NOIDS", 502, "upstream_error", "api_error", "token_ids"),
-        ("FAIL-LOGPROBS", 502, "upstream_error", "api_error", "1 log-probs for 2 sampled tokens"),
+        ("FAIL-LOGPROBS", 502, "upstream_error", "api_error", "1 log-prob for 2 sampled tokens"),
         ("FAIL-BADID", 502, "upstream_error", "api_error", "token id 999999999"),
         ("FAIL-SLOW", 504, "timeout_error", "timeout_error", ""),
     ]:
