@@ -195,6 +195,26 @@ fn bad_input_names_file_line_and_field() {
     );
     assert!(!out.exists(), "no partial output");
 
+    // vLLM: one log-prob for a longer output.
+    let mut v: serde_json::Value = serde_json::from_str(good.lines().nth(1).unwrap()).unwrap();
+    let first = v["response"]["choices"][0]["logprobs"]["content"][0].clone();
+    v["response"]["choices"][0]["logprobs"]["content"] = serde_json::json!([first]);
+    lines[1] = v.to_string();
+    std::fs::write(&log, lines.join("\n")).unwrap();
+    let (code, _, err) = gyre(&[
+        "import",
+        "vllm",
+        log.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("traffic.jsonl:2: 1 log-prob for ")
+            && err.contains(" output tokens (response.choices[0].logprobs.content)"),
+        "{err}"
+    );
+
     // Missing input, bad score.
     let (code, _, err) = gyre(&[
         "import",

@@ -149,6 +149,15 @@ fn openai_and_anthropic_loops_are_recorded_exactly_streaming_or_not() {
     let s = stats(&out);
     assert_eq!(s["divergences_in_outputs"], 0);
     assert_eq!(s["requests"], 16);
+    for e in &batch.executions {
+        // An execution starts when its first request arrives, not after it.
+        let start = e.info.as_ref().expect("an execution line").t;
+        assert!(
+            e.requests.iter().all(|r| r.t.unwrap() >= start),
+            "{} starts after its first request",
+            e.id
+        );
+    }
 
     clients(
         &proxy.url,

@@ -2,7 +2,7 @@
 
 import os
 import pathlib
-from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Tuple, TypedDict, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -10,6 +10,22 @@ import pyarrow
 import pandas
 
 __version__: str
+__all__ = [
+    "__version__",
+    "LoadError",
+    "Recorder",
+    "Batch",
+    "Rows",
+    "RowIter",
+    "ShardSummary",
+    "BatchStats",
+    "load",
+    "merge_load_errors",
+    "split",
+    "load_parts",
+    "combine",
+    "shard_of",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 TokenIds = Union[Sequence[int], npt.NDArray[np.integer[Any]]]
@@ -71,12 +87,13 @@ class LoadError(ValueError):
 
     diagnostics: List[Diagnostic]
 
+@final
 class Recorder:
     """Writes a gyre/1 recording as a run happens, checked as the loader checks it, in delta
     form where a request continues an earlier one. A context manager."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: PathLike,
         *,
         append: bool = False,
@@ -84,7 +101,7 @@ class Recorder:
         delta: bool = True,
         tokenizer: Json = None,
         meta: Optional[Dict[str, Json]] = None,
-    ) -> None: ...
+    ) -> "Recorder": ...
     @property
     def path(self) -> pathlib.Path: ...
     @property
@@ -152,6 +169,7 @@ class Recorder:
     def __enter__(self) -> "Recorder": ...
     def __exit__(self, *_args: Any) -> bool: ...
 
+@final
 class Batch:
     """Loaded recordings, ready to admit."""
 
@@ -178,11 +196,12 @@ class Batch:
     def dropped_executions(self) -> List[str]: ...
     def __len__(self) -> int: ...
 
+@final
 class Rows:
     """The admitted rows, in execution order then draw order."""
 
     def __len__(self) -> int: ...
-    def __getitem__(self, i: int) -> Row: ...
+    def __getitem__(self, i: int, /) -> Row: ...
     def __iter__(self) -> "RowIter": ...
     def row(self, i: int, *, numpy: bool = False) -> Row: ...
     def iter(self, *, numpy: bool = False) -> "RowIter": ...
@@ -199,10 +218,12 @@ class Rows:
     def draw_log(self, execution: str) -> str: ...
     def why(self, execution: str, request: str) -> Dict[str, Any]: ...
 
+@final
 class RowIter(Iterator[Row]):
     def __iter__(self) -> "RowIter": ...
     def __next__(self) -> Row: ...
 
+@final
 class ShardSummary:
     """What one shard contributes to ``B`` and group statistics. Picklable."""
 
@@ -211,6 +232,7 @@ class ShardSummary:
     def executions(self) -> List[Dict[str, Any]]: ...
     def __len__(self) -> int: ...
 
+@final
 class BatchStats:
     """``B`` and group statistics of a whole batch. Picklable."""
 

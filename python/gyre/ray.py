@@ -123,6 +123,7 @@ def _run(
     shards = _default_shards(ray) if shards is None else shards
     if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
         raise ValueError(f"shards must be a positive integer, not {shards!r}")
+    gyre.shard_of("", shards)  # the upper bound, as gyre.split checks it
     settings = dict(seed=seed, jmax=jmax, priority=priority, advantage=advantage)
     # Bad settings fail here, on an empty batch, before any task runs.
     gyre.load_parts([("settings", b"")]).admit(**settings)

@@ -2,14 +2,31 @@
 
 use numpy::{PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple,
+};
 use serde_json::{Map, Number, Value};
 
 use crate::value_error;
 
+/// Nesting allowed in a JSON value given from Python. The loader reads a line at most 127
+/// levels deep (serde_json's limit), so a deeper value could not be read back anyway; the bound
+/// keeps a value that contains itself from recursing until the stack overflows.
+const MAX_DEPTH: usize = 128;
+
 /// A Python value as JSON: `None`, `bool`, `int` (64-bit), finite `float`, `str`, lists and
 /// tuples, dicts with string keys (NumPy scalars count as their Python kind).
 pub fn to_json(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Value> {
+    to_json_at(obj, field, 0)
+}
+
+fn too_deep(field: &str) -> PyErr {
+    value_error(format!(
+        "{field}: nested more than {MAX_DEPTH} levels deep (or it contains itself)"
+    ))
+}
+
+fn to_json_at(obj: &Bound<'_, PyAny>, field: &str, depth: usize) -> PyResult<Value> {
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -39,19 +56,22 @@ pub fn to_json(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Value> {
         )));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        return Ok(Value::Object(dict_to_json(d, field)?));
+        return Ok(Value::Object(dict_to_json_at(d, field, depth)?));
     }
     if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        if depth >= MAX_DEPTH {
+            return Err(too_deep(field));
+        }
         return obj
             .try_iter()?
             .enumerate()
-            .map(|(i, item)| to_json(&item?, &format!("{field}[{i}]")))
+            .map(|(i, item)| to_json_at(&item?, &format!("{field}[{i}]"), depth + 1))
             .collect::<PyResult<Vec<_>>>()
             .map(Value::Array);
     }
     // NumPy scalars and arrays: as the Python values `tolist()` gives.
     if obj.cast::<PyUntypedArray>().is_ok() || obj.hasattr("dtype")? && obj.hasattr("tolist")? {
-        return to_json(&obj.call_method0("tolist")?, field);
+        return to_json_at(&obj.call_method0("tolist")?, field, depth + 1);
     }
     Err(value_error(format!(
         "{field}: a {} cannot be written as JSON (use None, bool, int, float, str, list or dict)",
@@ -61,12 +81,23 @@ pub fn to_json(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Value> {
 
 /// A dict with string keys as a JSON object.
 pub fn dict_to_json(d: &Bound<'_, PyDict>, field: &str) -> PyResult<Map<String, Value>> {
+    dict_to_json_at(d, field, 0)
+}
+
+fn dict_to_json_at(
+    d: &Bound<'_, PyDict>,
+    field: &str,
+    depth: usize,
+) -> PyResult<Map<String, Value>> {
+    if depth >= MAX_DEPTH {
+        return Err(too_deep(field));
+    }
     let mut m = Map::new();
     for (k, v) in d.iter() {
         let key: String = k
             .extract()
             .map_err(|_| value_error(format!("{field}: keys must be strings, not {k:?}")))?;
-        let value = to_json(&v, &format!("{field}.{key}"))?;
+        let value = to_json_at(&v, &format!("{field}.{key}"), depth + 1)?;
         m.insert(key, value);
     }
     Ok(m)
@@ -127,8 +158,15 @@ pub fn from_json<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>>
     })
 }
 
+/// Strings and bytes iterate but are not token arrays; dicts and sets iterate in an order that
+/// is not the caller's sequence (a dict's keys, a set's hash order).
 fn not_a_sequence(obj: &Bound<'_, PyAny>, field: &str, what: &str) -> PyResult<()> {
-    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+    if obj.is_instance_of::<PyString>()
+        || obj.is_instance_of::<PyBytes>()
+        || obj.is_instance_of::<PyDict>()
+        || obj.is_instance_of::<PySet>()
+        || obj.is_instance_of::<PyFrozenSet>()
+    {
         return Err(value_error(format!(
             "{field} must be a list of {what} or a NumPy array, not {}",
             obj.get_type().name()?
@@ -241,6 +279,11 @@ pub fn floats(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Vec<f64>> {
             .enumerate()
             .map(|(i, item)| {
                 let item = item?;
+                if item.is_instance_of::<PyBool>() {
+                    return Err(value_error(format!(
+                        "{field}[{i}] must be a number, not {item:?}"
+                    )));
+                }
                 item.extract::<f64>().map_err(|_| {
                     value_error(format!("{field}[{i}] must be a number, not {item:?}"))
                 })

@@ -10,7 +10,7 @@ use gyre::engine::recorder::{self as rec, AppendError, RecordError};
 use gyre::engine::write::{
     AssessmentOut, ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut, Validity,
 };
-use pyo3::exceptions::PyOSError;
+use pyo3::exceptions::{PyIsADirectoryError, PyOSError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
@@ -237,6 +237,13 @@ impl Recorder {
             } else {
                 if overwrite && path.exists() {
                     std::fs::remove_file(&path).map_err(|e| os_error(&e, &path, ""))?;
+                }
+                if path.is_dir() {
+                    return Err(PyIsADirectoryError::new_err((
+                        21,
+                        "Is a directory (name a file to record to)",
+                        path.display().to_string(),
+                    )));
                 }
                 rec::Recorder::create(&path).map_err(|e| {
                     let hint = if e.kind() == io::ErrorKind::AlreadyExists {

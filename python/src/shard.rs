@@ -14,11 +14,18 @@ use crate::batch::{Batch, load_error};
 use crate::recorder::os_error;
 use crate::{guard, value_error};
 
+/// Most shards a batch is split into. `split` returns one part per shard, each at least one
+/// byte per line of the input, so the count is bounded well above any cluster's CPU count but
+/// below what would exhaust memory (2^31 shards are 48 GiB of empty parts).
+const MAX_SHARDS: i64 = 1 << 16;
+
 fn shards_arg(shards: i64) -> PyResult<u32> {
-    u32::try_from(shards)
-        .ok()
-        .filter(|&s| s > 0)
-        .ok_or_else(|| value_error(format!("shards must be a positive integer, not {shards}")))
+    if !(1..=MAX_SHARDS).contains(&shards) {
+        return Err(value_error(format!(
+            "shards must be an integer in 1..={MAX_SHARDS}, not {shards}"
+        )));
+    }
+    Ok(shards as u32)
 }
 
 /// The shard (in `0..shards`) that execution `execution` belongs to: FNV-1a of the id, stable

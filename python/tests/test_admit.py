@@ -166,7 +166,7 @@ def test_load_errors_name_file_and_line(tmp_path):
     with pytest.raises(gyre.LoadError) as e:
         gyre.load(bad)
     message = str(e.value)
-    assert f"{bad}:2: logprobs has 1 entries but output has 2 tokens (logprobs)" in message
+    assert f"{bad}:2: logprobs has 1 entry but output has 2 tokens (logprobs)" in message
     assert f"{bad}:3: malformed JSON" in message
     assert isinstance(e.value, ValueError)
     assert [d["line"] for d in e.value.diagnostics] == [2, 3]

@@ -124,7 +124,7 @@ def test_errors_name_file_and_line_across_shards(tmp_path, synth):
     with pytest.raises(gyre.LoadError) as e:
         gyre.ray.admit(files, shards=3)
     message = str(e.value)
-    assert f"{files[1]}:3: logprobs has 0 entries but output has 1 tokens (logprobs)" in message
+    assert f"{files[1]}:3: logprobs has 0 entries but output has 1 token (logprobs)" in message
     assert f"{files[1]}:5: malformed JSON" in message
     assert message.endswith("2 problems in the input")
     with pytest.warns(UserWarning, match=r"skipped"):
@@ -134,3 +134,8 @@ def test_errors_name_file_and_line_across_shards(tmp_path, synth):
         gyre.ray.admit(files, advantage="ppo")
     with pytest.raises(ValueError, match="shards"):
         gyre.ray.admit(files, shards=0)
+    # One part per shard: a count no cluster has would exhaust memory instead of splitting.
+    with pytest.raises(ValueError, match=r"shards must be an integer in 1\.\.=65536"):
+        gyre.ray.admit(files, shards=2**31)
+    with pytest.raises(ValueError, match="shards"):
+        gyre.split(files[0], 2**31)

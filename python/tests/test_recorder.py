@@ -95,6 +95,19 @@ def test_json_values_and_metadata_are_kept(tmp_path):
     assert run_gyre("validate", path).returncode == 0
 
 
+def nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def itself():
+    meta = {"run": 1}
+    meta["self"] = meta
+    return meta
+
+
 @pytest.mark.parametrize(
     "call, reason",
     [
@@ -108,7 +121,7 @@ def test_json_values_and_metadata_are_kept(tmp_path):
         (lambda r: r.request("e", "r1", input=[True], output=[3], logprobs=[-1.0]), r"input\[0\]"),
         (lambda r: r.request("e", "r1", input="abc", output=[3], logprobs=[-1.0]), "not str"),
         (lambda r: r.request("e", "r1", input=[1], output=[3, 4], logprobs=[-1.0]),
-         r"logprobs has 1 entries but output has 2 tokens \(logprobs\)"),
+         r"logprobs has 1 entry but output has 2 tokens \(logprobs\)"),
         (lambda r: r.request("e", "r1", input=[1], output=[3]), r"logprobs.*reconstructed"),
         (lambda r: r.request("e", "r1", input=[1], output=[3], logprobs=[float("nan")]), "finite"),
         (lambda r: r.request("e", "r1", input=[1], output=[3], logprobs=[-1.0], spans=[(5, "system")]), "spans"),
@@ -123,6 +136,13 @@ def test_json_values_and_metadata_are_kept(tmp_path):
         (lambda r: r.execution("e", t=float("nan")), "t must be a finite number"),
         (lambda r: r.request("e", "r1", input=None, output=[3], logprobs=[-1.0]), "not NoneType"),
         (lambda r: r.request("e", "r1", input=np.int64(3), output=[3], logprobs=[-1.0]), "not int64"),
+        (lambda r: r.request("e", "r1", input={1: 2}, output=[3], logprobs=[-1.0]), "not dict"),
+        (lambda r: r.request("e", "r1", input={1, 2}, output=[3], logprobs=[-1.0]), "not set"),
+        (lambda r: r.request("e", "r1", input=[1], output=[3], logprobs=[True]), r"logprobs\[0\] must be a number"),
+        # Python values that would recurse without end (or past what the loader reads back).
+        (lambda r: r.execution("e", t=0, meta=itself()), r"meta\.self.*contains itself"),
+        (lambda r: r.execution("e", t=0, task=nested(100_000)), "nested more than 128 levels"),
+        (lambda r: r.execution("e", t=0, task=nested(127)), "recursion limit"),
         (lambda r: r.closure("e", t=1, status="done"), "status"),
         (lambda r: r.assessment("e", artifact="p", version=1, status="valid", t=1), "score"),
         (lambda r: r.assessment("e", artifact="p", version=1, status="valid", t=1, score=float("inf")), "finite"),
@@ -182,6 +202,8 @@ def test_files_exist_append_overwrite_and_closed(tmp_path):
     assert [r["kind"] for r in lines(path)] == ["header"]
     with pytest.raises(ValueError, match="exclude"):
         gyre.Recorder(path, append=True, overwrite=True)
+    with pytest.raises(IsADirectoryError, match="name a file"):
+        gyre.Recorder(tmp_path)
 
 
 def test_appending_to_an_invalid_recording_names_the_line(tmp_path):

@@ -31,6 +31,7 @@ use super::write::{
 };
 use super::{About, Importer, Job, Progress};
 use crate::engine::record::{Actor, Purpose, Record, Source, parse_line};
+use crate::report::plural;
 use crate::text::Message;
 
 /// The vLLM traffic importer.
@@ -376,9 +377,9 @@ fn check_call(
     if logprobs.len() != output.len() {
         return Err((
             format!(
-                "{} log-probs for {} output tokens",
-                logprobs.len(),
-                output.len()
+                "{} for {}",
+                plural(logprobs.len(), "log-prob"),
+                plural(output.len(), "output token")
             ),
             "response.choices[0].logprobs.content".to_owned(),
         ));

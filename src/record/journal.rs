@@ -48,6 +48,9 @@ pub struct Hints {
     pub group: Option<String>,
     /// `x-gyre-budget`: seconds, written on a new execution.
     pub budget_s: Option<f64>,
+    /// When the request arrived (seconds since the epoch, its record's `t`): an execution the
+    /// request starts starts then.
+    pub arrived: f64,
 }
 
 /// Tool names whose `prompt` argument starts a delegated sub-agent (Claude Code).
@@ -313,7 +316,7 @@ impl Journal {
         let st = self
             .execs
             .entry(execution.clone())
-            .or_insert_with(|| ExecState::new(now(), self.rec.knows_execution(&execution)));
+            .or_insert_with(|| ExecState::new(hints.arrived, self.rec.knows_execution(&execution)));
         if !st.written {
             st.group = st.group.take().or_else(|| hints.group.clone());
             st.budget_s = st.budget_s.or(hints.budget_s);
@@ -423,7 +426,8 @@ impl Journal {
             self.rec
                 .execution(&ExecutionOut {
                     execution: &p.execution,
-                    t: st.t,
+                    // Never after its first request (of several arriving together).
+                    t: st.t.min(t),
                     budget_s: st.budget_s,
                     group: group.as_ref(),
                     task: None,

@@ -330,6 +330,7 @@ fn hints(headers: &HeaderMap, req: &ChatRequest) -> Result<Hints, ApiError> {
         purpose,
         group: get("x-gyre-group")?,
         budget_s,
+        arrived: now(),
     })
 }
 
@@ -356,7 +357,7 @@ async fn handle(
     let started = Instant::now();
     let req = parse_body(api, body)?;
     let hints = hints(headers, &req)?;
-    let t = now();
+    let t = hints.arrived;
     let prep_st = Arc::clone(st);
     let (req, attr, ctx) = tokio::task::spawn_blocking(move || prep_st.prepare(req, &hints))
         .await

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
 use super::chat::{ApiError, ErrorKind, Sampling};
+use crate::report::plural;
 
 /// Which server speaks upstream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,8 +240,9 @@ fn ids_of(v: Option<&Value>, what: &str) -> Result<Vec<u32>, ApiError> {
 fn logprobs_of(items: &[Value], ids: usize, what: &str) -> Result<Vec<f64>, ApiError> {
     if items.len() != ids {
         return Err(ApiError::upstream(format!(
-            "the upstream answered {} log-probs for {ids} sampled tokens ({what})",
-            items.len()
+            "the upstream answered {} for {} ({what})",
+            plural(items.len(), "log-prob"),
+            plural(ids, "sampled token")
         )));
     }
     items
@@ -391,7 +393,7 @@ mod tests {
             read_vllm(&short, &[1])
                 .unwrap_err()
                 .message
-                .contains("1 log-probs for 2")
+                .contains("1 log-prob for 2 sampled tokens")
         );
         let none = json!({"choices": [{"text": "hi", "logprobs": {"token_logprobs": [-0.5]}}]});
         assert!(

@@ -214,7 +214,7 @@ def loops(base):
     anthropic_loop(base, "an-stream", stream=True)
 
 
-def expect_openai_error(client, content, status, kind):
+def expect_openai_error(client, content, status, kind, says=""):
     try:
         client.chat.completions.create(
             model="policy", messages=[{"role": "user", "content": content}]
@@ -222,12 +222,12 @@ def expect_openai_error(client, content, status, kind):
     except openai.APIStatusError as e:
         assert e.status_code == status, (content, e.status_code, e.body)
         assert e.body["type"] == kind, (content, e.body)
-        assert e.body["message"], e.body
+        assert e.body["message"] and says in e.body["message"], (says, e.body)
         return
     raise AssertionError(f"no error for {content!r}")
 
 
-def expect_anthropic_error(client, content, status, kind, stream=False):
+def expect_anthropic_error(client, content, status, kind, stream=False, says=""):
     try:
         kwargs = dict(model="policy", max_tokens=64, messages=[{"role": "user", "content": content}])
         if stream:
@@ -239,6 +239,7 @@ def expect_anthropic_error(client, content, status, kind, stream=False):
         assert e.status_code == status, (content, e.status_code, e.body)
         assert e.body["type"] == "error", e.body
         assert e.body["error"]["type"] == kind, (content, e.body)
+        assert says in e.body["error"]["message"], (says, e.body)
         return
     raise AssertionError(f"no error for {content!r}")
 
@@ -246,16 +247,16 @@ def expect_anthropic_error(client, content, status, kind, stream=False):
 def errors(base):
     """Every bad upstream answer is a proper API error in both APIs."""
     oa, an = openai_client(base, "bad-openai"), anthropic_client(base, "bad-anthropic")
-    for marker, status, oa_kind, an_kind in [
-        ("FAIL-STATUS", 502, "upstream_error", "api_error"),
-        ("FAIL-NOIDS", 502, "upstream_error", "api_error"),
-        ("FAIL-LOGPROBS", 502, "upstream_error", "api_error"),
-        ("FAIL-BADID", 502, "upstream_error", "api_error"),
-        ("FAIL-SLOW", 504, "timeout_error", "timeout_error"),
+    for marker, status, oa_kind, an_kind, says in [
+        ("FAIL-STATUS", 502, "upstream_error", "api_error", "HTTP 500"),
+        ("FAIL-NOIDS", 502, "upstream_error", "api_error", "token_ids"),
+        ("FAIL-LOGPROBS", 502, "upstream_error", "api_error", "1 log-prob for 2 sampled tokens"),
+        ("FAIL-BADID", 502, "upstream_error", "api_error", "token id 999999999"),
+        ("FAIL-SLOW", 504, "timeout_error", "timeout_error", ""),
     ]:
-        expect_openai_error(oa, f"please {marker}", status, oa_kind)
-        expect_anthropic_error(an, f"please {marker}", status, an_kind)
-        expect_anthropic_error(an, f"stream {marker}", status, an_kind, stream=True)
+        expect_openai_error(oa, f"please {marker}", status, oa_kind, says)
+        expect_anthropic_error(an, f"please {marker}", status, an_kind, says=says)
+        expect_anthropic_error(an, f"stream {marker}", status, an_kind, stream=True, says=says)
     try:
         oa.chat.completions.create(
             model="policy",

@@ -254,7 +254,11 @@ async fn completions(
         Some("FAIL-LOGPROBS") => {
             lps.pop();
         }
-        Some("FAIL-BADID") => ids.push(999_999_999),
+        Some("FAIL-BADID") => {
+            // With its log-prob: only the id itself is wrong.
+            ids.push(999_999_999);
+            lps.push(-0.5);
+        }
         _ => {}
     }
     choice["logprobs"] = json!({"token_logprobs": lps, "tokens": [], "top_logprobs": []});
