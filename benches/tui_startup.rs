@@ -8,11 +8,15 @@
 //!   139 MB recording written once into `target/bench-data/` (goal ≤ 1.5 s);
 //! - `rerun/*`: `s` (seed + 1) until the new results are drawn: the engine re-run, the batch
 //!   totals, every pane brought in line, one frame.
+//! - `whatif/*`: what the inspector works out on a worker after a load or a seed or priority
+//!   change: the lens over 64 seeds and the J_max sweep of the dashboard (the UI stays live
+//!   meanwhile).
 //!
 //! Run: `cargo bench --bench tui_startup`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -21,6 +25,7 @@ use gyre::engine::admit::Settings;
 use gyre::tui::app::{Action, App, Jobs, Load, Msg};
 use gyre::tui::keys::Command as C;
 use gyre::tui::theme::Theme;
+use gyre::tui::whatif::{DEFAULT_SEEDS, WhatIf};
 use gyre::tui::{Input, Options, action_for, load_input, ui};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -60,7 +65,7 @@ fn first_frame(input: &Input, term: &mut Terminal<TestBackend>) -> App {
         lenient: false,
         tokenizer: None,
         follow: false,
-        seeds: gyre::tui::whatif::DEFAULT_SEEDS,
+        seeds: DEFAULT_SEEDS,
     };
     let mut app = App::new("bench", Settings::default(), Theme { color: true });
     let (jobs, rx) = Jobs::channel();
@@ -102,6 +107,17 @@ fn bench(c: &mut Criterion) {
                 app.step(Action::Cmd(C::SeedUp));
                 term.draw(|f| ui::render(&app, f)).unwrap();
             })
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("whatif");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    for (name, input) in &inputs {
+        let app = first_frame(input, &mut term);
+        let d = app.data.as_ref().unwrap();
+        let options = WhatIf::options_for(&d.results.settings, DEFAULT_SEEDS);
+        g.bench_function(*name, |b| {
+            b.iter(|| WhatIf::compute(Arc::clone(&d.batch), options.clone(), &|_, _| {}))
         });
     }
     g.finish();
