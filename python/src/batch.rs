@@ -8,7 +8,7 @@ use gyre::engine::admit::{Settings, parse_priority};
 use gyre::engine::export::{self, Row};
 use gyre::engine::load::{self as engine_load, LoadError as EngineLoadError, LoadOptions};
 use gyre::engine::score::{AdvantageMode, Outcome};
-use gyre::engine::{self as eng, Results, shard, why};
+use gyre::engine::{self as eng, Results, lens, shard, why};
 use gyre::output::ExistsError;
 use gyre::report;
 use numpy::PyArray1;
@@ -548,12 +548,17 @@ impl Rows {
     /// Why request `request` of `execution` was (not) drawn under these rows' settings: the
     /// same object as `gyre why --json` (`fate` is one of `drawn`, `j_max`, `exhausted`,
     /// `class_not_listed`, `excluded`, `dummy`, `not_candidate`; `draws` its standing at every
-    /// draw). Raises `KeyError` for an unknown execution or request id.
+    /// draw). With `seeds=N`, also its `lens` over N seeds from these rows' seed on (as `gyre
+    /// why --seeds N`): how often it is drawn, the smallest J_max that draws it, what a
+    /// priority with its class first would do. Raises `KeyError` for an unknown execution or
+    /// request id, `ValueError` for `seeds` outside 1..=4096.
+    #[pyo3(signature = (execution, request, *, seeds=None))]
     fn why<'py>(
         &self,
         py: Python<'py>,
         execution: &str,
         request: &str,
+        seeds: Option<i64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         guard(|| {
             let i = self.index(execution)?;
@@ -563,12 +568,23 @@ impl Rows {
                     "execution {execution:?} has no request {request:?}"
                 ))
             })?;
-            let w = why::why(
-                exec,
-                &self.results.outcomes[i],
-                &self.results.admissions[i],
-                r,
-            );
+            let seeds = match seeds {
+                Some(n @ 1..=4096) => Some(n as u32),
+                Some(n) => return Err(value_error(format!("seeds must be 1..=4096, got {n}"))),
+                None => None,
+            };
+            let outcome = &self.results.outcomes[i];
+            let mut w = why::why(exec, outcome, &self.results.admissions[i], r);
+            w.lens = seeds.map(|seeds| {
+                let settings = &self.results.settings;
+                let options = lens::LensOptions {
+                    seed: settings.seed,
+                    seeds,
+                    priority: settings.priority.clone(),
+                };
+                let l = py.detach(|| lens::execution_lens(exec, outcome, &options));
+                lens::request_lens(exec, outcome, settings, &l, r)
+            });
             let v = serde_json::to_value(&w)
                 .map_err(|e| PyRuntimeError::new_err(format!("why {request:?}: {e}")))?;
             from_json(py, &v)

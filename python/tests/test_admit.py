@@ -156,6 +156,21 @@ def test_why_matches_gyre_why(synth):
         rows.why(rows.executions()[0]["execution"], "nope")
 
 
+def test_why_with_seeds_adds_the_lens_of_gyre_why(synth):
+    rows = gyre.load(synth).admit(seed=1, jmax=2)
+    x = rows.executions()[0]["execution"]
+    for c in rows.execution(x)["candidates"][:3]:
+        r = c["request"]
+        cli = json.loads(run_gyre("why", synth, "--execution", x, "--request", r, "--json",
+                                  "--seed", "1", "--jmax", "2", "--seeds", "8").stdout)
+        got = rows.why(x, r, seeds=8)
+        assert got == cli
+        assert got["lens"]["seeds"] == 8 and got["lens"]["first_seed"] == 1
+    assert "lens" not in rows.why(x, r)
+    with pytest.raises(ValueError, match="seeds must be 1..=4096"):
+        rows.why(x, r, seeds=0)
+
+
 def test_load_errors_name_file_and_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(

@@ -127,14 +127,22 @@ impl Odds {
         }
     }
 
-    /// Brief, for the inspector's why line: `lens 31% of 16 seeds, every seed from J_max 2`.
+    /// Brief, for the inspector's why line: `target under 38% of 64 seeds; always at J_max ≥ 6`.
     pub fn brief(&self) -> String {
-        let share = format!("lens {} of {} seeds", percent(self.fraction()), self.seeds);
+        let share = if self.hits == self.seeds {
+            format!("target under all {} seeds", self.seeds)
+        } else {
+            format!(
+                "target under {} of {} seeds",
+                percent(self.fraction()),
+                self.seeds
+            )
+        };
         match self.always_from_jmax {
-            Some(j) if self.hits < self.seeds => format!("{share}, every seed from J_max {j}"),
-            Some(_) => share,
+            Some(1) => share,
+            Some(j) => format!("{share}; always at J_max ≥ {j}"),
             None if self.ever == 0 => format!("{share}, not even uncapped"),
-            None => format!("{share}, {} never even uncapped", self.seeds - self.ever),
+            None => format!("{share}; {} never, even uncapped", self.seeds - self.ever),
         }
     }
 
@@ -593,7 +601,7 @@ mod tests {
         );
         assert_eq!(
             Odds::of(&[2, 6, 1, 3], 3).brief(),
-            "lens 75% of 4 seeds, every seed from J_max 6"
+            "target under 75% of 4 seeds; always at J_max ≥ 6"
         );
     }
 
