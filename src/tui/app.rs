@@ -504,7 +504,16 @@ impl App {
                     self.whatif_pending = None;
                     self.whatif_progress = None;
                 }
-                self.whatif_done = Some(w);
+                // One made for settings left behind since would only displace the current one.
+                let current = self.data.as_ref().is_some_and(|d| {
+                    w.is_for(
+                        &d.batch,
+                        &WhatIf::options_for(&d.results.settings, self.lens_seeds),
+                    )
+                });
+                if current {
+                    self.whatif_done = Some(w);
+                }
             }
             Action::WhatIfProgress(done, total) => {
                 if self.whatif_pending.is_some() {
