@@ -267,7 +267,10 @@ fn the_lens_is_worked_out_in_the_background_with_progress() {
 fn a_what_if_for_settings_left_behind_is_dropped() {
     let mut app = app();
     colour_to(&mut app, ColorMode::Lens);
-    let current = app.whatif_done.clone().expect("worked out for the lens colouring");
+    let current = app
+        .whatif_done
+        .clone()
+        .expect("worked out for the lens colouring");
     let d = app.data.as_ref().unwrap();
     let mut old = d.results.settings.clone();
     old.seed = 9;
@@ -277,6 +280,9 @@ fn a_what_if_for_settings_left_behind_is_dropped() {
         &|_, _| {},
     );
     app.step(gyre::tui::app::Action::WhatIf(std::sync::Arc::new(stale)));
-    assert!(std::sync::Arc::ptr_eq(app.whatif_done.as_ref().unwrap(), &current));
+    assert!(std::sync::Arc::ptr_eq(
+        app.whatif_done.as_ref().unwrap(),
+        &current
+    ));
     assert!(app.whatif().is_some());
 }

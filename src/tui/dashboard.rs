@@ -174,6 +174,28 @@ fn selected_mark(t: &Theme) -> Style {
     }
 }
 
+/// Points of a chart drawn as `marker`, in `colour` when colour is on (`None`: the highlight).
+fn series<'a>(
+    t: &Theme,
+    name: &'static str,
+    marker: Marker,
+    kind: GraphType,
+    colour: Option<Color>,
+    data: &'a [(f64, f64)],
+) -> Dataset<'a> {
+    let style = match colour {
+        None => selected_mark(t),
+        Some(c) if t.color => Style::new().fg(c),
+        Some(_) => Style::new(),
+    };
+    Dataset::default()
+        .name(name)
+        .marker(marker)
+        .graph_type(kind)
+        .style(style)
+        .data(data)
+}
+
 fn bar_colour(t: &Theme) -> Style {
     if t.color {
         Style::new().fg(Color::Cyan)
@@ -350,32 +372,31 @@ fn groups_chart(t: &Theme, b: &Breakdown, sel: usize, focused: bool, area: Rect,
     let ys = rewards.iter().chain(&advs).map(|p| p.1);
     let (lo, hi) = ys.fold((0.0f64, 1.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
     let xmax = b.groups.len() as f64 + 1.0;
-    let style = |c: Color| {
-        if t.color {
-            Style::new().fg(c)
-        } else {
-            Style::new()
-        }
-    };
     let datasets = vec![
-        Dataset::default()
-            .name("reward")
-            .marker(Marker::Dot)
-            .graph_type(GraphType::Scatter)
-            .style(style(Color::Green))
-            .data(&rewards),
-        Dataset::default()
-            .name("advantage")
-            .marker(Marker::HalfBlock)
-            .graph_type(GraphType::Scatter)
-            .style(style(Color::Magenta))
-            .data(&advs),
-        Dataset::default()
-            .name("selected")
-            .marker(Marker::Block)
-            .graph_type(GraphType::Scatter)
-            .style(selected_mark(t))
-            .data(&chosen),
+        series(
+            t,
+            "reward",
+            Marker::Dot,
+            GraphType::Scatter,
+            Some(Color::Green),
+            &rewards,
+        ),
+        series(
+            t,
+            "advantage",
+            Marker::HalfBlock,
+            GraphType::Scatter,
+            Some(Color::Magenta),
+            &advs,
+        ),
+        series(
+            t,
+            "selected",
+            Marker::Block,
+            GraphType::Scatter,
+            None,
+            &chosen,
+        ),
     ];
     Chart::new(datasets)
         .block(block)
@@ -426,32 +447,31 @@ fn cost_chart(
         .filter(|p| p.0 == x(sel))
         .copied()
         .collect();
-    let style = |c: Color| {
-        if t.color {
-            Style::new().fg(c)
-        } else {
-            Style::new()
-        }
-    };
     let datasets = vec![
-        Dataset::default()
-            .name("cost %")
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(style(Color::Yellow))
-            .data(&cost),
-        Dataset::default()
-            .name("coverage %")
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(style(Color::Green))
-            .data(&cover),
-        Dataset::default()
-            .name("selected")
-            .marker(Marker::Block)
-            .graph_type(GraphType::Scatter)
-            .style(selected_mark(t))
-            .data(&chosen),
+        series(
+            t,
+            "cost %",
+            Marker::Braille,
+            GraphType::Line,
+            Some(Color::Yellow),
+            &cost,
+        ),
+        series(
+            t,
+            "coverage %",
+            Marker::Braille,
+            GraphType::Line,
+            Some(Color::Green),
+            &cover,
+        ),
+        series(
+            t,
+            "selected",
+            Marker::Block,
+            GraphType::Scatter,
+            None,
+            &chosen,
+        ),
     ];
     let labels: Vec<Span> = SWEEP_JMAX
         .iter()
