@@ -504,7 +504,11 @@ impl App {
                     self.whatif_pending = None;
                     self.whatif_progress = None;
                 }
-                self.whatif_done = Some(w);
+                // A late one for earlier settings never replaces the one of the results on
+                // screen (settings changed and changed back while it was worked out).
+                if self.whatif().is_none() {
+                    self.whatif_done = Some(w);
+                }
             }
             Action::WhatIfProgress(done, total) => {
                 if self.whatif_pending.is_some() {
