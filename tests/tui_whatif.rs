@@ -286,3 +286,128 @@ fn a_what_if_for_settings_left_behind_is_dropped() {
     ));
     assert!(app.whatif().is_some());
 }
+
+/// The synth demo (the `gyre synth` recording behind `--demo synth`) at `w`×`h`.
+fn synth_app(w: u16, h: u16) -> App {
+    let batch = gyre::engine::load::load_bytes(
+        gyre::demo::SYNTH_NAME,
+        gyre::demo::SYNTH_RECORDING,
+        &gyre::engine::load::LoadOptions::default(),
+    )
+    .unwrap();
+    let mut app = App::with_batch(
+        "demo: synth",
+        batch,
+        Settings::default(),
+        gyre::tui::theme::Theme { color: false },
+        (w, h),
+    );
+    app.lens_seeds = 4;
+    app
+}
+
+#[test]
+fn dashboard_bars_go_to_the_first_token_they_count() {
+    // Splits give the head of a node the new id: the first node in id order holding template
+    // or system tokens is not the one at the start of the path.
+    let mut app = synth_app(160, 45);
+    for (label, pos) in [("template", 0), ("system", 3)] {
+        cmds(&mut app, &[C::Dashboard]);
+        let b = app.breakdown().unwrap();
+        let at = b.provenance.iter().position(|x| x.label == label).unwrap();
+        let mut c = vec![C::Home];
+        c.extend(vec![C::Right; at]);
+        c.push(C::Enter);
+        cmds(&mut app, &c);
+        assert_eq!(app.sel.exec, 0, "{label}");
+        assert_eq!(cursor(&app), pos, "{label}: {}", why_text(&app));
+        assert!(
+            why_text(&app).contains(&format!("span {label}")),
+            "{}",
+            why_text(&app)
+        );
+    }
+}
+
+#[test]
+fn dashboard_keeps_the_selected_bar_in_view_on_small_terminals() {
+    // 80×24: twelve provenance bars do not fit; the selected one stays on screen.
+    let mut app = synth_app(80, 24);
+    cmds(&mut app, &[C::Dashboard, C::End]);
+    let last = app.breakdown().unwrap().provenance.last().unwrap().label;
+    // (The footer names it too: look inside the focused chart's thick border.)
+    let s = screen(&app);
+    assert!(s.contains(&format!("┃{last}")), "{s}");
+    // The left-out chart too.
+    cmds(&mut app, &[C::FocusNext, C::End]);
+    let s = screen(&app);
+    assert!(s.contains("┃dummy execution"), "{s}");
+    // 60×16: too low for every chart; the focused one fills the box, the axes show.
+    let mut app = synth_app(60, 16);
+    cmds(&mut app, &[C::Dashboard, C::FocusPrev]);
+    let s = screen(&app);
+    assert!(s.contains('∞') && s.contains("100%"), "{s}");
+    cmds(&mut app, &[C::FocusPrev]);
+    let s = screen(&app);
+    assert!(s.contains("groups"), "{s}");
+    cmds(&mut app, &[C::FocusPrev]);
+    assert!(screen(&app).contains("rows per execution"));
+    cmds(&mut app, &[C::FocusPrev, C::End]);
+    let s = screen(&app);
+    assert!(s.contains("┃dummy execution"), "{s}");
+}
+
+#[test]
+fn the_row_view_keeps_its_numbers_on_a_narrow_terminal() {
+    let mut app = synth_app(60, 16);
+    cmds(&mut app, &[C::Row]);
+    let d = app.data.as_ref().unwrap();
+    let row = export::draw_row(&d.batch, &d.results, app.sel.exec, app.sel.step).unwrap();
+    let s = screen(&app);
+    assert!(s.contains("loss weight"), "{s}");
+    // The first response token's row: position, id, mask, log-prob and weight all shown.
+    let first = row.tokens[row.prompt_len as usize];
+    let lp = row.logprobs.as_ref().unwrap()[0];
+    let line = s
+        .lines()
+        .find(|l| l.contains(&format!("{} ", row.prompt_len + 1)) && l.contains(&first.to_string()))
+        .unwrap_or_else(|| panic!("the first response token's row\n{s}"));
+    let w = row.advantage.flatten().unwrap_or(1.0) * row.weight;
+    let w = if w.abs() >= 1e-3 {
+        format!("{w:+.4}")
+    } else {
+        format!("{w:+.3e}")
+    };
+    assert!(line.contains(&format!("{lp:.4}")), "{line}");
+    assert!(line.contains(&w), "{line}\n{s}");
+}
+
+#[test]
+fn the_lens_progress_shows_beside_what_a_change_did() {
+    let mut app = app();
+    colour_to(&mut app, ColorMode::Lens);
+    let (jobs, rx) = Jobs::channel();
+    app.jobs = Some(jobs);
+    cmds(&mut app, &[C::SeedUp]);
+    // The re-run lands (and starts the new lens): the status line says what changed and that
+    // the lens colouring waits for the worker.
+    pump_until(&mut app, &rx, |app| !app.rerunning());
+    assert!(app.whatif().is_none());
+    let status = screen(&app)
+        .lines()
+        .nth(app.size.1 as usize - 2)
+        .unwrap()
+        .to_string();
+    assert!(status.contains("Δ seed 0 → 1"), "{status}");
+    assert!(
+        status.contains("lens: looking through 16 seeds…"),
+        "{status}"
+    );
+    pump_until(&mut app, &rx, |app| app.whatif().is_some());
+    let status = screen(&app)
+        .lines()
+        .nth(app.size.1 as usize - 2)
+        .unwrap()
+        .to_string();
+    assert!(!status.contains("looking through"), "{status}");
+}

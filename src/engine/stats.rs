@@ -267,7 +267,7 @@ pub struct Bar {
     pub label: &'static str,
     /// Tokens.
     pub tokens: u64,
-    /// The first token counted, in batch and tree order.
+    /// The first token counted: in the first execution that has one, the one nearest the root.
     pub example: Option<Example>,
 }
 
@@ -325,10 +325,20 @@ pub fn breakdown(batch: &Batch, results: &Results) -> Breakdown {
         example: None,
     })
     .collect();
+    // An example's position on the path it is shown on (that of its node's owner): the first
+    // token a bar counts is the one nearest the root of the first execution that has one. (Node
+    // ids are no guide: a split gives the head of a node the new id.)
+    let pos = |e: &Example| {
+        let tree = &batch.executions[e.exec].tree;
+        tree.depth_tokens(tree.nodes[e.node as usize].parent) + e.index as u64
+    };
     let count = |bars: &mut Vec<Bar>, label: &str, tokens: u64, at: Example| {
         if let Some(b) = bars.iter_mut().find(|b| b.label == label) {
             b.tokens += tokens;
-            b.example.get_or_insert(at);
+            match b.example {
+                Some(old) if old.exec != at.exec || pos(&old) <= pos(&at) => {}
+                _ => b.example = Some(at),
+            }
         }
     };
     let mut groups: Vec<GroupSpread> = Vec::new();

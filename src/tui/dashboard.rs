@@ -214,9 +214,14 @@ fn token_bars(
     buf: &mut Buffer,
 ) {
     let total: u64 = bars.iter().map(|b| b.tokens).sum::<u64>().max(1);
+    // One bar a line: when they do not all fit, a window of them that holds the selected one.
+    let fits = (block.inner(area).height as usize).max(1);
+    let first = window_start(sel, fits, bars.len());
     let data: Vec<Bar> = bars
         .iter()
         .enumerate()
+        .skip(first)
+        .take(fits)
         .map(|(i, b)| {
             let share = b.tokens as f64 / total as f64;
             Bar::default()
@@ -233,6 +238,12 @@ fn token_bars(
         .bar_gap(0)
         .data(BarGroup::default().bars(&data))
         .render(area, buf);
+}
+
+/// The first of `fits` bars shown out of `len` so that bar `sel` is among them (it stays in
+/// the middle while it can).
+fn window_start(sel: usize, fits: usize, len: usize) -> usize {
+    sel.saturating_sub(fits / 2).min(len.saturating_sub(fits))
 }
 
 /// Draws the dashboard over the whole screen.
@@ -257,47 +268,70 @@ pub fn render(
         Paragraph::new(Line::styled("counting…", t.dim())).render(inner, buf);
         return;
     };
-    let [top, middle, bottom, foot] = Layout::vertical([
+    let [mut top, mut middle, mut bottom, foot] = Layout::vertical([
         Constraint::Length((b.provenance.len() as u16 + 2).min(inner.height / 3 + 2)),
         Constraint::Length((inner.height / 4).max(5)),
         Constraint::Fill(1),
         Constraint::Length(1),
     ])
     .areas(inner);
+    let focus = d.focused();
+    if bottom.height < MIN_CHART_HEIGHT {
+        // Too low for three rows of charts: the row of the focused one fills the screen (Tab
+        // still goes round all five; the footer names the selection).
+        let all = Rect {
+            height: inner.height.saturating_sub(1),
+            ..inner
+        };
+        let none = Rect { height: 0, ..all };
+        (top, middle, bottom) = match focus {
+            Plot::Provenance | Plot::LeftOut => (all, none, none),
+            Plot::Rows => (none, all, none),
+            Plot::Groups | Plot::Cost => (none, none, all),
+        };
+    }
     let [prov, left] = halves(top);
     let [groups, cost] = halves(bottom);
-    let focus = d.focused();
     let title = |c: Plot| format!(" {} ", c.title());
-    token_bars(
-        t,
-        &b.provenance,
-        d.bar[0],
-        boxed(t, title(Plot::Provenance), focus == Plot::Provenance),
-        prov,
-        buf,
-    );
-    token_bars(
-        t,
-        &b.left_out,
-        d.bar[1],
-        boxed(t, title(Plot::LeftOut), focus == Plot::LeftOut),
-        left,
-        buf,
-    );
-    rows_chart(ctx, b, d.bar[2], focus == Plot::Rows, middle, buf);
-    groups_chart(t, b, d.bar[3], focus == Plot::Groups, groups, buf);
-    cost_chart(
-        t,
-        whatif,
-        progress,
-        d.bar[4],
-        focus == Plot::Cost,
-        cost,
-        buf,
-    );
+    if top.height > 0 {
+        token_bars(
+            t,
+            &b.provenance,
+            d.bar[0],
+            boxed(t, title(Plot::Provenance), focus == Plot::Provenance),
+            prov,
+            buf,
+        );
+        token_bars(
+            t,
+            &b.left_out,
+            d.bar[1],
+            boxed(t, title(Plot::LeftOut), focus == Plot::LeftOut),
+            left,
+            buf,
+        );
+    }
+    if middle.height > 0 {
+        rows_chart(ctx, b, d.bar[2], focus == Plot::Rows, middle, buf);
+    }
+    if bottom.height > 0 {
+        groups_chart(t, b, d.bar[3], focus == Plot::Groups, groups, buf);
+        cost_chart(
+            t,
+            whatif,
+            progress,
+            d.bar[4],
+            focus == Plot::Cost,
+            cost,
+            buf,
+        );
+    }
     let line = footer(ctx, b, whatif, d);
     Paragraph::new(Line::styled(fit(&line, foot.width as usize), t.strong())).render(foot, buf);
 }
+
+/// The least height of a chart's box (borders, axis and a few lines of plot).
+const MIN_CHART_HEIGHT: u16 = 6;
 
 fn halves(r: Rect) -> [Rect; 2] {
     Layout::horizontal([Constraint::Percentage(50), Constraint::Fill(1)]).areas(r)
@@ -310,9 +344,7 @@ fn rows_chart(ctx: &Ctx, b: &Breakdown, sel: usize, focused: bool, area: Rect, b
     let inner = block.inner(area);
     let per = 3u16;
     let fits = (inner.width / per).max(1) as usize;
-    let first = sel
-        .saturating_sub(fits / 2)
-        .min(b.rows.len().saturating_sub(fits));
+    let first = window_start(sel, fits, b.rows.len());
     let data: Vec<Bar> = b
         .rows
         .iter()

@@ -274,21 +274,30 @@ pub fn render(ctx: &Ctx, at: u64, full: Rect, buf: &mut Buffer) {
         ..inner
     };
     Paragraph::new(lines).render(top, buf);
-    // The table: one response token a row.
+    // The table: one response token a row. The numbers keep their columns (as wide as the
+    // row's positions and ids need); the token's text gets what is left, up to 20 columns.
+    let shown = (table.height as usize).saturating_sub(1);
+    let ids = &response[at..(at + shown).min(response.len())];
+    let digits = |n: u64| n.max(1).ilog10() as usize + 1;
+    let (pos_w, id_w, lp_w, tok_w) = if w >= 8 + 2 + 20 + 1 + 8 + 2 + 4 + 2 + 10 + 2 + 11 {
+        (8, 8, 10, 20)
+    } else {
+        let pos_w = digits(r.tokens.len() as u64).max(3);
+        let id_w = digits(ids.iter().copied().max().unwrap_or(0) as u64).max(2);
+        let rest = pos_w + 2 + 1 + id_w + 2 + 4 + 2 + 8 + 2 + 11;
+        (pos_w, id_w, 8, w.saturating_sub(rest).clamp(4, 20))
+    };
     let mut rows = vec![Line::styled(
         fit(
             &format!(
-                "{:>8}  {:<20} {:>8}  {:>4}  {:>10}  {:>11}",
+                "{:>pos_w$}  {:<tok_w$} {:>id_w$}  {:>4}  {:>lp_w$}  {:>11}",
                 "pos", "token", "id", "mask", "logprob", "loss weight"
             ),
             w,
         ),
         t.strong(),
     )];
-    let shown = (table.height as usize).saturating_sub(1);
-    let texts = ctx
-        .text
-        .display_pieces(&response[at..(at + shown).min(response.len())]);
+    let texts = ctx.text.display_pieces(ids);
     for (k, piece) in texts.iter().enumerate() {
         let p = at + k;
         let mask = r.loss_mask[p];
@@ -297,15 +306,18 @@ pub fn render(ctx: &Ctx, at: u64, full: Rect, buf: &mut Buffer) {
             .logprobs
             .as_ref()
             .map_or("null".to_string(), |l| format!("{:.4}", l[p]));
-        let tok = fit(&sanitize(&piece.replace('\n', "⏎")), 20);
-        let pad = 20usize.saturating_sub(tok.width());
+        let tok = fit(&sanitize(&piece.replace('\n', "⏎")), tok_w);
+        let pad = tok_w.saturating_sub(tok.width());
         let style = if mask == 1 { Style::new() } else { t.dim() };
         rows.push(Line::from(vec![
-            Span::styled(format!("{:>8}  ", r.prompt_len as usize + p + 1), t.dim()),
+            Span::styled(
+                format!("{:>pos_w$}  ", r.prompt_len as usize + p + 1),
+                t.dim(),
+            ),
             Span::styled(tok, heat(t, lw, scale)),
             Span::raw(" ".repeat(pad)),
             Span::styled(
-                format!(" {:>8}  {:>4}  {:>10}  ", response[p], mask, lp),
+                format!(" {:>id_w$}  {:>4}  {:>lp_w$}  ", response[p], mask, lp),
                 style,
             ),
             Span::styled(format!("{:>11}", num(lw)), heat(t, lw, scale)),

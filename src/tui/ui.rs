@@ -361,27 +361,39 @@ fn legend(app: &App) -> Line<'static> {
         spans.push(Span::styled(format!(" {} ", tone.label()), t.tone(tone)));
         spans.push(Span::raw(" "));
     }
-    if app.colour == ColorMode::Lens && app.whatif().is_none() {
-        let done = app
-            .whatif_progress
-            .map_or(String::new(), |(d, n)| format!(" {d}/{n}"));
-        spans.push(Span::styled(
-            format!(" lens: looking through {} seeds…{done}", app.lens_seeds),
-            t.warn(),
-        ));
-    }
+    spans.extend(lens_progress(app));
     spans.push(Span::styled("  (c: next colouring)", t.dim()));
     Line::from(spans)
+}
+
+/// While the lens colouring waits for the lens: how far the worker is.
+fn lens_progress(app: &App) -> Option<Span<'static>> {
+    if app.colour != ColorMode::Lens || app.whatif().is_some() {
+        return None;
+    }
+    let done = app
+        .whatif_progress
+        .map_or(String::new(), |(d, n)| format!(" {d}/{n}"));
+    Some(Span::styled(
+        format!(" lens: looking through {} seeds…{done}", app.lens_seeds),
+        app.theme.warn(),
+    ))
 }
 
 fn status(app: &App, area: Rect, buf: &mut Buffer) {
     let line = match (&app.message, &app.change) {
         (Some(m), _) => Line::styled(format!(" {}", sanitize(&m.text)), app.theme.strong()),
-        (None, Some(c)) => Line::from(vec![
-            Span::styled(" Δ ", app.theme.key()),
-            Span::styled(change_text(c), app.theme.strong()),
-            Span::styled("  (Esc hides)", app.theme.dim()),
-        ]),
+        // A seed or priority change also starts a new lens: its progress leads the line.
+        (None, Some(c)) => Line::from(
+            lens_progress(app)
+                .into_iter()
+                .chain([
+                    Span::styled(" Δ ", app.theme.key()),
+                    Span::styled(change_text(c), app.theme.strong()),
+                    Span::styled("  (Esc hides)", app.theme.dim()),
+                ])
+                .collect::<Vec<_>>(),
+        ),
         (None, None) => legend(app),
     };
     Paragraph::new(fit_line(line.spans, area.width as usize)).render(area, buf);
