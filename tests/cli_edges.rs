@@ -242,7 +242,7 @@ fn non_jsonl_input_is_named_for_what_it_is() {
 }
 
 /// `ESC ] 0 ; title BEL ESC [ 2 J`: retitles the window and clears the screen when printed raw.
-const HOSTILE: &str = "e\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}1m";
+const HOSTILE: &str = "e\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}1m\u{202e}";
 
 #[test]
 fn ids_from_a_recording_never_reach_the_terminal_raw() {
@@ -267,17 +267,27 @@ fn ids_from_a_recording_never_reach_the_terminal_raw() {
         vec!["stats", f, "--json"],
         vec!["validate", dup_file.to_str().unwrap()],
         vec!["admit", dup_file.to_str().unwrap()],
+        vec!["admit", f, "--out", "-"],
+        vec!["why", f, "-e", HOSTILE, "--request", HOSTILE],
+        vec!["why", f, "-e", HOSTILE, "--request", HOSTILE, "--json"],
+        vec!["why", f, "-e", HOSTILE, "--request", "r\u{1b}[2J"],
+        vec!["diff", f, "--a", "jmax=1", "--b", "jmax=0"],
+        vec!["diff", f, "--a", "jmax=1", "--b", "jmax=0", "--json"],
+        vec!["sweep", f],
+        vec!["sweep", f, "--json"],
     ];
     for args in runs {
         let out = run(gyre().args(&args));
         for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
             let text = String::from_utf8_lossy(bytes);
             assert!(
-                !text.contains(['\u{1b}', '\u{7}', '\u{9b}']),
+                !text.contains(['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}']),
                 "{args:?} wrote a raw control to {name}: {text:?}"
             );
         }
-        if args[0] != "stats" {
+        // Totals only: stats, sweep, and a text diff in which no execution changed.
+        let totals = matches!(args[0], "stats" | "sweep") || args[0] == "diff" && args.len() == 6;
+        if !totals {
             assert!(
                 both(&out).contains("␛") || both(&out).contains("\\u001b"),
                 "{args:?} shows the id: {}",
