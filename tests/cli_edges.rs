@@ -528,3 +528,19 @@ fn errors_do_not_leave_the_temporary_output() {
     assert_eq!(r.status.code(), Some(2));
     assert!(leftovers(d).is_empty() && !out.exists());
 }
+
+#[test]
+fn a_missing_input_is_named_without_an_os_error_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.jsonl");
+    for cmd in ["stats", "validate", "admit"] {
+        let out = run(gyre().arg(cmd).arg(&missing));
+        let err = both(&out);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains(&format!("{}: cannot read: no such file", missing.display())),
+            "{cmd}: {err}"
+        );
+        assert!(!err.contains("os error"), "{cmd}: {err}");
+    }
+}

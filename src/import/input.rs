@@ -54,24 +54,7 @@ pub fn open(path: &Path, count: &Counter) -> color_eyre::Result<Box<dyn BufRead 
         .map_err(|e| bad(path, 0, format!("cannot read: {}", io_reason(&e)), None))
 }
 
-/// A short reason for an I/O error (no OS error numbers).
-pub fn io_reason(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => "no such file".into(),
-        io::ErrorKind::PermissionDenied => "permission denied".into(),
-        io::ErrorKind::IsADirectory => "is a directory".into(),
-        io::ErrorKind::UnexpectedEof => {
-            "the file ends inside a compressed block (cut short?)".into()
-        }
-        _ => {
-            let s = e.to_string();
-            match s.find(" (os error") {
-                Some(i) => s[..i].to_owned(),
-                None => s,
-            }
-        }
-    }
-}
+pub use crate::engine::load::io_reason;
 
 /// The lines of a (possibly compressed) text file, 1-based, without line terminators; a UTF-8
 /// byte-order mark at the start is dropped.
