@@ -229,7 +229,7 @@ fn non_jsonl_input_is_named_for_what_it_is() {
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
 
     let odd = d.join("odd.jsonl");
-    std::fs::write(&odd, "{kind\n\"text\"\n[1]\n{\"kind\":\"execution\",\"execution\":\"e\",\"t\":0,\"t\":1}\n{\"kind\":\"closure\",\"execution\":\"e\",\"t\":1,\"status\":\"completed\",\"meta\":{\"a\":1,\"a\":[2]}}\n").unwrap();
+    std::fs::write(&odd, "{kind\n\"text\"\n[1]\n{\"kind\":\"execution\",\"execution\":\"e\",\"t\":0,\"t\":1}\n{\"kind\":\"closure\",\"execution\":\"e\",\"t\":1,\"status\":\"completed\",\"meta\":{\"a\":1,\"a\":[2]}}\n{\"kind\":\"request\",\"execution\":\"e\",\"id\":\"r\",\"input\":[1],\"output\":[2],\"logprobs\":[0],\"spans\":[{\"end\":1,\"source\":\"tool\",\"source\":\"user\"}]}\n").unwrap();
     let out = run(gyre().args(["validate", odd.to_str().unwrap()]));
     let text = both(&out);
     assert!(text.contains("odd.jsonl:1: malformed JSON"), "{text}");
@@ -239,6 +239,11 @@ fn non_jsonl_input_is_named_for_what_it_is() {
     assert!(text.contains("odd.jsonl:4: duplicate key \"t\""), "{text}");
     assert!(text.contains("odd.jsonl:5: duplicate key \"a\""), "{text}");
     assert!(text.contains("(meta.a)"), "{text}");
+    // Inside an array element the path names the element (it said only `source`).
+    assert!(
+        text.contains("odd.jsonl:6: duplicate key \"source\" in one object (spans[0].source)"),
+        "{text}"
+    );
 }
 
 /// `ESC ] 0 ; title BEL ESC [ 2 J`: retitles the window and clears the screen when printed raw.
