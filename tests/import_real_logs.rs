@@ -277,3 +277,68 @@ fn claude_code_usage_check_on_the_real_session() {
     let closure = lines(&out).pop().unwrap();
     assert!(closure["meta"]["usage_check"]["short"].as_u64().unwrap() > 10);
 }
+
+/// Content blocks gyre does not reconstruct are never dropped silently: on the real
+/// `tool_heavy.jsonl` with a `redacted_thinking` block added to a response, a `document` block
+/// to a user prompt and a `tool_reference` inside a tool result, the import says how many of
+/// each and where the first is; the user-side ones stand as `[type]` in the context.
+#[test]
+fn claude_code_content_blocks_it_cannot_reconstruct_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(fixture("claude-code/tool_heavy.jsonl")).unwrap();
+    let mut out_lines = Vec::new();
+    for (i, line) in src.lines().enumerate() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        match i + 1 {
+            28 => v["message"]["content"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va"})),
+            18 => v["message"]["content"].as_array_mut().unwrap().push(serde_json::json!({
+                "type": "document",
+                "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"}
+            })),
+            32 => {
+                let result = &mut v["message"]["content"][0];
+                let text = result["content"].clone();
+                result["content"] = serde_json::json!([
+                    {"type": "text", "text": text.as_str().unwrap_or("")},
+                    {"type": "tool_reference", "tool_name": "Grep"}
+                ]);
+            }
+            _ => {}
+        }
+        out_lines.push(v.to_string());
+    }
+    let session = dir.path().join("tool_heavy.jsonl");
+    std::fs::write(&session, out_lines.join("\n") + "\n").unwrap();
+    let (_d, out, summary) = import("claude-code", &session, true, None);
+    assert_eq!(summary.requests, 4);
+    let warning = summary
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("content blocks not reconstructed"))
+        .unwrap_or_else(|| panic!("no warning: {:?}", summary.warnings));
+    for part in [
+        "1× document (first at tool_heavy.jsonl:18)",
+        "1× redacted_thinking (first at tool_heavy.jsonl:28)",
+        "1× tool_reference (first at tool_heavy.jsonl:32)",
+    ] {
+        assert!(warning.contains(part), "{part}: {warning}");
+    }
+    let tok = TokenText::qwen3().unwrap();
+    let last = tok.decode(&requests(&out).last().unwrap().1);
+    assert!(
+        last.contains("[document]") && last.contains("[tool_reference]"),
+        "{last}"
+    );
+    check_requests(&out, &tok);
+    // The unmodified session has no such warning.
+    let (_d, _, plain) = import(
+        "claude-code",
+        &fixture("claude-code/tool_heavy.jsonl"),
+        true,
+        None,
+    );
+    assert!(!warned(&plain, "content blocks"), "{:?}", plain.warnings);
+}
