@@ -342,3 +342,72 @@ fn claude_code_content_blocks_it_cannot_reconstruct_are_named() {
     );
     assert!(!warned(&plain, "content blocks"), "{:?}", plain.warnings);
 }
+
+/// A SWE-agent 1.x retry run (`RetryAgent`) keeps every attempt under `attempts` and copies the
+/// chosen one to the top level. Made from the real demonstration: attempt 0 (the first six
+/// messages, stopped by the cost limit) and attempt 1 (the whole history, submitted and
+/// chosen). Each attempt is an execution of one group; the top-level copy is not imported
+/// twice; `--score` is the chosen submission's. Before, the attempts were ignored.
+#[test]
+fn swe_agent_retry_run_gives_every_attempt() {
+    let src: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("swe-agent/function_calling_simple.traj")).unwrap(),
+    )
+    .unwrap();
+    let history = src["history"].as_array().unwrap();
+    let first: Vec<Value> = history[..6].to_vec();
+    let attempt0 = serde_json::json!({"history": first, "trajectory": [{"execution_time": 1.5}],
+                                      "info": {"exit_status": "exit_cost"}});
+    let attempt1 = serde_json::json!({"history": history, "trajectory": [{"execution_time": 2.0}],
+                                      "info": {"exit_status": "submitted", "submission": "diff"}});
+    let mut top = attempt1.clone();
+    top["info"]["best_attempt_idx"] = serde_json::json!(1);
+    top["attempts"] = serde_json::json!([attempt0, attempt1]);
+    let dir = tempfile::tempdir().unwrap();
+    let traj = dir.path().join("retry.traj");
+    std::fs::write(&traj, serde_json::to_string_pretty(&top).unwrap()).unwrap();
+    let (_d, out, summary) = import("swe-agent", &traj, true, Some(1.0));
+    assert_eq!((summary.executions, summary.requests), (2, 2 + 5));
+    let all = lines(&out);
+    let execs: Vec<&Value> = all.iter().filter(|l| l["kind"] == "execution").collect();
+    assert_eq!(execs[0]["execution"], "retry/attempt-0");
+    assert_eq!(execs[1]["execution"], "retry/attempt-1");
+    assert!(execs.iter().all(|e| e["group"] == "retry"));
+    assert_eq!(execs[1]["meta"]["chosen"], true);
+    let assessed: Vec<&Value> = all.iter().filter(|l| l["kind"] == "assessment").collect();
+    assert_eq!(assessed.len(), 1);
+    assert_eq!(assessed[0]["execution"], "retry/attempt-1");
+    let closures: Vec<&Value> = all.iter().filter(|l| l["kind"] == "closure").collect();
+    assert_eq!(closures[0]["status"], "timeout");
+    assert_eq!(closures[1]["status"], "completed");
+    check_requests(&out, &TokenText::qwen3().unwrap());
+
+    // Saved mid-run (no top-level copy, no choice yet): every attempt, and --score is refused
+    // with a warning rather than given to one of them.
+    let partial = dir.path().join("partial.traj");
+    let attempts = top["attempts"].clone();
+    std::fs::write(
+        &partial,
+        serde_json::json!({"attempts": attempts}).to_string(),
+    )
+    .unwrap();
+    let (_d, out, summary) = import("swe-agent", &partial, true, Some(1.0));
+    assert_eq!(summary.executions, 2);
+    assert!(
+        warned(&summary, "names no chosen attempt"),
+        "{:?}",
+        summary.warnings
+    );
+    assert!(!lines(&out).iter().any(|l| l["kind"] == "assessment"));
+
+    // An error inside an attempt names the attempt's line and the exact field.
+    let mut bad = top.clone();
+    bad["attempts"][0]["history"][2]["role"] = serde_json::json!(7);
+    let broken = dir.path().join("broken.traj");
+    std::fs::write(&broken, serde_json::to_string_pretty(&bad).unwrap()).unwrap();
+    let err = try_import("swe-agent", &[broken], &opts(true, None)).unwrap_err();
+    assert!(
+        err.to_string().contains("(attempts[0].history[2].role)"),
+        "{err}"
+    );
+}

@@ -81,6 +81,11 @@ pub struct Session {
     pub responses: Vec<Response>,
     /// The closure.
     pub closure: Closure,
+    /// GRPO group (the attempts of one SWE-agent retry run share one).
+    pub group: Option<String>,
+    /// Whether `--score` is this session's: false for the attempts a retry run did not choose
+    /// (the score given is the chosen submission's).
+    pub scored: bool,
 }
 
 /// Header metadata of a reconstructing import.
@@ -121,12 +126,13 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
         line: s.line,
     };
     let task = s.task.as_deref().map(Value::from);
+    let group = s.group.as_deref().map(Value::from);
     job.out.execution(
         &ExecutionOut {
             execution: &s.execution,
             t: s.t,
             budget_s: None,
-            group: None,
+            group: group.as_ref(),
             task: task.as_ref(),
             meta: Some(&s.meta),
         },
@@ -205,19 +211,26 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
     if let Some(warning) = usage.verdict(&s.execution, &mut closure.meta) {
         job.log.warn(warning);
     }
-    if closure.artifact.is_null() && job.opts.score.is_some() {
+    if closure.artifact.is_null() && s.scored && job.opts.score.is_some() {
         job.log.warn(format!(
             "{}: --score ignored: the session has no assessable work (its closure has no \
              artifact)",
             s.execution
         ));
     }
-    write_end(job, &s.execution, &closure, start)
+    let score = job.opts.score.filter(|_| s.scored);
+    write_end(job, &s.execution, &closure, score, start)
 }
 
 /// The closure (and, with a score, a valid assessment of the closure's artifact).
-fn write_end(job: &mut Job, execution: &str, c: &Closure, at: At) -> Result<()> {
-    if let (Some(score), false) = (job.opts.score, c.artifact.is_null()) {
+fn write_end(
+    job: &mut Job,
+    execution: &str,
+    c: &Closure,
+    score: Option<f64>,
+    at: At,
+) -> Result<()> {
+    if let (Some(score), false) = (score, c.artifact.is_null()) {
         let version = c.version.clone().unwrap_or(Value::Null);
         let evaluator = Value::from("gyre import --score");
         job.out.assessment(

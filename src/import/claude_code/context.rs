@@ -622,5 +622,7 @@ pub(super) fn assemble(
             version: Some(json!(1)),
             meta: Map::new(),
         },
+        group: None,
+        scored: true,
     }
 }
