@@ -411,3 +411,49 @@ fn swe_agent_retry_run_gives_every_attempt() {
         "{err}"
     );
 }
+
+/// A reconstruction far longer than what the log's `usage` says the model was sent (a harness
+/// that condensed its history without logging the view it sent) is named, as a short one is.
+/// Made from the real `basic.json`: the edit's observation grown to ~30k tokens while the next
+/// response's `usage.prompt_tokens` stays what OpenHands logged (4646).
+#[test]
+fn a_context_far_longer_than_usage_is_named() {
+    let mut events: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixture("openhands/basic.json")).unwrap())
+            .unwrap();
+    let grown: String = (0..6000)
+        .map(|i| format!("+    cell_{i} = grid[{i}]\n"))
+        .collect();
+    let obs = events
+        .iter_mut()
+        .find(|e| e["observation"] == "edit")
+        .unwrap();
+    obs["content"] = Value::String(grown);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("condensed.json");
+    std::fs::write(&path, serde_json::to_string(&events).unwrap()).unwrap();
+    let (_d, out, summary) = import("openhands", &path, true, None);
+    let warning = summary
+        .warnings
+        .iter()
+        .find(|w| w.contains("far more context than the log's usage reports"))
+        .unwrap_or_else(|| panic!("no warning: {:?}", summary.warnings));
+    assert!(
+        warning.starts_with("condensed: 1 of 2 requests"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("r2 has") && warning.contains("usage reports 4646"),
+        "{warning}"
+    );
+    let closure = lines(&out).pop().unwrap();
+    assert_eq!(closure["meta"]["usage_check"]["long"], 1);
+    // The real stream is within tolerance.
+    let (_d, out, summary) = import("openhands", &fixture("openhands/basic.json"), true, None);
+    assert!(
+        !warned(&summary, "far more context"),
+        "{:?}",
+        summary.warnings
+    );
+    assert_eq!(lines(&out).pop().unwrap()["meta"]["usage_check"]["long"], 0);
+}
