@@ -457,3 +457,28 @@ fn a_context_far_longer_than_usage_is_named() {
     );
     assert_eq!(lines(&out).pop().unwrap()["meta"]["usage_check"]["long"], 0);
 }
+
+/// A session copied without its `subagents/` folder: Claude Code 2.1 left part of the
+/// sub-agent's messages in `agent_progress` lines; the warning counts them and says they are
+/// not imported (the copy leaves the streamed parts and the final answer out).
+#[test]
+fn claude_code_sub_agent_copied_in_progress_lines_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir
+        .path()
+        .join("8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl");
+    std::fs::copy(fixture(BIG), &session).unwrap();
+    let (_d, _out, summary) = claude_code(&session, true, None);
+    let w = summary
+        .warnings
+        .iter()
+        .find(|w| w.contains("ran sub-agent a7be2f0, whose log is not beside the session"))
+        .unwrap_or_else(|| panic!("{:?}", summary.warnings));
+    assert!(
+        w.contains("the session's 39 agent_progress lines copy part of it and are not imported"),
+        "{w}"
+    );
+    // With the sub-agent's log beside it, nothing to say.
+    let (_d, _out, full) = claude_code(&fixture(BIG), true, None);
+    assert!(!warned(&full, "agent_progress"), "{:?}", full.warnings);
+}

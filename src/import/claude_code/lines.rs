@@ -49,6 +49,23 @@ struct Entry {
     git_branch: Option<Value>,
     #[serde(default)]
     slug: Option<Value>,
+    /// A `progress` line's payload.
+    #[serde(default)]
+    data: Option<ProgressData>,
+}
+
+/// A `progress` line's `data`: an `agent_progress` one copies a sub-agent's message into the
+/// session (Claude Code 2.1); any other shape is not looked at.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ProgressData {
+    Agent {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(rename = "agentId")]
+        agent_id: String,
+    },
+    Other(serde::de::IgnoredAny),
 }
 
 /// `toolUseResult`: an object (a `Task` result names its sub-agent) or a plain string.
@@ -207,6 +224,8 @@ pub(super) struct Log {
     pub(super) boundaries: Vec<String>,
     /// Content blocks not reconstructed, by `type`: how many, and where the first is.
     pub(super) unread_blocks: std::collections::BTreeMap<String, (u64, String)>,
+    /// `agent_progress` lines of the main file, by sub-agent id: a partial copy of its log.
+    pub(super) mirrored: HashMap<String, u64>,
 }
 
 fn file_agent(path: &Path, index: usize) -> Agent {
@@ -404,6 +423,7 @@ pub(super) fn read_log(files: Vec<PathBuf>, job: &mut Job) -> Result<Log> {
         first_ts: None,
         boundaries: Vec::new(),
         unread_blocks: Default::default(),
+        mirrored: HashMap::new(),
     };
     let total: u64 = log
         .files
@@ -479,6 +499,11 @@ fn read_value(
             return;
         }
     };
+    if let (0, Some(ProgressData::Agent { kind, agent_id })) = (fi, &entry.data) {
+        if kind == "agent_progress" {
+            *log.mirrored.entry(agent_id.clone()).or_default() += 1;
+        }
+    }
     if fi == 0 {
         if let Some(t) = entry.timestamp.as_deref().and_then(parse_timestamp) {
             log.first_ts = Some(log.first_ts.map_or(t, |f: f64| f.min(t)));
