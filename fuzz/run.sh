@@ -11,6 +11,7 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   mapfile -t targets < <(cargo +nightly fuzz list)
 fi
+failed=()
 for t in "${targets[@]}"; do
   echo "== $t: ${seconds}s"
   # Seeds: the bundled recordings, one line per file for the line-level targets.
@@ -30,6 +31,14 @@ for t in "${targets[@]}"; do
         done ;;
     esac
   fi
-  cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- \
+  # A finding stops that target (its input is in fuzz/artifacts/$t/); the others still run.
+  if ! cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- \
     -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+  then
+    failed+=("$t")
+  fi
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "findings in: ${failed[*]} (inputs in fuzz/artifacts/)"
+  exit 1
+fi

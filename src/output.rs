@@ -223,10 +223,10 @@ impl Sink {
         }
     }
 
-    /// Writes one record as a JSON line.
+    /// Writes one record as a JSON line (terminal-safe, values unchanged).
     pub fn line<T: Serialize + ?Sized>(&mut self, record: &T) -> Result<()> {
         let w = self.writer();
-        serde_json::to_writer(&mut *w, record).wrap_err("writing a record")?;
+        crate::text::sanitize::write_json_compact(&mut *w, record).wrap_err("writing a record")?;
         w.write_all(b"\n")?;
         self.lines += 1;
         Ok(())

@@ -229,7 +229,7 @@ fn non_jsonl_input_is_named_for_what_it_is() {
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
 
     let odd = d.join("odd.jsonl");
-    std::fs::write(&odd, "{kind\n\"text\"\n[1]\n{\"kind\":\"execution\",\"execution\":\"e\",\"t\":0,\"t\":1}\n{\"kind\":\"closure\",\"execution\":\"e\",\"t\":1,\"status\":\"completed\",\"meta\":{\"a\":1,\"a\":[2]}}\n").unwrap();
+    std::fs::write(&odd, "{kind\n\"text\"\n[1]\n{\"kind\":\"execution\",\"execution\":\"e\",\"t\":0,\"t\":1}\n{\"kind\":\"closure\",\"execution\":\"e\",\"t\":1,\"status\":\"completed\",\"meta\":{\"a\":1,\"a\":[2]}}\n{\"kind\":\"request\",\"execution\":\"e\",\"id\":\"r\",\"input\":[1],\"output\":[2],\"logprobs\":[0],\"spans\":[{\"end\":1,\"source\":\"tool\",\"source\":\"user\"}]}\n").unwrap();
     let out = run(gyre().args(["validate", odd.to_str().unwrap()]));
     let text = both(&out);
     assert!(text.contains("odd.jsonl:1: malformed JSON"), "{text}");
@@ -239,10 +239,15 @@ fn non_jsonl_input_is_named_for_what_it_is() {
     assert!(text.contains("odd.jsonl:4: duplicate key \"t\""), "{text}");
     assert!(text.contains("odd.jsonl:5: duplicate key \"a\""), "{text}");
     assert!(text.contains("(meta.a)"), "{text}");
+    // Inside an array element the path names the element (it said only `source`).
+    assert!(
+        text.contains("odd.jsonl:6: duplicate key \"source\" in one object (spans[0].source)"),
+        "{text}"
+    );
 }
 
 /// `ESC ] 0 ; title BEL ESC [ 2 J`: retitles the window and clears the screen when printed raw.
-const HOSTILE: &str = "e\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}1m";
+const HOSTILE: &str = "e\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}1m\u{202e}";
 
 #[test]
 fn ids_from_a_recording_never_reach_the_terminal_raw() {
@@ -267,17 +272,27 @@ fn ids_from_a_recording_never_reach_the_terminal_raw() {
         vec!["stats", f, "--json"],
         vec!["validate", dup_file.to_str().unwrap()],
         vec!["admit", dup_file.to_str().unwrap()],
+        vec!["admit", f, "--out", "-"],
+        vec!["why", f, "-e", HOSTILE, "--request", HOSTILE],
+        vec!["why", f, "-e", HOSTILE, "--request", HOSTILE, "--json"],
+        vec!["why", f, "-e", HOSTILE, "--request", "r\u{1b}[2J"],
+        vec!["diff", f, "--a", "jmax=1", "--b", "jmax=0"],
+        vec!["diff", f, "--a", "jmax=1", "--b", "jmax=0", "--json"],
+        vec!["sweep", f],
+        vec!["sweep", f, "--json"],
     ];
     for args in runs {
         let out = run(gyre().args(&args));
         for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
             let text = String::from_utf8_lossy(bytes);
             assert!(
-                !text.contains(['\u{1b}', '\u{7}', '\u{9b}']),
+                !text.contains(['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}']),
                 "{args:?} wrote a raw control to {name}: {text:?}"
             );
         }
-        if args[0] != "stats" {
+        // Totals only: stats, sweep, and a text diff in which no execution changed.
+        let totals = matches!(args[0], "stats" | "sweep") || args[0] == "diff" && args.len() == 6;
+        if !totals {
             assert!(
                 both(&out).contains("␛") || both(&out).contains("\\u001b"),
                 "{args:?} shows the id: {}",
@@ -517,4 +532,20 @@ fn errors_do_not_leave_the_temporary_output() {
     let r = run(gyre().args(["admit"]).arg(&bad).arg("--out").arg(&out));
     assert_eq!(r.status.code(), Some(2));
     assert!(leftovers(d).is_empty() && !out.exists());
+}
+
+#[test]
+fn a_missing_input_is_named_without_an_os_error_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.jsonl");
+    for cmd in ["stats", "validate", "admit"] {
+        let out = run(gyre().arg(cmd).arg(&missing));
+        let err = both(&out);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains(&format!("{}: cannot read: no such file", missing.display())),
+            "{cmd}: {err}"
+        );
+        assert!(!err.contains("os error"), "{cmd}: {err}");
+    }
 }

@@ -588,3 +588,101 @@ fn help_lists_every_importer_and_lenient() {
         "{stdout}"
     );
 }
+
+/// A pipe (`<(zcat …)`, `/dev/stdin` on a pipe), a FIFO or a device is refused for what it is,
+/// before it is opened: probing it would consume it (the import then read an "empty file") or
+/// block until a writer comes.
+#[test]
+fn pipes_fifos_and_devices_are_refused_without_reading_them() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let o = out.to_str().unwrap();
+    let fifo = dir.path().join("traffic.jsonl");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    refused(
+        &["import", "vllm", fifo.to_str().unwrap(), "--out", o],
+        &out,
+        "traffic.jsonl: is a pipe (FIFO), not a file: an import reads its input more than once",
+    );
+    refused(
+        &["import", "claude-code", "/dev/null", "--out", o],
+        &out,
+        "/dev/null: is a device, not a file",
+    );
+    let log = std::fs::read(fixture("vllm/swe-agent-qwen3.jsonl")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gyre"))
+        .args(["import", "vllm", "/dev/stdin", "--out", o])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The log may or may not be read before gyre refuses: a closed pipe is fine here.
+    let _ = child.stdin.take().unwrap().write_all(&log);
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a pipe (FIFO), not a file"), "{err}");
+    assert!(!out.exists());
+}
+
+/// `--tokenizer` naming a device, a FIFO or a folder says so (it said "no such file").
+#[test]
+fn a_tokenizer_that_is_not_a_regular_file_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let o = out.to_str().unwrap();
+    let s = fixture("claude-code/short.jsonl");
+    let s = s.to_str().unwrap();
+    for tok in ["/dev/zero", dir.path().to_str().unwrap()] {
+        refused(
+            &["import", "claude-code", s, "--out", o, "--tokenizer", tok],
+            &out,
+            "is not a regular file (a tokenizer.json is expected)",
+        );
+    }
+}
+
+/// The longest log line is bounded and `GYRE_MAX_LINE_MB` raises or lowers it, as for
+/// recordings; the message names the line, the limit and the variable.
+#[test]
+fn the_line_limit_is_named_and_overridable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let log = dir.path().join("traffic.jsonl");
+    let good = std::fs::read_to_string(fixture("vllm/swe-agent-qwen3.jsonl")).unwrap();
+    let long = format!("{{\"pad\": \"{}\"}}\n", "x".repeat(3 << 20));
+    std::fs::write(
+        &log,
+        format!("{}{long}", good.lines().next().unwrap().to_owned() + "\n"),
+    )
+    .unwrap();
+    let run = |mb: &str| {
+        Command::new(env!("CARGO_BIN_EXE_gyre"))
+            .args(["import", "vllm", log.to_str().unwrap(), "--force", "--out"])
+            .arg(&out)
+            .env("GYRE_MAX_LINE_MB", mb)
+            .output()
+            .unwrap()
+    };
+    let small = run("2");
+    let err = String::from_utf8_lossy(&small.stderr);
+    assert_eq!(small.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("traffic.jsonl:2: line longer than 2 MiB")
+            && err.contains("set GYRE_MAX_LINE_MB to a larger number of MiB"),
+        "{err}"
+    );
+    // With room for it, the line is read (and refused for what it is, a line with no call).
+    let big = run("8");
+    let err = String::from_utf8_lossy(&big.stderr);
+    assert!(!err.contains("line longer"), "{err}");
+}

@@ -277,3 +277,208 @@ fn claude_code_usage_check_on_the_real_session() {
     let closure = lines(&out).pop().unwrap();
     assert!(closure["meta"]["usage_check"]["short"].as_u64().unwrap() > 10);
 }
+
+/// Content blocks gyre does not reconstruct are never dropped silently: on the real
+/// `tool_heavy.jsonl` with a `redacted_thinking` block added to a response, a `document` block
+/// to a user prompt and a `tool_reference` inside a tool result, the import says how many of
+/// each and where the first is; the user-side ones stand as `[type]` in the context.
+#[test]
+fn claude_code_content_blocks_it_cannot_reconstruct_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(fixture("claude-code/tool_heavy.jsonl")).unwrap();
+    let mut out_lines = Vec::new();
+    for (i, line) in src.lines().enumerate() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        match i + 1 {
+            28 => v["message"]["content"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va"})),
+            18 => v["message"]["content"].as_array_mut().unwrap().push(serde_json::json!({
+                "type": "document",
+                "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"}
+            })),
+            32 => {
+                let result = &mut v["message"]["content"][0];
+                let text = result["content"].clone();
+                result["content"] = serde_json::json!([
+                    {"type": "text", "text": text.as_str().unwrap_or("")},
+                    {"type": "tool_reference", "tool_name": "Grep"}
+                ]);
+            }
+            _ => {}
+        }
+        out_lines.push(v.to_string());
+    }
+    let session = dir.path().join("tool_heavy.jsonl");
+    std::fs::write(&session, out_lines.join("\n") + "\n").unwrap();
+    let (_d, out, summary) = import("claude-code", &session, true, None);
+    assert_eq!(summary.requests, 4);
+    let warning = summary
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("content blocks not reconstructed"))
+        .unwrap_or_else(|| panic!("no warning: {:?}", summary.warnings));
+    for part in [
+        "1× document (first at tool_heavy.jsonl:18)",
+        "1× redacted_thinking (first at tool_heavy.jsonl:28)",
+        "1× tool_reference (first at tool_heavy.jsonl:32)",
+    ] {
+        assert!(warning.contains(part), "{part}: {warning}");
+    }
+    let tok = TokenText::qwen3().unwrap();
+    let last = tok.decode(&requests(&out).last().unwrap().1);
+    assert!(
+        last.contains("[document]") && last.contains("[tool_reference]"),
+        "{last}"
+    );
+    check_requests(&out, &tok);
+    // The unmodified session has no such warning.
+    let (_d, _, plain) = import(
+        "claude-code",
+        &fixture("claude-code/tool_heavy.jsonl"),
+        true,
+        None,
+    );
+    assert!(!warned(&plain, "content blocks"), "{:?}", plain.warnings);
+}
+
+/// A SWE-agent 1.x retry run (`RetryAgent`) keeps every attempt under `attempts` and copies the
+/// chosen one to the top level. Made from the real demonstration: attempt 0 (the first six
+/// messages, stopped by the cost limit) and attempt 1 (the whole history, submitted and
+/// chosen). Each attempt is an execution of one group; the top-level copy is not imported
+/// twice; `--score` is the chosen submission's. Before, the attempts were ignored.
+#[test]
+fn swe_agent_retry_run_gives_every_attempt() {
+    let src: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("swe-agent/function_calling_simple.traj")).unwrap(),
+    )
+    .unwrap();
+    let history = src["history"].as_array().unwrap();
+    let first: Vec<Value> = history[..6].to_vec();
+    let attempt0 = serde_json::json!({"history": first, "trajectory": [{"execution_time": 1.5}],
+                                      "info": {"exit_status": "exit_cost"}});
+    let attempt1 = serde_json::json!({"history": history, "trajectory": [{"execution_time": 2.0}],
+                                      "info": {"exit_status": "submitted", "submission": "diff"}});
+    let mut top = attempt1.clone();
+    top["info"]["best_attempt_idx"] = serde_json::json!(1);
+    top["attempts"] = serde_json::json!([attempt0, attempt1]);
+    let dir = tempfile::tempdir().unwrap();
+    let traj = dir.path().join("retry.traj");
+    std::fs::write(&traj, serde_json::to_string_pretty(&top).unwrap()).unwrap();
+    let (_d, out, summary) = import("swe-agent", &traj, true, Some(1.0));
+    assert_eq!((summary.executions, summary.requests), (2, 2 + 5));
+    let all = lines(&out);
+    let execs: Vec<&Value> = all.iter().filter(|l| l["kind"] == "execution").collect();
+    assert_eq!(execs[0]["execution"], "retry/attempt-0");
+    assert_eq!(execs[1]["execution"], "retry/attempt-1");
+    assert!(execs.iter().all(|e| e["group"] == "retry"));
+    assert_eq!(execs[1]["meta"]["chosen"], true);
+    let assessed: Vec<&Value> = all.iter().filter(|l| l["kind"] == "assessment").collect();
+    assert_eq!(assessed.len(), 1);
+    assert_eq!(assessed[0]["execution"], "retry/attempt-1");
+    let closures: Vec<&Value> = all.iter().filter(|l| l["kind"] == "closure").collect();
+    assert_eq!(closures[0]["status"], "timeout");
+    assert_eq!(closures[1]["status"], "completed");
+    check_requests(&out, &TokenText::qwen3().unwrap());
+
+    // Saved mid-run (no top-level copy, no choice yet): every attempt, and --score is refused
+    // with a warning rather than given to one of them.
+    let partial = dir.path().join("partial.traj");
+    let attempts = top["attempts"].clone();
+    std::fs::write(
+        &partial,
+        serde_json::json!({"attempts": attempts}).to_string(),
+    )
+    .unwrap();
+    let (_d, out, summary) = import("swe-agent", &partial, true, Some(1.0));
+    assert_eq!(summary.executions, 2);
+    assert!(
+        warned(&summary, "names no chosen attempt"),
+        "{:?}",
+        summary.warnings
+    );
+    assert!(!lines(&out).iter().any(|l| l["kind"] == "assessment"));
+
+    // An error inside an attempt names the attempt's line and the exact field.
+    let mut bad = top.clone();
+    bad["attempts"][0]["history"][2]["role"] = serde_json::json!(7);
+    let broken = dir.path().join("broken.traj");
+    std::fs::write(&broken, serde_json::to_string_pretty(&bad).unwrap()).unwrap();
+    let err = try_import("swe-agent", &[broken], &opts(true, None)).unwrap_err();
+    assert!(
+        err.to_string().contains("(attempts[0].history[2].role)"),
+        "{err}"
+    );
+}
+
+/// A reconstruction far longer than what the log's `usage` says the model was sent (a harness
+/// that condensed its history without logging the view it sent) is named, as a short one is.
+/// Made from the real `basic.json`: the edit's observation grown to ~30k tokens while the next
+/// response's `usage.prompt_tokens` stays what OpenHands logged (4646).
+#[test]
+fn a_context_far_longer_than_usage_is_named() {
+    let mut events: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixture("openhands/basic.json")).unwrap())
+            .unwrap();
+    let grown: String = (0..6000)
+        .map(|i| format!("+    cell_{i} = grid[{i}]\n"))
+        .collect();
+    let obs = events
+        .iter_mut()
+        .find(|e| e["observation"] == "edit")
+        .unwrap();
+    obs["content"] = Value::String(grown);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("condensed.json");
+    std::fs::write(&path, serde_json::to_string(&events).unwrap()).unwrap();
+    let (_d, out, summary) = import("openhands", &path, true, None);
+    let warning = summary
+        .warnings
+        .iter()
+        .find(|w| w.contains("far more context than the log's usage reports"))
+        .unwrap_or_else(|| panic!("no warning: {:?}", summary.warnings));
+    assert!(
+        warning.starts_with("condensed: 1 of 2 requests"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("r2 has") && warning.contains("usage reports 4646"),
+        "{warning}"
+    );
+    let closure = lines(&out).pop().unwrap();
+    assert_eq!(closure["meta"]["usage_check"]["long"], 1);
+    // The real stream is within tolerance.
+    let (_d, out, summary) = import("openhands", &fixture("openhands/basic.json"), true, None);
+    assert!(
+        !warned(&summary, "far more context"),
+        "{:?}",
+        summary.warnings
+    );
+    assert_eq!(lines(&out).pop().unwrap()["meta"]["usage_check"]["long"], 0);
+}
+
+/// A session copied without its `subagents/` folder: Claude Code 2.1 left part of the
+/// sub-agent's messages in `agent_progress` lines; the warning counts them and says they are
+/// not imported (the copy leaves the streamed parts and the final answer out).
+#[test]
+fn claude_code_sub_agent_copied_in_progress_lines_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir
+        .path()
+        .join("8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl");
+    std::fs::copy(fixture(BIG), &session).unwrap();
+    let (_d, _out, summary) = claude_code(&session, true, None);
+    let w = summary
+        .warnings
+        .iter()
+        .find(|w| w.contains("ran sub-agent a7be2f0, whose log is not beside the session"))
+        .unwrap_or_else(|| panic!("{:?}", summary.warnings));
+    assert!(
+        w.contains("the session's 39 agent_progress lines copy part of it and are not imported"),
+        "{w}"
+    );
+    // With the sub-agent's log beside it, nothing to say.
+    let (_d, _out, full) = claude_code(&fixture(BIG), true, None);
+    assert!(!warned(&full, "agent_progress"), "{:?}", full.warnings);
+}

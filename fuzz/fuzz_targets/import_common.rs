@@ -22,6 +22,14 @@ fn tokenizer() -> &'static (TokenText, serde_json::Value) {
     })
 }
 
+/// Loads what every case shares before the first case runs (libFuzzer's `init`): parsing the
+/// tokenizer takes seconds (more under the sanitizer), and counted in the first case it made
+/// that case look like a hang.
+pub fn init() {
+    tokenizer();
+    scratch();
+}
+
 /// A directory of this process's own, made once.
 fn scratch() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();

@@ -4,4 +4,4 @@
 #[path = "import_common.rs"]
 mod import_common;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| import_common::run("openhands", "trajectory.json", data));
+libfuzzer_sys::fuzz_target!(init: import_common::init(), |data: &[u8]| import_common::run("openhands", "trajectory.json", data));

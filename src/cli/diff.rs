@@ -174,7 +174,7 @@ pub fn run(args: DiffArgs) -> Result<ExitCode> {
         )
     };
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &value)?;
+        crate::text::sanitize::write_json_pretty(&mut out, &value)?;
         writeln!(out)?;
     } else {
         write!(out, "{text}")?;

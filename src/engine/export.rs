@@ -299,7 +299,8 @@ pub fn write_rows(batch: &Batch, results: &Results, out: &mut dyn Write) -> io::
                 let mut buf = Vec::new();
                 let rows = execution_rows(batch, results, i);
                 for row in &rows {
-                    serde_json::to_writer(&mut buf, row).expect("rows serialise to memory");
+                    crate::text::sanitize::write_json_compact(&mut buf, row)
+                        .expect("rows serialise to memory");
                     buf.push(b'\n');
                 }
                 (rows.len() as u64, buf)

@@ -374,6 +374,25 @@ pub fn decompress<'a, R: BufRead + Send + 'a>(
     })
 }
 
+/// A short reason for an I/O error (no OS error numbers).
+pub fn io_reason(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such file".into(),
+        io::ErrorKind::PermissionDenied => "permission denied".into(),
+        io::ErrorKind::IsADirectory => "is a directory".into(),
+        io::ErrorKind::UnexpectedEof => {
+            "the file ends inside a compressed block (cut short?)".into()
+        }
+        _ => {
+            let s = e.to_string();
+            match s.find(" (os error") {
+                Some(i) => s[..i].to_owned(),
+                None => s,
+            }
+        }
+    }
+}
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 fn read_input(
@@ -388,7 +407,8 @@ fn read_input(
         message,
         field: None,
     };
-    let cannot_read = |line: u64, e: io::Error| diag(line, format!("cannot read: {e}"));
+    let cannot_read =
+        |line: u64, e: io::Error| diag(line, format!("cannot read: {}", io_reason(&e)));
     let mut reader = open(input, done).map_err(|e| cannot_read(0, e))?;
     let max_line = max_line_bytes();
     // A UTF-8 byte-order mark (written by some Windows tools) is not part of the first record.

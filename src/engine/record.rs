@@ -1114,7 +1114,12 @@ fn describe_json_error(line: &[u8]) -> LineError {
                 .strip_prefix("duplicate field `")
                 .and_then(|d| d.strip_suffix('`'));
             if let Some(key) = duplicate {
-                return duplicate_error(key, None);
+                // The path is the object's (the second key is refused before its value).
+                let field = match path.as_str() {
+                    "." | "" | "?" => key.to_owned(),
+                    p => format!("{p}.{key}"),
+                };
+                return duplicate_error(key, Some(field));
             }
             let message = if inner.is_syntax() || inner.is_eof() {
                 format!("malformed JSON: {detail} at column {}", inner.column())

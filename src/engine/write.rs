@@ -259,8 +259,10 @@ impl Line<'_> {
     /// Appends the line's bytes (without the newline) to `buf`.
     pub fn write_into(&self, buf: &mut Vec<u8>) {
         // Writing into a Vec cannot fail, and every field serialises (non-finite floats are
-        // written as `null`, which the parser then refuses: see `check`).
-        serde_json::to_writer(&mut *buf, self).expect("a record serialises into memory");
+        // written as `null`, which the parser then refuses: see `check`). Terminal-safe, so a
+        // record written to a terminal (`--out -`) cannot drive it; the values are unchanged.
+        crate::text::sanitize::write_json_compact(&mut *buf, self)
+            .expect("a record serialises into memory");
     }
 
     /// Checks the line as the loader would (types, lengths, offsets, required fields); checks

@@ -15,9 +15,19 @@ use serde_json::Value;
 use super::error::{bad, diag};
 use crate::engine::load::Diagnostic;
 
-/// The longest line (or JSON document) read, in bytes: far above any real log line (a Claude
-/// Code line holding a pasted image is a few MB), far below what would exhaust memory.
+/// The longest line (or JSON document) read by default, in bytes: far above any real log line
+/// (a Claude Code line holding a pasted image is a few MB), far below what would exhaust memory.
 pub const MAX_LINE_BYTES: usize = 256 << 20;
+
+/// The longest line (or JSON document) read: `GYRE_MAX_LINE_MB` when it holds a positive whole
+/// number of MiB (as for recordings), else [`MAX_LINE_BYTES`].
+pub fn max_line_bytes() -> usize {
+    let set = std::env::var(crate::engine::load::MAX_LINE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&mb| mb > 0);
+    set.map_or(MAX_LINE_BYTES, |mb| mb.saturating_mul(1 << 20))
+}
 
 /// Counts on-disk bytes read, for progress bars (shared with the reader).
 #[derive(Clone, Debug, Default)]
@@ -54,24 +64,7 @@ pub fn open(path: &Path, count: &Counter) -> color_eyre::Result<Box<dyn BufRead 
         .map_err(|e| bad(path, 0, format!("cannot read: {}", io_reason(&e)), None))
 }
 
-/// A short reason for an I/O error (no OS error numbers).
-pub fn io_reason(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => "no such file".into(),
-        io::ErrorKind::PermissionDenied => "permission denied".into(),
-        io::ErrorKind::IsADirectory => "is a directory".into(),
-        io::ErrorKind::UnexpectedEof => {
-            "the file ends inside a compressed block (cut short?)".into()
-        }
-        _ => {
-            let s = e.to_string();
-            match s.find(" (os error") {
-                Some(i) => s[..i].to_owned(),
-                None => s,
-            }
-        }
-    }
-}
+pub use crate::engine::load::io_reason;
 
 /// The lines of a (possibly compressed) text file, 1-based, without line terminators; a UTF-8
 /// byte-order mark at the start is dropped.
@@ -103,7 +96,8 @@ impl<'p> Lines<'p> {
             return None;
         }
         self.buf.clear();
-        let limit = MAX_LINE_BYTES as u64 + 1;
+        let max = max_line_bytes();
+        let limit = max as u64 + 1;
         let got = match (&mut self.reader)
             .take(limit)
             .read_until(b'\n', &mut self.buf)
@@ -124,14 +118,16 @@ impl<'p> Lines<'p> {
             return None;
         }
         self.line += 1;
-        if self.buf.len() > MAX_LINE_BYTES {
+        if self.buf.len() > max {
             self.done = true;
             return Some(Err(diag(
                 self.path,
                 self.line,
                 format!(
-                    "line longer than {} MiB; not a log line (reading stops here)",
-                    MAX_LINE_BYTES >> 20
+                    "line longer than {} MiB; not a log line (reading stops here; set {} to a \
+                     larger number of MiB to raise the limit)",
+                    max >> 20,
+                    crate::engine::load::MAX_LINE_ENV
                 ),
                 None,
             )));
@@ -158,7 +154,8 @@ impl<'p> Lines<'p> {
 /// Reads a whole (possibly compressed) file as UTF-8 text (a leading byte-order mark dropped).
 pub fn read_document(path: &Path, count: &Counter) -> color_eyre::Result<String> {
     let mut bytes = Vec::new();
-    let mut reader = open(path, count)?.take(MAX_LINE_BYTES as u64 + 1);
+    let max = max_line_bytes();
+    let mut reader = open(path, count)?.take(max as u64 + 1);
     if let Err(e) = reader.read_to_end(&mut bytes) {
         let line = 1 + memchr::memchr_iter(b'\n', &bytes).count() as u64;
         return Err(bad(
@@ -168,13 +165,15 @@ pub fn read_document(path: &Path, count: &Counter) -> color_eyre::Result<String>
             None,
         ));
     }
-    if bytes.len() > MAX_LINE_BYTES {
+    if bytes.len() > max {
         return Err(bad(
             path,
             0,
             format!(
-                "larger than {} MiB; not a log document",
-                MAX_LINE_BYTES >> 20
+                "larger than {} MiB; not a log document (set {} to a larger number of MiB to \
+                 raise the limit)",
+                max >> 20,
+                crate::engine::load::MAX_LINE_ENV
             ),
             None,
         ));

@@ -240,11 +240,14 @@ pub fn load_tokenizer(arg: &str) -> Result<(TokenText, ChatTemplate, Value)> {
         ));
     }
     let path = PathBuf::from(arg);
-    if !path.is_file() {
+    if !path.exists() {
         bail!(
             "{}: no such file (a bundled name is `qwen3`)",
             path.display()
         );
+    }
+    if let Err(why) = crate::text::tokenizer::check_file(&path) {
+        bail!("{why}");
     }
     let path = std::fs::canonicalize(&path).unwrap_or(path);
     let tok = TokenText::from_file(&path)?;
@@ -268,6 +271,18 @@ pub fn check_inputs(source: &dyn Source, inputs: &[PathBuf]) -> Result<()> {
     for path in inputs {
         if !path.exists() {
             return Err(bad(path, 0, "no such file or directory", None));
+        }
+        if let Some(kind) = special_file(path) {
+            return Err(bad(
+                path,
+                0,
+                format!(
+                    "is {kind}, not a file: an import reads its input more than once (to \
+                     recognise it, then to read it); write it to a file first (.gz and .zst \
+                     files are read as they are)"
+                ),
+                None,
+            ));
         }
         if path.is_dir() && !about.directories {
             return Err(bad(
@@ -293,6 +308,22 @@ pub fn check_inputs(source: &dyn Source, inputs: &[PathBuf]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What `path` is when it is neither a regular file nor a folder (a pipe such as `<(zcat …)`,
+/// a FIFO, a device, a socket): reading one would consume it or block.
+fn special_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    Some(if kind.is_fifo() {
+        "a pipe (FIFO)"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        return None;
+    })
 }
 
 /// Header metadata of an import of `inputs` by `source`.

@@ -81,6 +81,11 @@ pub struct Session {
     pub responses: Vec<Response>,
     /// The closure.
     pub closure: Closure,
+    /// GRPO group (the attempts of one SWE-agent retry run share one).
+    pub group: Option<String>,
+    /// Whether `--score` is this session's: false for the attempts a retry run did not choose
+    /// (the score given is the chosen submission's).
+    pub scored: bool,
 }
 
 /// Header metadata of a reconstructing import.
@@ -121,12 +126,13 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
         line: s.line,
     };
     let task = s.task.as_deref().map(Value::from);
+    let group = s.group.as_deref().map(Value::from);
     job.out.execution(
         &ExecutionOut {
             execution: &s.execution,
             t: s.t,
             budget_s: None,
-            group: None,
+            group: group.as_ref(),
             task: task.as_ref(),
             meta: Some(&s.meta),
         },
@@ -202,22 +208,29 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
         total: s.responses.len(),
     });
     let mut closure = s.closure.clone();
-    if let Some(warning) = usage.verdict(&s.execution, &mut closure.meta) {
+    for warning in usage.verdict(&s.execution, &mut closure.meta) {
         job.log.warn(warning);
     }
-    if closure.artifact.is_null() && job.opts.score.is_some() {
+    if closure.artifact.is_null() && s.scored && job.opts.score.is_some() {
         job.log.warn(format!(
             "{}: --score ignored: the session has no assessable work (its closure has no \
              artifact)",
             s.execution
         ));
     }
-    write_end(job, &s.execution, &closure, start)
+    let score = job.opts.score.filter(|_| s.scored);
+    write_end(job, &s.execution, &closure, score, start)
 }
 
 /// The closure (and, with a score, a valid assessment of the closure's artifact).
-fn write_end(job: &mut Job, execution: &str, c: &Closure, at: At) -> Result<()> {
-    if let (Some(score), false) = (job.opts.score, c.artifact.is_null()) {
+fn write_end(
+    job: &mut Job,
+    execution: &str,
+    c: &Closure,
+    score: Option<f64>,
+    at: At,
+) -> Result<()> {
+    if let (Some(score), false) = (score, c.artifact.is_null()) {
         let version = c.version.clone().unwrap_or(Value::Null);
         let evaluator = Value::from("gyre import --score");
         job.out.assessment(
@@ -256,6 +269,10 @@ fn write_end(job: &mut Job, execution: &str, c: &Closure, at: At) -> Result<()> 
 pub const USAGE_SHORT_SHARE: f64 = 0.5;
 /// … and the missing part is at least this many tokens.
 pub const USAGE_SHORT_TOKENS: u64 = 20_000;
+/// A request is *long* when its reconstruction holds more than this many times the context
+/// `usage` accounts for, and at least [`USAGE_SHORT_TOKENS`] more: context the model did not see
+/// (a harness that condensed or truncated its history without logging the view it sent).
+pub const USAGE_LONG_FACTOR: f64 = 2.0;
 
 /// Reconstructed context lengths against the input lengths the log reports (`usage`).
 ///
@@ -264,7 +281,8 @@ pub const USAGE_SHORT_TOKENS: u64 = 20_000;
 /// thinking counts in `usage` but is not in the log. The unlogged part is estimated per agent
 /// thread as the difference on the thread's first call and taken off every later call of the
 /// thread; what is still missing beyond [`USAGE_SHORT_SHARE`] and [`USAGE_SHORT_TOKENS`] means
-/// the reconstruction lost context (a broken `parentUuid` chain, lines missing from the log).
+/// the reconstruction lost context (a broken `parentUuid` chain, lines missing from the log);
+/// far more than `usage` ([`USAGE_LONG_FACTOR`]) means it holds context the model was not sent.
 #[derive(Debug, Default)]
 struct UsageCheck {
     /// Unlogged tokens per (agent, summary) thread, from its first call.
@@ -273,6 +291,8 @@ struct UsageCheck {
     ratios: Vec<f64>,
     /// (request, reconstructed, usage, unlogged) of the short requests.
     short: Vec<(String, u64, u64, u64)>,
+    /// The same for the long requests.
+    long: Vec<(String, u64, u64, u64)>,
 }
 
 impl UsageCheck {
@@ -290,13 +310,18 @@ impl UsageCheck {
         if missing as f64 > USAGE_SHORT_SHARE * expected as f64 && missing >= USAGE_SHORT_TOKENS {
             self.short.push((id.to_owned(), reconstructed, usage, base));
         }
+        let extra = reconstructed.saturating_sub(expected);
+        if reconstructed as f64 > USAGE_LONG_FACTOR * expected as f64 && extra >= USAGE_SHORT_TOKENS
+        {
+            self.long.push((id.to_owned(), reconstructed, usage, base));
+        }
     }
 
     /// Records the figures in the closure's `meta.usage_check`; a warning when requests are
-    /// short.
-    fn verdict(&self, execution: &str, meta: &mut Map<String, Value>) -> Option<String> {
+    /// short or long.
+    fn verdict(&self, execution: &str, meta: &mut Map<String, Value>) -> Vec<String> {
         if self.checked == 0 {
-            return None;
+            return Vec::new();
         }
         let mut ratios = self.ratios.clone();
         ratios.sort_by(f64::total_cmp);
@@ -306,24 +331,39 @@ impl UsageCheck {
             json!({
                 "requests": self.checked,
                 "short": self.short.len(),
+                "long": self.long.len(),
                 "median_ratio": median.map(|m| (m * 1000.0).round() / 1000.0),
             }),
         );
-        let (id, rec, usage, base) = self.short.first()?;
-        let ids: Vec<&str> = self.short.iter().take(5).map(|s| s.0.as_str()).collect();
-        Some(format!(
-            "{execution}: {} of {} requests have far less context than the log's usage reports \
-             ({}{}): e.g. {id} has {rec} tokens reconstructed, usage reports {usage} input tokens \
-             of which ~{base} are the thread's unlogged prefix; the log may have lost lines",
-            self.short.len(),
-            self.checked,
-            ids.join(", "),
-            if self.short.len() > ids.len() {
-                ", …"
-            } else {
-                ""
-            },
-        ))
+        let named = |list: &[(String, u64, u64, u64)]| {
+            let ids: Vec<&str> = list.iter().take(5).map(|s| s.0.as_str()).collect();
+            let more = if list.len() > ids.len() { ", …" } else { "" };
+            format!("{}{more}", ids.join(", "))
+        };
+        let mut said = Vec::new();
+        if let Some((id, rec, usage, base)) = self.short.first() {
+            said.push(format!(
+                "{execution}: {} of {} requests have far less context than the log's usage \
+                 reports ({}): e.g. {id} has {rec} tokens reconstructed, usage reports {usage} \
+                 input tokens of which ~{base} are the thread's unlogged prefix; the log may have \
+                 lost lines",
+                self.short.len(),
+                self.checked,
+                named(&self.short),
+            ));
+        }
+        if let Some((id, rec, usage, base)) = self.long.first() {
+            said.push(format!(
+                "{execution}: {} of {} requests have far more context than the log's usage \
+                 reports ({}): e.g. {id} has {rec} tokens reconstructed, usage reports {usage} \
+                 input tokens (~{base} of them the thread's unlogged prefix); the harness sent a \
+                 shorter context (condensed or truncated history) that the log does not hold",
+                self.long.len(),
+                self.checked,
+                named(&self.long),
+            ));
+        }
+        said
     }
 }
 
@@ -343,9 +383,31 @@ mod tests {
         // Lost context: 100k reported, 5k reconstructed.
         c.add("main", false, "r4", 5_000, 131_000);
         let mut meta = Map::new();
-        let w = c.verdict("s", &mut meta).unwrap();
+        let w = c.verdict("s", &mut meta).remove(0);
         assert!(w.starts_with("s: 1 of 4 requests"), "{w}");
         assert!(w.contains("r4 has 5000 tokens"), "{w}");
         assert_eq!(meta["usage_check"]["short"], 1);
+        assert_eq!(meta["usage_check"]["long"], 0);
+    }
+
+    #[test]
+    fn usage_check_flags_context_the_model_was_not_sent() {
+        let mut c = UsageCheck::default();
+        c.add("main", false, "r1", 9_000, 10_000);
+        // Tokenizer drift the other way: 60% more, not flagged.
+        c.add("main", false, "r2", 48_000, 31_000);
+        // Long but small: over twice, under 20k more.
+        c.add("main", false, "r3", 30_000, 13_000);
+        // After a condensation the harness sent 21k; the reconstruction kept 90k.
+        c.add("main", false, "r4", 90_000, 22_000);
+        let mut meta = Map::new();
+        let w = c.verdict("s", &mut meta).remove(0);
+        assert!(
+            w.starts_with("s: 1 of 4 requests have far more context"),
+            "{w}"
+        );
+        assert!(w.contains("r4 has 90000 tokens reconstructed"), "{w}");
+        assert_eq!(meta["usage_check"]["long"], 1);
+        assert_eq!(meta["usage_check"]["short"], 0);
     }
 }

@@ -46,6 +46,21 @@ mapping.",
 /// The top level of a `.traj`.
 #[derive(Deserialize)]
 struct Trajectory {
+    #[serde(default)]
+    history: Option<Vec<Value>>,
+    #[serde(default)]
+    trajectory: Option<Vec<Step>>,
+    #[serde(default)]
+    info: Option<Info>,
+    /// A retry run (1.x `RetryAgent`): every attempt, each an agent run of its own on a reset
+    /// environment; the top-level `history`/`info` are then a copy of the chosen attempt.
+    #[serde(default)]
+    attempts: Option<Vec<Attempt>>,
+}
+
+/// One attempt of a retry run.
+#[derive(Deserialize)]
+struct Attempt {
     history: Vec<Value>,
     #[serde(default)]
     trajectory: Option<Vec<Step>>,
@@ -69,13 +84,21 @@ struct Info {
     submission: Option<String>,
     #[serde(default)]
     model_stats: Option<Value>,
+    /// The attempt a retry run chose (top-level `info` only).
+    #[serde(default)]
+    best_attempt_idx: Option<usize>,
 }
 
-/// One `history[]` entry.
-#[derive(Deserialize)]
+/// One `history[]` entry: the chat message, and SWE-agent's own fields beside it (read apart:
+/// `#[serde(flatten)]` would lose the field path of an error inside the message).
 struct Entry {
-    #[serde(flatten)]
     msg: ChatMessage,
+    extra: Extra,
+}
+
+/// SWE-agent's fields of a history entry.
+#[derive(Deserialize)]
+struct Extra {
     #[serde(default)]
     agent: Option<String>,
     #[serde(default)]
@@ -110,6 +133,14 @@ impl Importer for SweAgent {
         let Some(keys) = probe.object_keys() else {
             return Fit::No;
         };
+        if keys.contains(&"attempts") && !keys.contains(&"history") {
+            return match probe.element_keys(Some("attempts")) {
+                Some(e) if e.contains(&"history") => Fit::Yes,
+                Some(e) if e.is_empty() => Fit::Unknown,
+                Some(_) => Fit::No,
+                None => Fit::Unknown,
+            };
+        }
         if keys.contains(&"history") {
             return match probe.element_keys(Some("history")) {
                 Some(e) if e.contains(&"role") => Fit::Yes,
@@ -132,8 +163,9 @@ impl Importer for SweAgent {
         emit: &mut dyn FnMut(&mut Job, Session) -> Result<()>,
     ) -> Result<()> {
         for path in inputs {
-            let session = read_session(path, job)?;
-            emit(job, session)?;
+            for session in read_sessions(path, job)? {
+                emit(job, session)?;
+            }
         }
         Ok(())
     }
@@ -156,28 +188,140 @@ struct Message {
     action: Option<Value>,
 }
 
-/// Reads a `.traj` into a [`Session`]: the document, its messages, the agents, the responses,
-/// the closure.
-pub fn read_session(path: &Path, job: &mut Job) -> Result<Session> {
+/// Where the elements of one history are in the file, for messages: `history[i]` at its own
+/// line, or, inside an attempt of a retry run, `attempts[a].history[i]` at the attempt's line.
+struct Places<'a> {
+    prefix: String,
+    lines: &'a [u64],
+    fixed: Option<u64>,
+}
+
+impl Places<'_> {
+    fn line(&self, i: usize) -> u64 {
+        self.fixed.unwrap_or_else(|| line_of(self.lines, i))
+    }
+
+    fn field(&self, i: usize, rest: &str) -> String {
+        super::input::sub_path(&format!("{}[{i}]", self.prefix), rest)
+    }
+}
+
+/// Reads a `.traj` into its [`Session`]s: one, or one per attempt of a retry run (ids
+/// `<stem>/attempt-<i>`, one GRPO group; `--score` is the chosen attempt's).
+pub fn read_sessions(path: &Path, job: &mut Job) -> Result<Vec<Session>> {
     let text = read_document(path, &Counter::default())?;
     let doc = parse_document(path, &text)?;
-    let lines = json_element_lines(&text, Some("history"));
-    let traj: Trajectory = typed(&doc).map_err(|(msg, field)| {
-        let msg = if field == "history" && msg.starts_with("missing field") {
-            "not a SWE-agent trajectory: no `history` array".to_owned()
-        } else {
-            msg
+    let traj: Trajectory =
+        typed(&doc).map_err(|(msg, field)| super::error::bad(path, 1, msg, Some(&field)))?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trajectory".into());
+    let Some(attempts) = traj.attempts.filter(|a| !a.is_empty()) else {
+        let Some(history) = traj.history else {
+            return Err(super::error::bad(
+                path,
+                1,
+                "not a SWE-agent trajectory: no `history` array",
+                Some("history"),
+            ));
         };
-        super::error::bad(path, 1, msg, Some(&field))
-    })?;
-    let (turns, messages) = read_messages(path, &traj.history, &lines, job);
+        let lines = json_element_lines(&text, Some("history"));
+        let places = Places {
+            prefix: "history".into(),
+            lines: &lines,
+            fixed: None,
+        };
+        let run = Run {
+            history,
+            trajectory: traj.trajectory,
+            info: traj.info,
+        };
+        return Ok(vec![read_session(path, stem, run, &places, job)?]);
+    };
+    let chosen = traj.info.as_ref().and_then(|i| i.best_attempt_idx);
+    if chosen.is_none() && job.opts.score.is_some() {
+        job.log.warn(format!(
+            "{stem}: --score ignored: a retry run of {} names no chosen attempt \
+             (info.best_attempt_idx), so the score belongs to none of them",
+            crate::report::plural(attempts.len(), "attempt")
+        ));
+    }
+    // The top-level history of a finished retry run is a copy of the chosen attempt's; one that
+    // is no attempt's is a run of its own and is read too (nothing is dropped).
+    let extra = traj
+        .history
+        .filter(|h| !attempts.iter().any(|a| &a.history == h))
+        .map(|history| Run {
+            history,
+            trajectory: traj.trajectory,
+            info: traj.info,
+        });
+    let starts = json_element_lines(&text, Some("attempts"));
+    let n = attempts.len();
+    let mut sessions = Vec::with_capacity(n);
+    for (a, attempt) in attempts.into_iter().enumerate() {
+        let places = Places {
+            prefix: format!("attempts[{a}].history"),
+            lines: &[],
+            fixed: Some(line_of(&starts, a)),
+        };
+        let run = Run {
+            history: attempt.history,
+            trajectory: attempt.trajectory,
+            info: attempt.info,
+        };
+        let mut session = read_session(path, format!("{stem}/attempt-{a}"), run, &places, job)?;
+        session.group = Some(stem.clone());
+        session.scored = chosen == Some(a);
+        for (k, v) in [
+            ("attempt", json!(a)),
+            ("attempts", json!(n)),
+            ("chosen", json!(chosen == Some(a))),
+        ] {
+            session.meta.insert(k.into(), v.clone());
+            session.closure.meta.insert(k.into(), v);
+        }
+        sessions.push(session);
+    }
+    if let Some(run) = extra {
+        let lines = json_element_lines(&text, Some("history"));
+        let places = Places {
+            prefix: "history".into(),
+            lines: &lines,
+            fixed: None,
+        };
+        let mut session = read_session(path, stem.clone(), run, &places, job)?;
+        session.group = Some(stem);
+        session.scored = false;
+        sessions.push(session);
+    }
+    Ok(sessions)
+}
+
+/// One agent run: its history, steps and info.
+struct Run {
+    history: Vec<Value>,
+    trajectory: Option<Vec<Step>>,
+    info: Option<Info>,
+}
+
+/// One agent run as a [`Session`]: its messages, the agents, the responses, the closure.
+fn read_session(
+    path: &Path,
+    execution: String,
+    run: Run,
+    places: &Places,
+    job: &mut Job,
+) -> Result<Session> {
+    let (turns, messages) = read_messages(path, &run.history, places, job);
     job.log.check()?;
-    let responses = responses(path, &messages, &turns, &lines);
+    let responses = responses(path, &messages, &turns, places);
     let task = messages.iter().find_map(|m| {
         let t = &turns[m.turn as usize];
         (t.msg.role == "user" && !m.demo).then(|| t.msg.content.chars().take(500).collect())
     });
-    let mut session = assemble(path, traj, turns, responses);
+    let mut session = assemble(path, execution, run, turns, responses);
     session.task = task;
     Ok(session)
 }
@@ -186,40 +330,42 @@ pub fn read_session(path: &Path, job: &mut Job) -> Result<Session> {
 fn read_messages(
     path: &Path,
     history: &[Value],
-    lines: &[u64],
+    places: &Places,
     job: &mut Job,
 ) -> (Vec<Turn>, Vec<Message>) {
     let mut turns = Vec::new();
     let mut messages = Vec::new();
     let mut entries: Vec<(usize, Entry)> = Vec::new();
     for (i, v) in history.iter().enumerate() {
-        match typed::<Entry>(v) {
+        let entry = typed::<ChatMessage>(v)
+            .and_then(|msg| typed::<Extra>(v).map(|extra| Entry { msg, extra }));
+        match entry {
             Ok(e) => entries.push((i, e)),
             Err((msg, field)) => job.log.problem(diag(
                 path,
-                line_of(lines, i),
+                places.line(i),
                 msg,
-                Some(&super::input::sub_path(&format!("history[{i}]"), &field)),
+                Some(&places.field(i, &field)),
             )),
         }
     }
     // One agent name throughout is the main thread whatever it is called.
     let names: std::collections::BTreeSet<&str> = entries
         .iter()
-        .filter_map(|(_, e)| e.agent.as_deref())
+        .filter_map(|(_, e)| e.extra.agent.as_deref())
         .collect();
     let single = names.len() <= 1;
     for (i, e) in &entries {
         let Some(turn) = e.msg.turn(&format!("history {i}")) else {
             job.log.problem(diag(
                 path,
-                line_of(lines, *i),
+                places.line(*i),
                 format!("unknown role {:?}", e.msg.role),
-                Some(&format!("history[{i}].role")),
+                Some(&places.field(*i, "role")),
             ));
             continue;
         };
-        let agent = match e.agent.as_deref() {
+        let agent = match e.extra.agent.as_deref() {
             None => "main".to_owned(),
             Some(_) if single => "main".to_owned(),
             Some(a) if MAIN_NAMES.contains(&a) => "main".to_owned(),
@@ -232,15 +378,15 @@ fn read_messages(
             agent,
             index: *i,
             assistant,
-            demo: e.is_demo,
-            action: e.action.clone(),
+            demo: e.extra.is_demo,
+            action: e.extra.action.clone(),
         });
     }
     (turns, messages)
 }
 
 /// One request per assistant message: its context is the earlier messages of its agent.
-fn responses(path: &Path, messages: &[Message], turns: &[Turn], lines: &[u64]) -> Vec<Response> {
+fn responses(path: &Path, messages: &[Message], turns: &[Turn], places: &Places) -> Vec<Response> {
     let mut out = Vec::new();
     for (k, m) in messages.iter().enumerate().filter(|(_, m)| m.assistant) {
         let context: Vec<u32> = messages[..k]
@@ -252,7 +398,7 @@ fn responses(path: &Path, messages: &[Message], turns: &[Turn], lines: &[u64]) -
         meta.insert("history_index".into(), json!(m.index));
         meta.insert(
             "source_line".into(),
-            json!(format!("{}:{}", file_name(path), line_of(lines, m.index))),
+            json!(format!("{}:{}", file_name(path), places.line(m.index))),
         );
         if let Some(a) = &m.action {
             meta.insert("action".into(), a.clone());
@@ -267,7 +413,7 @@ fn responses(path: &Path, messages: &[Message], turns: &[Turn], lines: &[u64]) -
             finish: None,
             meta,
             usage_input: None,
-            line: line_of(lines, m.index),
+            line: places.line(m.index),
         });
     }
     out
@@ -276,7 +422,8 @@ fn responses(path: &Path, messages: &[Message], turns: &[Turn], lines: &[u64]) -
 /// The execution and its closure around the responses.
 fn assemble(
     path: &Path,
-    traj: Trajectory,
+    execution: String,
+    traj: Run,
     mut turns: Vec<Turn>,
     responses: Vec<Response>,
 ) -> Session {
@@ -323,10 +470,7 @@ fn assemble(
         meta.insert("model_stats".into(), stats);
     }
     Session {
-        execution: path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "trajectory".into()),
+        execution,
         file: path.to_path_buf(),
         line: 0,
         t: 0.0,
@@ -342,6 +486,8 @@ fn assemble(
             version,
             meta: cmeta,
         },
+        group: None,
+        scored: true,
     }
 }
 

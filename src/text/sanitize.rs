@@ -104,6 +104,19 @@ pub fn write_json_pretty<W: std::io::Write, T: serde::Serialize + ?Sized>(
     ))
 }
 
+/// Writes `value` as compact JSON (one line), terminal-safe like [`write_json_pretty`]: records
+/// and exported rows go through it, so `--out -` on a terminal shows ids as `\u` escapes and
+/// the values read back unchanged.
+pub fn write_json_compact<W: std::io::Write, T: serde::Serialize + ?Sized>(
+    writer: W,
+    value: &T,
+) -> serde_json::Result<()> {
+    let formatter = TerminalSafe(serde_json::ser::CompactFormatter);
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        writer, formatter,
+    ))
+}
+
 /// A JSON formatter that escapes in strings what a terminal would interpret or hide.
 struct TerminalSafe<F>(F);
 
@@ -250,6 +263,19 @@ mod tests {
         );
         let back: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(back, value);
+        let mut line = Vec::new();
+        write_json_compact(&mut line, &value).unwrap();
+        let line = String::from_utf8(line).unwrap();
+        assert!(!line.contains('\n') && sanitize(&line) == line, "{line}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&line).unwrap(),
+            value
+        );
+        // Text without such characters is written as serde_json writes it.
+        let plain = serde_json::json!({"a": [1, 2.5, -0.0, "héllo 👩‍💻", null, true]});
+        let mut ours = Vec::new();
+        write_json_compact(&mut ours, &plain).unwrap();
+        assert_eq!(ours, serde_json::to_vec(&plain).unwrap());
     }
 
     #[test]

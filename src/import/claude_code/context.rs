@@ -176,9 +176,20 @@ pub(super) fn link_calls(main: &Path, log: &Log, groups: &Groups, job: &mut Job)
     let beside = main.with_extension("");
     for (agent, link) in &links {
         if !sub_ids.contains(agent) {
+            // Claude Code 2.1 copies a sub-agent's messages into `agent_progress` lines, but
+            // not all of them (streamed parts and the final answer are left out): not a log to
+            // rebuild its calls from.
+            let copy = match log.mirrored.get(agent) {
+                Some(&n) => format!(
+                    "; the session's {} copy part of it and are not imported (the copy leaves \
+                     lines out)",
+                    crate::report::plural(n as usize, "agent_progress line")
+                ),
+                None => String::new(),
+            };
             job.log.warn(format!(
                 "Task call {} ran sub-agent {agent}, whose log is not beside the session \
-                 (expected {}/subagents/agent-{agent}.jsonl): its result is a tool span only",
+                 (expected {}/subagents/agent-{agent}.jsonl): its result is a tool span only{copy}",
                 link.call_id,
                 beside.display()
             ));
@@ -622,5 +633,7 @@ pub(super) fn assemble(
             version: Some(json!(1)),
             meta: Map::new(),
         },
+        group: None,
+        scored: true,
     }
 }

@@ -49,6 +49,23 @@ struct Entry {
     git_branch: Option<Value>,
     #[serde(default)]
     slug: Option<Value>,
+    /// A `progress` line's payload.
+    #[serde(default)]
+    data: Option<ProgressData>,
+}
+
+/// A `progress` line's `data`: an `agent_progress` one copies a sub-agent's message into the
+/// session (Claude Code 2.1); any other shape is not looked at.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ProgressData {
+    Agent {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(rename = "agentId")]
+        agent_id: String,
+    },
+    Other(serde::de::IgnoredAny),
 }
 
 /// `toolUseResult`: an object (a `Task` result names its sub-agent) or a plain string.
@@ -205,6 +222,10 @@ pub(super) struct Log {
     pub(super) first_ts: Option<f64>,
     /// `file:line` of each compaction boundary.
     pub(super) boundaries: Vec<String>,
+    /// Content blocks not reconstructed, by `type`: how many, and where the first is.
+    pub(super) unread_blocks: std::collections::BTreeMap<String, (u64, String)>,
+    /// `agent_progress` lines of the main file, by sub-agent id: a partial copy of its log.
+    pub(super) mirrored: HashMap<String, u64>,
 }
 
 fn file_agent(path: &Path, index: usize) -> Agent {
@@ -218,8 +239,9 @@ fn file_agent(path: &Path, index: usize) -> Agent {
     Agent::from_id(stem.strip_prefix("agent-").unwrap_or(&stem))
 }
 
-/// Text of a `tool_result`'s content: a string, or blocks (text, `[image]`, `[type]`).
-fn result_text(v: &Value) -> String {
+/// Text of a `tool_result`'s content: a string, or blocks (text, `[image]`, `[type]`; the
+/// types shown as `[type]` go to `unread`).
+fn result_text(v: &Value, unread: &mut Vec<String>) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(items) => items
@@ -231,7 +253,10 @@ fn result_text(v: &Value) -> String {
                     .unwrap_or("")
                     .to_owned(),
                 Some("image") => "[image]".to_owned(),
-                Some(other) => format!("[{other}]"),
+                Some(other) => {
+                    unread.push(other.to_owned());
+                    format!("[{other}]")
+                }
                 None => String::new(),
             })
             .collect::<Vec<_>>()
@@ -241,17 +266,23 @@ fn result_text(v: &Value) -> String {
     }
 }
 
-/// The blocks of a message's `content` (a string is one text block); a bad block is reported
-/// at `message.content[i]`.
-fn blocks(content: &Value) -> Result<Vec<Block>, (String, String)> {
+/// The blocks of a message's `content` (a string is one text block), each with its `type`; a
+/// bad block is reported at `message.content[i]`.
+fn blocks(content: &Value) -> Result<Vec<(String, Block)>, (String, String)> {
     match content {
         Value::Null => Ok(Vec::new()),
-        Value::String(s) => Ok(vec![Block::Text { text: s.clone() }]),
+        Value::String(s) => Ok(vec![("text".into(), Block::Text { text: s.clone() })]),
         Value::Array(items) => items
             .iter()
             .enumerate()
             .map(|(i, b)| {
+                let kind = b
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned();
                 typed::<Block>(b)
+                    .map(|block| (kind, block))
                     .map_err(|(m, p)| (m, sub_path(&format!("message.content[{i}]"), &p)))
             })
             .collect(),
@@ -263,11 +294,15 @@ fn blocks(content: &Value) -> Result<Vec<Block>, (String, String)> {
 }
 
 /// A typed line → its parsed form (`None` for lines outside the conversation tree: no uuid).
+/// The `type` of every content block that is not reconstructed goes to `unread`: on the
+/// assistant side it is left out of the output (`redacted_thinking`, server-tool results), on
+/// the user side it stands as `[type]` in the context, as in tool results.
 fn parse_entry(
     e: Entry,
     file: usize,
     line: u64,
     agent: &Agent,
+    unread: &mut Vec<String>,
 ) -> Result<Option<Line>, (String, String)> {
     let Some(uuid) = e.uuid else {
         return Ok(None);
@@ -292,14 +327,17 @@ fn parse_entry(
             } else {
                 let blocks = blocks(&m.content)?
                     .into_iter()
-                    .filter_map(|b| match b {
+                    .filter_map(|(kind, b)| match b {
                         Block::Text { text } => Some(ABlock::Text(text)),
                         Block::Thinking { thinking } => Some(ABlock::Thinking(thinking)),
                         Block::ToolUse { id, name, input }
                         | Block::ServerToolUse { id, name, input } => {
                             Some(ABlock::ToolUse { id, name, input })
                         }
-                        _ => None,
+                        _ => {
+                            unread.push(kind);
+                            None
+                        }
                     })
                     .collect();
                 Kind::Assistant {
@@ -323,17 +361,21 @@ fn parse_entry(
             };
             let blocks = blocks(&content)?
                 .into_iter()
-                .filter_map(|b| match b {
+                .map(|(kind, b)| match b {
                     Block::ToolResult {
                         tool_use_id,
                         content,
-                    } => Some(UBlock::ToolResult {
+                    } => UBlock::ToolResult {
                         id: tool_use_id,
-                        content: result_text(&content),
-                    }),
-                    Block::Text { text } => Some(UBlock::Text(text)),
-                    Block::Image => Some(UBlock::Text("[image]".into())),
-                    _ => None,
+                        content: result_text(&content, unread),
+                    },
+                    Block::Text { text } => UBlock::Text(text),
+                    Block::Image => UBlock::Text("[image]".into()),
+                    _ => {
+                        let shown = format!("[{kind}]");
+                        unread.push(kind);
+                        UBlock::Text(shown)
+                    }
                 })
                 .collect();
             Kind::User {
@@ -380,6 +422,8 @@ pub(super) fn read_log(files: Vec<PathBuf>, job: &mut Job) -> Result<Log> {
         last_ts: None,
         first_ts: None,
         boundaries: Vec::new(),
+        unread_blocks: Default::default(),
+        mirrored: HashMap::new(),
     };
     let total: u64 = log
         .files
@@ -419,6 +463,18 @@ pub(super) fn read_log(files: Vec<PathBuf>, job: &mut Job) -> Result<Log> {
     }
     (job.progress)(Progress::Reading { done: total, total });
     job.log.check()?;
+    if !log.unread_blocks.is_empty() {
+        let kinds: Vec<String> = log
+            .unread_blocks
+            .iter()
+            .map(|(kind, (n, at))| format!("{n}× {kind} (first at {at})"))
+            .collect();
+        job.log.warn(format!(
+            "content blocks not reconstructed: {}; an assistant's is left out of its output, a \
+             user's stands as `[type]` in the context",
+            kinds.join(", ")
+        ));
+    }
     Ok(log)
 }
 
@@ -443,6 +499,11 @@ fn read_value(
             return;
         }
     };
+    if let (0, Some(ProgressData::Agent { kind, agent_id })) = (fi, &entry.data) {
+        if kind == "agent_progress" {
+            *log.mirrored.entry(agent_id.clone()).or_default() += 1;
+        }
+    }
     if fi == 0 {
         if let Some(t) = entry.timestamp.as_deref().and_then(parse_timestamp) {
             log.first_ts = Some(log.first_ts.map_or(t, |f: f64| f.min(t)));
@@ -464,7 +525,16 @@ fn read_value(
             }
         }
     }
-    match parse_entry(entry, fi, n, agent) {
+    let mut unread = Vec::new();
+    let parsed = parse_entry(entry, fi, n, agent, &mut unread);
+    for kind in unread {
+        let (count, _) = log
+            .unread_blocks
+            .entry(kind)
+            .or_insert_with(|| (0, format!("{}:{n}", file_name(path))));
+        *count += 1;
+    }
+    match parsed {
         Ok(Some(l)) => {
             if matches!(l.kind, Kind::Boundary) && fi == 0 {
                 log.boundaries.push(format!("{}:{n}", file_name(path)));

@@ -196,6 +196,8 @@ pub(super) fn build(
             version: Some(json!(1)),
             meta: cmeta,
         },
+        group: None,
+        scored: true,
     })
 }
 
