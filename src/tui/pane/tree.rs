@@ -179,8 +179,8 @@ impl RequestTree {
 /// The tree pane's state.
 #[derive(Debug, Default)]
 pub struct TreePane {
-    /// The execution the tree is of.
-    exec: Option<usize>,
+    /// (batch, execution) the tree is of.
+    exec: Option<(u64, usize)>,
     /// The display tree.
     pub rtree: RequestTree,
     /// Open items.
@@ -194,8 +194,8 @@ pub struct TreePane {
 impl TreePane {
     /// Brings the tree in line with the selected execution and request.
     pub fn sync(&mut self, ctx: &Ctx) {
-        if self.exec != Some(ctx.sel.exec) {
-            self.exec = Some(ctx.sel.exec);
+        if self.exec != Some((ctx.sel.batch, ctx.sel.exec)) {
+            self.exec = Some((ctx.sel.batch, ctx.sel.exec));
             self.rtree = RequestTree::new(ctx.exec());
             self.opened.clear();
             for p in &self.rtree.paths {
@@ -465,9 +465,10 @@ impl TreePane {
         let block = ctx.block(
             Pane::Tree,
             format!(
-                " Tree · {} · {} requests ",
+                " Tree · {} · {} request{} ",
                 sanitize(&exec.id),
-                exec.requests.len()
+                exec.requests.len(),
+                if exec.requests.len() == 1 { "" } else { "s" }
             ),
         );
         let Ok(widget) = Tree::new(&items) else {
