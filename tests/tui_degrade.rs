@@ -341,3 +341,49 @@ fn the_why_line_of_a_reconstructed_token_is_never_cut_off() {
         assert!(execs.contains("scored"), "{w}x{h}: no status\n{s}");
     }
 }
+
+/// Text a pane cuts ends in `…`: on a narrow terminal every pane title and every tree row is
+/// the one drawn on a wide terminal, or a prefix of it followed by `…` (the tree widget and
+/// block titles used to stop at the border mid-word or mid-number: `in 45` for `in 4523`).
+#[test]
+fn cut_titles_and_tree_rows_end_in_an_ellipsis() {
+    let open = |w: u16, pane: u8| {
+        let batch = load_bytes(
+            "synth",
+            gyre::demo::Demo::Synth.bytes(),
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        let mut app = App::with_batch(
+            "synth",
+            batch,
+            Settings::default(),
+            Theme { color: true },
+            (w, 40),
+        );
+        cmds(&mut app, &[C::Jump(pane), C::Zoom]);
+        let s = screen(&app);
+        // The zoomed pane's rows, borders and trailing blanks left out.
+        let border = |c: char| "│┃─━┌┐└┘┏┓┗┛ ".contains(c);
+        s.lines()
+            .skip(1)
+            .take(36)
+            .map(|l| l.trim_matches(border).to_string())
+            .collect::<Vec<_>>()
+    };
+    for pane in 1..=5 {
+        let wide = open(250, pane);
+        for w in [60, 67, 73, 80, 91, 104] {
+            let narrow = open(w, pane);
+            // The title, and for the tree every row.
+            let rows = if pane == 2 { narrow.len() } else { 1 };
+            for (k, (n, full)) in narrow.iter().zip(&wide).take(rows).enumerate() {
+                let ok = n == full || n.strip_suffix('…').is_some_and(|p| full.starts_with(p));
+                assert!(
+                    ok,
+                    "pane {pane} at {w} columns, row {k}: {n:?} is not {full:?} cut with …"
+                );
+            }
+        }
+    }
+}

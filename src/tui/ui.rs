@@ -17,7 +17,7 @@ use super::keys;
 use super::layout::{MIN_SIZE, big_enough};
 use super::overlay::{self, Overlay, centered};
 use super::pane::replay::{jmax_text, priority_text};
-use super::pane::{fit, sanitize};
+use super::pane::{fit, fit_line, sanitize};
 
 /// Draws the whole screen. A terminal resized since the app last heard of it (the event is on
 /// its way) gets the app's screen cut to what fits, never a draw outside its buffer.
@@ -266,26 +266,6 @@ fn title(app: &App, area: Rect, buf: &mut Buffer) {
         _ => spans.push(Span::raw(sanitize(&app.label))),
     }
     Paragraph::new(fit_line(spans, area.width as usize)).render(area, buf);
-}
-
-/// Spans cut to `w` columns, ending in `…` when cut.
-fn fit_line(spans: Vec<Span<'static>>, w: usize) -> Line<'static> {
-    let mut out = Vec::new();
-    let mut used = 0;
-    for s in spans {
-        let sw = s.width();
-        if used + sw <= w {
-            used += sw;
-            out.push(s);
-            continue;
-        }
-        let room = w.saturating_sub(used);
-        if room > 0 {
-            out.push(Span::styled(fit(&s.content, room), s.style));
-        }
-        break;
-    }
-    Line::from(out)
 }
 
 fn loading(app: &App, phase: Phase, done: u64, total: u64, full: Rect, buf: &mut Buffer) {

@@ -14,7 +14,7 @@ use crate::engine::branches::{self, Link, Place};
 use crate::engine::execution::Execution;
 use crate::engine::record::{Actor, Purpose};
 
-use super::{Ctx, Effect, Pane, sanitize};
+use super::{Ctx, Effect, Pane, fit_line, sanitize};
 use crate::tui::keys::Command;
 
 /// Identifiers at or above this are chain headers, not requests.
@@ -440,27 +440,32 @@ impl TreePane {
                 ),
             ])
         };
+        // Each item is cut to what the widget leaves it (two columns per level and the open /
+        // closed mark), ending in `…`.
         fn item(
             d: &DNode,
+            room: usize,
             label: &dyn Fn(u32) -> Line<'static>,
             header: &dyn Fn(&DNode) -> Line<'static>,
         ) -> Option<TreeItem<'static, u32>> {
             let children: Vec<TreeItem<'static, u32>> = d
                 .children
                 .iter()
-                .filter_map(|c| item(c, label, header))
+                .filter_map(|c| item(c, room.saturating_sub(2), label, header))
                 .collect();
             let text = if d.id >= HEADER_BASE {
                 header(d)
             } else {
                 label(d.id)
             };
+            let text = fit_line(text.spans, room.saturating_sub(2));
             TreeItem::new(d.id, text, children).ok()
         }
+        let room = area.width.saturating_sub(2) as usize;
         let items: Vec<TreeItem<'static, u32>> = rtree
             .display
             .iter()
-            .filter_map(|d| item(d, &label, &header))
+            .filter_map(|d| item(d, room, &label, &header))
             .collect();
         let block = ctx.block(
             Pane::Tree,
