@@ -342,6 +342,58 @@ fn the_why_line_of_a_reconstructed_token_is_never_cut_off() {
     }
 }
 
+/// At 80 columns a settings change still shows every figure it moved, the selected
+/// execution's `L_i` last among them: the Δ line takes the key-hint row below when one row is
+/// not enough (it was cut after the batch's left-out tokens).
+#[test]
+fn the_change_line_keeps_the_selected_execution_on_a_narrow_terminal() {
+    let synth = || {
+        let batch = load_bytes(
+            "synth",
+            gyre::demo::Demo::Synth.bytes(),
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        App::with_batch(
+            "synth",
+            batch,
+            Settings::default(),
+            Theme { color: true },
+            (80, 24),
+        )
+    };
+    for (w, h) in [(80, 24), (100, 30), (120, 35)] {
+        let mut app = synth();
+        app.step(Action::Resize(w, h));
+        cmds(&mut app, &[C::JmaxDown]);
+        let s = screen(&app);
+        let rows: Vec<&str> = s.lines().collect();
+        let bottom = format!(
+            "{} {}",
+            rows[rows.len() - 2].trim(),
+            rows[rows.len() - 1].trim()
+        );
+        for part in [
+            "J_max 5 → 4",
+            "rows 19 → 16 (−3)",
+            "left out 337 → 635",
+            "L_i 1551 → 1374 (−177)",
+        ] {
+            assert!(
+                bottom.contains(part),
+                "{w}x{h}: {part:?} missing from {bottom:?}"
+            );
+        }
+        // Esc hides it, and the key hints come back.
+        cmds(&mut app, &[C::Escape]);
+        let s = screen(&app);
+        assert!(
+            s.lines().last().unwrap().contains("? help"),
+            "{w}x{h}:\n{s}"
+        );
+    }
+}
+
 /// Text a pane cuts ends in `…`: on a narrow terminal every pane title and every tree row is
 /// the one drawn on a wide terminal, or a prefix of it followed by `…` (the tree widget and
 /// block titles used to stop at the border mid-word or mid-number: `in 45` for `in 4523`).

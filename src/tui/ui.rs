@@ -97,7 +97,7 @@ pub fn draw(app: &App, buf: &mut Buffer) {
         app.detail_pane
             .render(&ctx, app.subject(), path.map(|v| &v.index), a.detail, buf);
     }
-    status(app, a.status, buf);
+    status(app, a.status, a.hints, buf);
     match &app.overlay {
         Overlay::None => {}
         Overlay::Help(scroll) => overlay::help(&app.theme, *scroll, a.full, buf),
@@ -322,17 +322,39 @@ fn legend(app: &App) -> Line<'static> {
     Line::from(spans)
 }
 
-fn status(app: &App, area: Rect, buf: &mut Buffer) {
+/// The status line: a message, else what the last settings change did, else the legend. A
+/// change too long for one row (the selected execution's figures come last) takes the key-hint
+/// row below as well.
+fn status(app: &App, area: Rect, hints: Rect, buf: &mut Buffer) {
+    let w = area.width as usize;
     let line = match (&app.message, &app.change) {
         (Some(m), _) => Line::styled(format!(" {}", sanitize(&m.text)), app.theme.strong()),
-        (None, Some(c)) => Line::from(vec![
-            Span::styled(" Δ ", app.theme.key()),
-            Span::styled(change_text(c), app.theme.strong()),
-            Span::styled("  (Esc hides)", app.theme.dim()),
-        ]),
+        (None, Some(c)) => {
+            let mut spans = vec![
+                Span::styled(" Δ ", app.theme.key()),
+                Span::styled(change_text(c), app.theme.strong()),
+            ];
+            let esc = Span::styled("  (Esc hides)", app.theme.dim());
+            if Line::from(spans.clone()).width() + esc.width() <= 2 * w {
+                spans.push(esc);
+            }
+            let line = Line::from(spans);
+            if line.width() > w && hints.y == area.bottom() && hints.height > 0 {
+                let both = Rect { height: 2, ..area };
+                let mut rows = super::pane::wrap(vec![line], area.width);
+                if rows.len() > 2 {
+                    let rest: Vec<Span<'static>> = rows.drain(1..).flat_map(|l| l.spans).collect();
+                    rows.push(fit_line(rest, w));
+                }
+                Clear.render(both, buf);
+                Paragraph::new(rows).render(both, buf);
+                return;
+            }
+            line
+        }
         (None, None) => legend(app),
     };
-    Paragraph::new(fit_line(line.spans, area.width as usize)).render(area, buf);
+    Paragraph::new(fit_line(line.spans, w)).render(area, buf);
 }
 
 fn hints(app: &App, area: Rect, buf: &mut Buffer) {
