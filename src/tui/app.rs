@@ -989,7 +989,7 @@ impl App {
                 let path = self.export_path(&name);
                 match path {
                     Some(path) if path.exists() || self.exporting.contains(&path) => {
-                        let free = self.proposed_export();
+                        let free = self.free_name(&name);
                         if let Overlay::Export(p) = &mut self.overlay {
                             p.clash = Some(path);
                             p.free = free;
@@ -1191,15 +1191,27 @@ impl App {
 
     /// `./admitted.jsonl`, or the next free `admitted-N.jsonl`.
     pub fn proposed_export(&self) -> String {
+        self.free_name("admitted.jsonl")
+    }
+
+    /// `name` when no file (or export under way) has it, else the first free `stem-N.ext`
+    /// beside it: `runs.jsonl.gz` → `runs-1.jsonl.gz`.
+    pub fn free_name(&self, name: &str) -> String {
         let free = |name: &str| {
-            let p = self.cwd.join(name);
-            !p.exists() && !self.exporting.contains(&p)
+            self.export_path(name)
+                .is_some_and(|p| !p.exists() && !self.exporting.contains(&p))
         };
-        if free("admitted.jsonl") {
-            return "admitted.jsonl".into();
+        if free(name) {
+            return name.into();
         }
+        let file = name.rfind('/').map_or(0, |i| i + 1);
+        let dot = name[file..]
+            .find('.')
+            .filter(|&i| i > 0)
+            .map_or(name.len(), |i| file + i);
+        let (stem, ext) = name.split_at(dot);
         (1..)
-            .map(|n| format!("admitted-{n}.jsonl"))
+            .map(|n| format!("{stem}-{n}{ext}"))
             .find(|n| free(n))
             .expect("some name is free")
     }

@@ -38,12 +38,12 @@ impl Field {
             }
             Edit::Clear => self.text.clear(),
             Edit::DeleteWord => {
-                let kept = self.text.trim_end().len();
+                // The word before the cursor and the separators after it, so that every press
+                // deletes something: `sub/run.jsonl` → `sub/run.` → `sub/` → ``.
+                let sep = |c: char| c.is_whitespace() || c == '/' || c == '.' || c == '-';
+                let kept = self.text.trim_end_matches(sep).len();
                 self.text.truncate(kept);
-                let cut = self
-                    .text
-                    .rfind(|c: char| c.is_whitespace() || c == '/' || c == '.' || c == '-')
-                    .map_or(0, |i| i + 1);
+                let cut = self.text.rfind(sep).map_or(0, |i| i + 1);
                 self.text.truncate(cut);
             }
         }
