@@ -439,3 +439,31 @@ fn cut_titles_and_tree_rows_end_in_an_ellipsis() {
         }
     }
 }
+
+/// The drawn candidate stays in view when the terminal gets shorter (only the width used to
+/// re-scroll the replay pane): draw 3 of e0001 in the synth demo draws its fourth candidate.
+#[test]
+fn the_drawn_candidate_stays_in_view_when_the_terminal_gets_shorter() {
+    let batch = load_bytes(
+        "synth",
+        gyre::demo::Demo::Synth.bytes(),
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let mut app = App::with_batch(
+        "synth",
+        batch,
+        Settings::default(),
+        Theme { color: true },
+        (100, 40),
+    );
+    app.apply(Effect::OpenExec(1));
+    app.apply(Effect::Step(3));
+    let drawn = "● r15";
+    assert!(area_text(&app, app.areas().replay).contains(drawn));
+    for h in [24, 20, 30, 16] {
+        app.step(Action::Resize(100, h));
+        let replay = area_text(&app, app.areas().replay);
+        assert!(replay.contains(drawn), "100x{h}:\n{replay}");
+    }
+}
