@@ -366,7 +366,7 @@ pub fn prob_text(p: f64) -> String {
         "0".into()
     } else if p < 0.0001 {
         "<0.0001".into()
-    } else if p < 1.0 && p >= 0.99995 {
+    } else if (0.99995..1.0).contains(&p) {
         ">0.9999".into()
     } else {
         format!("{p:.4}")
