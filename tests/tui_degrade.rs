@@ -341,3 +341,129 @@ fn the_why_line_of_a_reconstructed_token_is_never_cut_off() {
         assert!(execs.contains("scored"), "{w}x{h}: no status\n{s}");
     }
 }
+
+/// At 80 columns a settings change still shows every figure it moved, the selected
+/// execution's `L_i` last among them: the Δ line takes the key-hint row below when one row is
+/// not enough (it was cut after the batch's left-out tokens).
+#[test]
+fn the_change_line_keeps_the_selected_execution_on_a_narrow_terminal() {
+    let synth = || {
+        let batch = load_bytes(
+            "synth",
+            gyre::demo::Demo::Synth.bytes(),
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        App::with_batch(
+            "synth",
+            batch,
+            Settings::default(),
+            Theme { color: true },
+            (80, 24),
+        )
+    };
+    for (w, h) in [(80, 24), (100, 30), (120, 35)] {
+        let mut app = synth();
+        app.step(Action::Resize(w, h));
+        cmds(&mut app, &[C::JmaxDown]);
+        let s = screen(&app);
+        let rows: Vec<&str> = s.lines().collect();
+        let bottom = format!(
+            "{} {}",
+            rows[rows.len() - 2].trim(),
+            rows[rows.len() - 1].trim()
+        );
+        for part in [
+            "J_max 5 → 4",
+            "rows 19 → 16 (−3)",
+            "left out 337 → 635",
+            "L_i 1551 → 1374 (−177)",
+        ] {
+            assert!(
+                bottom.contains(part),
+                "{w}x{h}: {part:?} missing from {bottom:?}"
+            );
+        }
+        // Esc hides it, and the key hints come back.
+        cmds(&mut app, &[C::Escape]);
+        let s = screen(&app);
+        assert!(
+            s.lines().last().unwrap().contains("? help"),
+            "{w}x{h}:\n{s}"
+        );
+    }
+}
+
+/// Text a pane cuts ends in `…`: on a narrow terminal every pane title and every tree row is
+/// the one drawn on a wide terminal, or a prefix of it followed by `…` (the tree widget and
+/// block titles used to stop at the border mid-word or mid-number: `in 45` for `in 4523`).
+#[test]
+fn cut_titles_and_tree_rows_end_in_an_ellipsis() {
+    let open = |w: u16, pane: u8| {
+        let batch = load_bytes(
+            "synth",
+            gyre::demo::Demo::Synth.bytes(),
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        let mut app = App::with_batch(
+            "synth",
+            batch,
+            Settings::default(),
+            Theme { color: true },
+            (w, 40),
+        );
+        cmds(&mut app, &[C::Jump(pane), C::Zoom]);
+        let s = screen(&app);
+        // The zoomed pane's rows, borders and trailing blanks left out.
+        let border = |c: char| "│┃─━┌┐└┘┏┓┗┛ ".contains(c);
+        s.lines()
+            .skip(1)
+            .take(36)
+            .map(|l| l.trim_matches(border).to_string())
+            .collect::<Vec<_>>()
+    };
+    for pane in 1..=5 {
+        let wide = open(250, pane);
+        for w in [60, 67, 73, 80, 91, 104] {
+            let narrow = open(w, pane);
+            // The title, and for the tree every row.
+            let rows = if pane == 2 { narrow.len() } else { 1 };
+            for (k, (n, full)) in narrow.iter().zip(&wide).take(rows).enumerate() {
+                let ok = n == full || n.strip_suffix('…').is_some_and(|p| full.starts_with(p));
+                assert!(
+                    ok,
+                    "pane {pane} at {w} columns, row {k}: {n:?} is not {full:?} cut with …"
+                );
+            }
+        }
+    }
+}
+
+/// The drawn candidate stays in view when the terminal gets shorter (only the width used to
+/// re-scroll the replay pane): draw 3 of e0001 in the synth demo draws its fourth candidate.
+#[test]
+fn the_drawn_candidate_stays_in_view_when_the_terminal_gets_shorter() {
+    let batch = load_bytes(
+        "synth",
+        gyre::demo::Demo::Synth.bytes(),
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let mut app = App::with_batch(
+        "synth",
+        batch,
+        Settings::default(),
+        Theme { color: true },
+        (100, 40),
+    );
+    app.apply(Effect::OpenExec(1));
+    app.apply(Effect::Step(3));
+    let drawn = "● r15";
+    assert!(area_text(&app, app.areas().replay).contains(drawn));
+    for h in [24, 20, 30, 16] {
+        app.step(Action::Resize(100, h));
+        let replay = area_text(&app, app.areas().replay);
+        assert!(replay.contains(drawn), "100x{h}:\n{replay}");
+    }
+}

@@ -233,3 +233,50 @@ fn follow_shows_a_recording_as_it_grows() {
     t.keys(&["q"]);
     assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
 }
+
+/// `--follow` on a recording that is appended to in the middle of the path on screen (a new
+/// request splits its nodes) and then rewritten shorter: the inspector draws the new tree and
+/// path each time and keeps running (both panicked on the next frame).
+#[test]
+fn follow_survives_a_split_path_and_a_shorter_rewrite() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("split.jsonl");
+    let request = |id: &str, input: std::ops::Range<u32>, output: &[u32]| {
+        format!(
+            "{{\"kind\":\"request\",\"execution\":\"e\",\"id\":\"{id}\",\"input\":{:?},\"output\":{output:?},\"logprobs\":{:?}}}\n",
+            input.collect::<Vec<_>>(),
+            vec![-1.0; output.len()]
+        )
+    };
+    let head = "{\"kind\":\"header\",\"format\":\"gyre/1\"}\n{\"kind\":\"execution\",\"execution\":\"e\",\"t\":0}\n";
+    let (r1, r2) = (
+        request("r1", 1..41, &[50, 51, 52]),
+        request("r2", 1..6, &[60]),
+    );
+    let r3 = request("r3", 1..41, &[50, 51, 70]);
+    std::fs::write(&rec, format!("{head}{r1}{r3}")).unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect --follow split.jsonl; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    t.wait_for("Tree · e · 2 requests");
+    // The cursor on a context token of r1's path, the tree focused.
+    t.keys(&["g", "2"]);
+    std::fs::write(&rec, format!("{head}{r1}{r3}{r2}")).unwrap();
+    let s = t.wait_for("Tree · e · 3 requests");
+    assert!(s.contains("r2") && s.contains("recording grew"), "{s}");
+    t.keys(&["j", "5", "G"]);
+    std::fs::write(&rec, format!("{head}{r1}")).unwrap();
+    let s = t.wait_for("Tree · e · 1 request ");
+    assert!(
+        !dir.path().join("exit.txt").exists(),
+        "the inspector exited:\n{s}"
+    );
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+}

@@ -4,7 +4,7 @@ mod tui_common;
 
 use std::process::Command;
 
-use gyre::tui::app::{Action, Jobs};
+use gyre::tui::app::{Action, App, Jobs};
 use gyre::tui::keys::Command as C;
 use gyre::tui::overlay::Overlay;
 use tui_common::*;
@@ -56,12 +56,15 @@ fn export_writes_the_bytes_gyre_admit_writes() {
     for c in "sub/admitted.jsonl".chars() {
         app.step(Action::Input(c));
     }
-    app.step(Action::DeleteWord);
-    app.step(Action::DeleteWord);
-    let Overlay::Export(p) = &app.overlay else {
-        panic!("the export prompt is open")
+    // Every Ctrl-W deletes a word: the extension, the name, the directory.
+    let field = |app: &App| match &app.overlay {
+        Overlay::Export(p) => p.field.text.clone(),
+        other => panic!("the export prompt is open, not {other:?}"),
     };
-    assert_eq!(p.field.text, "sub/admitted.");
+    for after in ["sub/admitted.", "sub/", ""] {
+        app.step(Action::DeleteWord);
+        assert_eq!(field(&app), after);
+    }
     app.step(Action::ClearField);
     for c in "admitted.jsonl".chars() {
         app.step(Action::Input(c));
@@ -72,6 +75,18 @@ fn export_writes_the_bytes_gyre_admit_writes() {
     assert!(s.contains("admitted-2.jsonl"), "{s}");
     app.step(Action::Input('n'));
     assert!(dir.path().join("admitted-2.jsonl").exists());
+    // The new name offered is the one typed, numbered.
+    std::fs::write(dir.path().join("run7.jsonl.gz"), "").unwrap();
+    cmds(&mut app, &[C::Export]);
+    app.step(Action::ClearField);
+    for c in "run7.jsonl.gz".chars() {
+        app.step(Action::Input(c));
+    }
+    app.step(Action::Cmd(C::Enter));
+    let s = screen(&app);
+    assert!(s.contains("n write run7-1.jsonl.gz instead"), "{s}");
+    app.step(Action::Cmd(C::Escape));
+    app.step(Action::Cmd(C::Escape));
     assert_eq!(
         std::fs::read(&path).unwrap(),
         written,

@@ -1,6 +1,6 @@
 //! The inspector as a state machine: random sequences of actions — every key of the binding
-//! table, typed characters, mouse clicks and wheels, resizes from 20×6 to 250×70, the clock —
-//! on several recordings (the bundled demos, the example, a generated one with many executions,
+//! table, typed characters, mouse clicks and wheels, resizes from 20×6 to 250×70, the clock,
+//! the recording growing or being rewritten shorter under `--follow` — on several recordings (the bundled demos, the example, a generated one with many executions,
 //! hostile and degenerate ones). After every step the screen is rendered to a `TestBackend` and
 //! the invariants are checked: nothing panics, the path shown belongs to the selected execution
 //! and request, the cursor is inside it, the replay step is at most the number of draws, every
@@ -23,6 +23,7 @@ use gyre::text::TokenText;
 use gyre::tui::app::{Action, App};
 use gyre::tui::keys::{BINDINGS, Command};
 use gyre::tui::overlay::Overlay;
+use gyre::tui::pane::tree::RequestTree;
 use gyre::tui::path::PathIndex;
 use gyre::tui::theme::Theme;
 use gyre::tui::ui;
@@ -36,6 +37,9 @@ struct Fixture {
     batch: Arc<Batch>,
     results: Results,
     text: Option<TokenText>,
+    /// The recording cut after a quarter, a half, three quarters and all of its lines, as
+    /// `--follow` reads it while it is written (or after it was rewritten shorter).
+    versions: Vec<(Arc<Batch>, Results)>,
 }
 
 /// A recording whose every string is hostile (escape sequences, bidi overrides, newlines),
@@ -77,13 +81,22 @@ const HOSTILE: &str = concat!(
 );
 
 fn fixture(name: &'static str, bytes: &[u8], text: Option<TokenText>) -> Fixture {
-    let batch = load_bytes(name, bytes, &LoadOptions::default()).expect("valid recording");
-    let results = engine::process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
+    let load = |bytes: &[u8]| {
+        let batch = load_bytes(name, bytes, &LoadOptions::default()).ok()?;
+        let results = engine::process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
+        Some((Arc::new(batch), results))
+    };
+    let (batch, results) = load(bytes).expect("valid recording");
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    let versions = (1..=4)
+        .filter_map(|q| load(&lines[..lines.len() * q / 4].concat()))
+        .collect();
     Fixture {
         name,
-        batch: Arc::new(batch),
+        batch,
         results,
         text,
+        versions,
     }
 }
 
@@ -147,6 +160,7 @@ enum Act {
     Wheel(u16, u16, bool),
     Resize(u16, u16),
     Tick,
+    Grow(usize),
 }
 
 fn act() -> impl Strategy<Value = Act> {
@@ -162,10 +176,11 @@ fn act() -> impl Strategy<Value = Act> {
         6 => (0u16..1000, 0u16..1000, any::<bool>()).prop_map(|(x, y, d)| Act::Wheel(x, y, d)),
         5 => (20u16..=250, 6u16..=70).prop_map(|(w, h)| Act::Resize(w, h)),
         2 => Just(Act::Tick),
+        2 => (0usize..4).prop_map(Act::Grow),
     ]
 }
 
-fn action(a: &Act, size: (u16, u16), cmds: &[Command], clock: &mut Instant) -> Action {
+fn action(f: &Fixture, a: &Act, size: (u16, u16), cmds: &[Command], clock: &mut Instant) -> Action {
     let at = |x: u16, y: u16| {
         (
             (x as u32 * size.0 as u32 / 1000) as u16,
@@ -191,11 +206,16 @@ fn action(a: &Act, size: (u16, u16), cmds: &[Command], clock: &mut Instant) -> A
             *clock += Duration::from_secs(60);
             Action::Tick(*clock)
         }
+        Act::Grow(i) => match f.versions.get(i % f.versions.len().max(1)) {
+            Some((b, r)) => Action::Grown(Arc::clone(b), Box::new(r.clone())),
+            None => Action::Tick(*clock),
+        },
     }
 }
 
-/// What must hold after every step.
-fn check(app: &App) -> Result<(), String> {
+/// What must hold after every step; `deep` also compares the tree shown with one made afresh
+/// (after a step that changed the batch or the execution).
+fn check(app: &App, deep: bool) -> Result<(), String> {
     let Some(d) = &app.data else {
         return Err("the data is loaded".into());
     };
@@ -208,6 +228,11 @@ fn check(app: &App) -> Result<(), String> {
         return Err(format!("execution {} of {n}", sel.exec));
     }
     let exec = &d.batch.executions[sel.exec];
+    if app.tree.rtree.places.len() != exec.requests.len()
+        || (deep && app.tree.rtree.display != RequestTree::new(exec).display)
+    {
+        return Err("the tree shown is not the selected execution's".into());
+    }
     let draws = d.results.admissions[sel.exec].draws.len() as u32;
     if sel.step > draws {
         return Err(format!("step {} > {draws} draws", sel.step));
@@ -219,7 +244,9 @@ fn check(app: &App) -> Result<(), String> {
         let v = app
             .path()
             .ok_or("a selected request has its path on screen")?;
-        if (v.key.exec, v.key.request, v.key.generation) != (sel.exec, r, sel.generation) {
+        if (v.key.batch, v.key.exec, v.key.request, v.key.generation)
+            != (sel.batch, sel.exec, r, sel.generation)
+        {
             return Err(format!("path {:?} shown for {sel:?}", v.key));
         }
         let fresh = PathIndex::new(exec, r);
@@ -346,9 +373,11 @@ fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
     let mut clock = Instant::now();
     let mut term = Terminal::new(TestBackend::new(start.0, start.1)).unwrap();
     for (k, a) in seq.iter().enumerate() {
-        let action = action(a, app.size, &cmds, &mut clock);
+        let action = action(f, a, app.size, &cmds, &mut clock);
         let shown = format!("{action:?}");
+        let before = (app.sel.batch, app.sel.exec);
         app.step(action);
+        let deep = before != (app.sel.batch, app.sel.exec);
         // Now and then the terminal has another size than the app has heard of yet.
         let size = if k % 7 == 3 {
             (
@@ -377,7 +406,7 @@ fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
                 c.symbol()
             ));
         }
-        check(&app).map_err(|e| format!("{}: step {k} ({shown}): {e}", f.name))?;
+        check(&app, deep).map_err(|e| format!("{}: step {k} ({shown}): {e}", f.name))?;
     }
     Ok(())
 }
@@ -451,7 +480,7 @@ fn the_reported_crashes_are_gone() {
         ],
     );
     let _ = screen(&app);
-    check(&app).unwrap();
+    check(&app, true).unwrap();
     // Executions opening on a request at the same position, then Shift-Tab ×2, j j j, G, a
     // click on another execution.
     let f = &fixtures()[3];
@@ -465,7 +494,7 @@ fn the_reported_crashes_are_gone() {
     for c in [Command::Down, Command::Down, Command::Down, Command::End] {
         cmds(&mut app, &[c]);
         let _ = screen(&app);
-        check(&app).unwrap();
+        check(&app, true).unwrap();
     }
     let a = app.areas();
     for row in 0..8 {
@@ -475,7 +504,7 @@ fn the_reported_crashes_are_gone() {
             &[Command::FocusPrev, Command::FocusPrev, Command::Down],
         );
         let _ = screen(&app);
-        check(&app).unwrap();
+        check(&app, true).unwrap();
     }
 }
 
@@ -513,7 +542,7 @@ fn a_growing_recording_keeps_the_selection_by_id() {
         let (b, r) = load(n);
         app.step(Action::Grown(b, r));
         let _ = screen(&app);
-        check(&app).unwrap();
+        check(&app, true).unwrap();
         let d = app.data.as_ref().unwrap();
         assert_eq!(d.batch.executions.len(), executions);
         assert_eq!(
@@ -538,6 +567,64 @@ fn a_growing_recording_keeps_the_selection_by_id() {
             &mut app,
             &[Command::Down, Command::FocusNext, Command::Down],
         );
-        check(&app).unwrap();
+        check(&app, true).unwrap();
+    }
+}
+
+/// `--follow` reads the recording again: a request appended in the middle of the path on screen
+/// splits its nodes, and a rewrite can leave the execution shorter. The tree and the path are
+/// made again for the new batch (a stale one panicked on the next frame), and an overlay open
+/// on the old batch cannot reach into the new one.
+#[test]
+fn a_recording_read_again_never_keeps_a_stale_tree_or_path() {
+    use tui_common::*;
+    let r = |id: &str, input: Vec<u32>, output: Vec<u32>| {
+        let lp = vec![-1.0; output.len()];
+        format!(
+            "{{\"kind\":\"request\",\"execution\":\"e\",\"id\":\"{id}\",\"input\":{input:?},\"output\":{output:?},\"logprobs\":{lp:?}}}\n"
+        )
+    };
+    let head = "{\"kind\":\"header\",\"format\":\"gyre/1\"}\n{\"kind\":\"execution\",\"execution\":\"e\",\"t\":0}\n";
+    let r1 = r("r1", (1..41).collect(), vec![50, 51, 52]);
+    let r2 = r("r2", (1..6).collect(), vec![60]);
+    let r3 = r("r3", (1..41).collect(), vec![50, 51, 70]);
+    let load = |text: String| {
+        let b = load_bytes("follow", text.as_bytes(), &LoadOptions::default()).unwrap();
+        let res = engine::process(&b, &Settings::default(), AdvantageMode::DrGrpo);
+        (Arc::new(b), Box::new(res))
+    };
+    let mut app = App::new("follow", Settings::default(), Theme { color: true });
+    app.step(Action::Resize(120, 40));
+    let (b, res) = load(format!("{head}{r1}{r3}"));
+    app.step(Action::Processed(b, res));
+    // The cursor deep in r1's context, the tree opened on every request.
+    cmds(&mut app, &[Command::Home, Command::Right, Command::Right]);
+    let steps = [
+        format!("{head}{r1}{r3}{r2}"),
+        format!("{head}{r1}"),
+        format!("{head}{r1}{r3}{r2}"),
+        head.to_string(),
+        format!("{head}{r2}{r1}"),
+    ];
+    for (k, text) in steps.into_iter().enumerate() {
+        // Overlays that hold indices into the batch stay open across the change.
+        let overlay = [Command::Why, Command::Goto, Command::EditPriority][k % 3];
+        cmds(&mut app, &[overlay]);
+        let (b, res) = load(text);
+        app.step(Action::Grown(b, res));
+        // In the priority editor: a change, so that Enter re-runs.
+        app.step(Action::Input('J'));
+        let _ = screen(&app);
+        check(&app, true).unwrap_or_else(|e| panic!("after version {k}: {e}"));
+        for c in [
+            Command::Enter,
+            Command::Escape,
+            Command::SeedUp,
+            Command::End,
+        ] {
+            cmds(&mut app, &[c]);
+            let _ = screen(&app);
+            check(&app, true).unwrap_or_else(|e| panic!("after version {k}, {c:?}: {e}"));
+        }
     }
 }

@@ -230,3 +230,55 @@ fn gyre_replay_prints_the_random_value_and_the_slices() {
         assert!(!d[field].is_null(), "{field}");
     }
 }
+
+/// Four digits everywhere a probability is printed, and never a rounded 0 or 1 for a candidate
+/// that could (or could fail to) be drawn: 1 token against 20000 is `<0.0001` against
+/// `>0.9999`, in `gyre replay`, in `gyre why` and in the library's text.
+#[test]
+fn probabilities_never_round_to_certainty_or_to_zero() {
+    use gyre::engine::why::prob_text;
+    assert_eq!(prob_text(0.0), "0");
+    assert_eq!(prob_text(1.0), "1.0000");
+    assert_eq!(prob_text(0.196_34), "0.1963");
+    assert_eq!(prob_text(1.0 / 20001.0), "<0.0001");
+    assert_eq!(prob_text(20000.0 / 20001.0), ">0.9999");
+    assert_eq!(prob_text(0.999_94), "0.9999");
+    let text = format!(
+        "{}\n{}\n{}\n{}\n{}\n",
+        r#"{"kind":"execution","execution":"tiny","t":0}"#,
+        r#"{"kind":"request","execution":"tiny","id":"small","input":[1,2],"output":[3],"logprobs":[-1]}"#,
+        format_args!(
+            r#"{{"kind":"request","execution":"tiny","id":"huge","input":[9,9],"output":{:?},"logprobs":{:?}}}"#,
+            (100..20100).collect::<Vec<u32>>(),
+            vec![-0.1; 20000]
+        ),
+        r#"{"kind":"closure","execution":"tiny","t":5,"status":"completed","artifact":"a","version":1}"#,
+        r#"{"kind":"assessment","execution":"tiny","artifact":"a","version":1,"status":"valid","score":1,"t":4}"#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.jsonl");
+    std::fs::write(&path, text).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_gyre"))
+            .args(args)
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let replay = run(&["replay", "-e", "tiny"]);
+    assert!(
+        replay.contains("p=<0.0001") && replay.contains("p=>0.9999"),
+        "{replay}"
+    );
+    assert!(!replay.contains("p=1.0000  [1, 20001)"), "{replay}");
+    let small = run(&["why", "-e", "tiny", "-r", "small"]);
+    assert!(small.contains("p=<0.0001"), "{small}");
+    let huge = run(&["why", "-e", "tiny", "-r", "huge"]);
+    assert!(huge.contains("p=>0.9999"), "{huge}");
+}

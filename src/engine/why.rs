@@ -368,12 +368,15 @@ impl Why {
 }
 
 /// A probability with enough digits to compare candidates: `0.1963`, `<0.0001` for a live but
-/// tiny one, `0` only for exactly zero.
+/// tiny one, `>0.9999` for a near-certain one that is not certain; `0` and `1.0000` only for
+/// exactly zero and one (four rounded digits would show `1.0000` beside a live rival).
 pub fn prob_text(p: f64) -> String {
     if p == 0.0 {
         "0".into()
     } else if p < 0.0001 {
         "<0.0001".into()
+    } else if (0.99995..1.0).contains(&p) {
+        ">0.9999".into()
     } else {
         format!("{p:.4}")
     }

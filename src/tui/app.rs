@@ -60,6 +60,9 @@ pub struct Selection {
     pub step: u32,
     /// Generation of the results on screen (each re-run makes a new one).
     pub generation: u64,
+    /// Generation of the batch on screen (a recording read again under `--follow` makes a new
+    /// one): indices into executions, requests and tree nodes hold only within one.
+    pub batch: u64,
 }
 
 /// What is being loaded.
@@ -650,6 +653,7 @@ impl App {
         });
         self.load = Load::Ready;
         self.sel.generation += 1;
+        self.sel.batch += 1;
         // Open on the execution with the most draws (the first such), at draw n/n.
         let d = self.data.as_ref().expect("just set");
         let best = (0..d.batch.executions.len())
@@ -700,6 +704,11 @@ impl App {
             totals,
         });
         self.sel.generation += 1;
+        self.sel.batch += 1;
+        // "Why" names a request by its index in the old batch.
+        if matches!(self.overlay, Overlay::Why { .. }) {
+            self.overlay = Overlay::None;
+        }
         match exec {
             Some(i) => {
                 let d = self.data.as_ref().expect("just set");
@@ -710,7 +719,15 @@ impl App {
                     .and_then(|id| e.request_index(&id))
                     .or_else(|| e.requests.len().checked_sub(1).map(|r| r as u32));
             }
-            None => self.apply_effect(Effect::OpenExec(0)),
+            None => {
+                // Gone (or no execution left at all): the first one opens, if any.
+                self.sel = Selection {
+                    generation: self.sel.generation,
+                    batch: self.sel.batch,
+                    ..Selection::default()
+                };
+                self.apply_effect(Effect::OpenExec(0));
+            }
         }
         // A pin compares with the old batch: it goes.
         let said = if self.pinned.take().is_some() {
@@ -788,6 +805,8 @@ impl App {
     fn apply_effect(&mut self, e: Effect) {
         let Some(d) = self.data.as_ref() else { return };
         let n_exec = d.batch.executions.len();
+        // An overlay can outlive its execution (`--follow` read the recording shorter).
+        let selected = self.sel.exec < n_exec;
         match e {
             Effect::OpenExec(i) if i < n_exec => {
                 let exec = &d.batch.executions[i];
@@ -809,6 +828,7 @@ impl App {
                 self.sel.step = adm.draws.len() as u32;
             }
             Effect::OpenExec(_) => {}
+            Effect::SelectRequest(_) | Effect::ShowPos { .. } | Effect::Step(_) if !selected => {}
             Effect::SelectRequest(r) => {
                 if (r as usize) < d.batch.executions[self.sel.exec].requests.len() {
                     self.sel.request = Some(r);
@@ -1286,7 +1306,7 @@ impl App {
                 let path = self.export_path(&name);
                 match path {
                     Some(path) if path.exists() || self.exporting.contains(&path) => {
-                        let free = self.proposed_export();
+                        let free = self.free_name(&name);
                         if let Overlay::Export(p) = &mut self.overlay {
                             p.clash = Some(path);
                             p.free = free;
@@ -1463,35 +1483,52 @@ impl App {
             return;
         }
         let i = self.sel.exec;
-        let exec_totals = |res: &Results| {
-            stats::execution_totals(&d.batch.executions[i], &res.outcomes[i], &res.admissions[i])
-        };
-        let change = Change {
-            what: r.what,
-            before: d.totals,
-            after: r.totals,
-            exec: d.batch.executions[i].id.clone(),
-            exec_before: exec_totals(&d.results),
-            exec_after: exec_totals(&r.results),
-        };
+        let change = d.batch.executions.get(i).map(|e| {
+            let exec_totals =
+                |res: &Results| stats::execution_totals(e, &res.outcomes[i], &res.admissions[i]);
+            Change {
+                what: r.what,
+                before: d.totals,
+                after: r.totals,
+                exec: e.id.clone(),
+                exec_before: exec_totals(&d.results),
+                exec_after: exec_totals(&r.results),
+            }
+        });
         d.results = Arc::new(r.results);
         d.totals = r.totals;
         self.sel.generation += 1;
-        self.sel.step = d.results.admissions[i].draws.len() as u32;
-        self.change = Some(change);
+        self.sel.step = d
+            .results
+            .admissions
+            .get(i)
+            .map_or(0, |a| a.draws.len() as u32);
+        self.change = change;
     }
 
     /// `./admitted.jsonl`, or the next free `admitted-N.jsonl`.
     pub fn proposed_export(&self) -> String {
+        self.free_name("admitted.jsonl")
+    }
+
+    /// `name` when no file (or export under way) has it, else the first free `stem-N.ext`
+    /// beside it: `runs.jsonl.gz` → `runs-1.jsonl.gz`.
+    pub fn free_name(&self, name: &str) -> String {
         let free = |name: &str| {
-            let p = self.cwd.join(name);
-            !p.exists() && !self.exporting.contains(&p)
+            self.export_path(name)
+                .is_some_and(|p| !p.exists() && !self.exporting.contains(&p))
         };
-        if free("admitted.jsonl") {
-            return "admitted.jsonl".into();
+        if free(name) {
+            return name.into();
         }
+        let file = name.rfind('/').map_or(0, |i| i + 1);
+        let dot = name[file..]
+            .find('.')
+            .filter(|&i| i > 0)
+            .map_or(name.len(), |i| file + i);
+        let (stem, ext) = name.split_at(dot);
         (1..)
-            .map(|n| format!("admitted-{n}.jsonl"))
+            .map(|n| format!("{stem}-{n}{ext}"))
             .find(|n| free(n))
             .expect("some name is free")
     }

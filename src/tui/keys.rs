@@ -629,7 +629,7 @@ pub fn markdown() -> String {
          on it, a link (a candidate, a target span, an assessment) to follow it; the wheel \
          scrolls the pane under the pointer.\n",
     );
-    s.push_str("\n## Input fields\n\n");
+    s.push_str("\n## Input fields\n\n| keys | action |\n|---|---|\n");
     for (k, v) in EDIT_KEYS {
         s.push_str(&format!("| `{k}` | {v} |\n"));
     }

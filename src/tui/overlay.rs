@@ -13,7 +13,7 @@ use crate::engine::admit::Class;
 
 use super::dashboard::Dash;
 use super::keys::{self, BINDINGS, Command};
-use super::pane::{Ctx, inner_height, sanitize, wrap};
+use super::pane::{Ctx, fit, inner_height, sanitize, wrap};
 use super::search::Search;
 use super::theme::Theme;
 
@@ -39,12 +39,12 @@ impl Field {
             }
             Edit::Clear => self.text.clear(),
             Edit::DeleteWord => {
-                let kept = self.text.trim_end().len();
+                // The word before the cursor and the separators after it, so that every press
+                // deletes something: `sub/run.jsonl` → `sub/run.` → `sub/` → ``.
+                let sep = |c: char| c.is_whitespace() || c == '/' || c == '.' || c == '-';
+                let kept = self.text.trim_end_matches(sep).len();
                 self.text.truncate(kept);
-                let cut = self
-                    .text
-                    .rfind(|c: char| c.is_whitespace() || c == '/' || c == '.' || c == '-')
-                    .map_or(0, |i| i + 1);
+                let cut = self.text.rfind(sep).map_or(0, |i| i + 1);
                 self.text.truncate(cut);
             }
         }
@@ -213,9 +213,17 @@ fn help_columns(t: &Theme, full: Rect) -> (Rect, Vec<Line<'static>>, Vec<Line<'s
     } else {
         area.width.saturating_sub(2)
     };
-    // A key and its text; the text wraps under itself, not under the key.
+    // A key and its text; the text wraps under itself, not under the key. The key column is
+    // as wide as the longest key (or term) and a space, a third of the column at most.
+    let longest = BINDINGS
+        .iter()
+        .map(|b| keys::keys_label(b).chars().count())
+        .chain(keys::EDIT_KEYS.iter().map(|(k, _)| k.chars().count()))
+        .chain(keys::GLOSSARY.iter().map(|(k, _)| k.chars().count()))
+        .max()
+        .unwrap_or(0);
+    let key_w = (longest + 3).min(col_w as usize / 3).max(8);
     let entry = |key: String, text: &str| -> Vec<Line<'static>> {
-        let key_w = 16usize;
         let rows = wrap(
             vec![Line::raw(text.to_string())],
             col_w.saturating_sub(key_w as u16 + 1),
@@ -224,7 +232,10 @@ fn help_columns(t: &Theme, full: Rect) -> (Rect, Vec<Line<'static>>, Vec<Line<'s
             .enumerate()
             .map(|(i, row)| {
                 let head = if i == 0 {
-                    Span::styled(format!("  {key:<14}"), t.key())
+                    Span::styled(
+                        format!("  {:<w$}", fit(&key, key_w - 3), w = key_w - 2),
+                        t.key(),
+                    )
                 } else {
                     Span::raw(" ".repeat(key_w))
                 };

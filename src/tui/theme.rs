@@ -158,8 +158,11 @@ impl Theme {
                     s.add_modifier(Modifier::DIM | Modifier::ITALIC | Modifier::UNDERLINED)
                 }
                 Tone::Context(Context) => s.add_modifier(Modifier::DIM),
-                Tone::Heat(0 | 1) => s,
+                // Emphasis grows as the log-prob falls, one look per bucket.
+                Tone::Heat(0) => s,
+                Tone::Heat(1) => s.add_modifier(Modifier::DIM | Modifier::UNDERLINED),
                 Tone::Heat(2) => s.add_modifier(Modifier::UNDERLINED),
+                Tone::Heat(3) => s.add_modifier(Modifier::BOLD),
                 Tone::Heat(_) => s.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
                 Tone::NoLogprob => s.add_modifier(Modifier::ITALIC),
                 Tone::Lens(0) => s.add_modifier(Modifier::ITALIC | Modifier::CROSSED_OUT),

@@ -17,7 +17,7 @@ use super::keys;
 use super::layout::{MIN_SIZE, big_enough};
 use super::overlay::{self, Overlay, centered};
 use super::pane::replay::{jmax_text, priority_text};
-use super::pane::{fit, sanitize};
+use super::pane::{fit, fit_line, sanitize};
 
 /// Draws the whole screen. A terminal resized since the app last heard of it (the event is on
 /// its way) gets the app's screen cut to what fits, never a draw outside its buffer.
@@ -97,7 +97,7 @@ pub fn draw(app: &App, buf: &mut Buffer) {
         app.detail_pane
             .render(&ctx, app.subject(), path.map(|v| &v.index), a.detail, buf);
     }
-    status(app, a.status, buf);
+    status(app, a.status, a.hints, buf);
     match &app.overlay {
         Overlay::None => {}
         Overlay::Help(scroll) => overlay::help(&app.theme, *scroll, a.full, buf),
@@ -291,26 +291,6 @@ fn title(app: &App, area: Rect, buf: &mut Buffer) {
     Paragraph::new(fit_line(spans, area.width as usize)).render(area, buf);
 }
 
-/// Spans cut to `w` columns, ending in `…` when cut.
-fn fit_line(spans: Vec<Span<'static>>, w: usize) -> Line<'static> {
-    let mut out = Vec::new();
-    let mut used = 0;
-    for s in spans {
-        let sw = s.width();
-        if used + sw <= w {
-            used += sw;
-            out.push(s);
-            continue;
-        }
-        let room = w.saturating_sub(used);
-        if room > 0 {
-            out.push(Span::styled(fit(&s.content, room), s.style));
-        }
-        break;
-    }
-    Line::from(out)
-}
-
 fn loading(app: &App, phase: Phase, done: u64, total: u64, full: Rect, buf: &mut Buffer) {
     let area = centered(full, (full.width * 6 / 10).max(40), 3);
     let ratio = if total == 0 {
@@ -380,23 +360,41 @@ fn lens_progress(app: &App) -> Option<Span<'static>> {
     ))
 }
 
-fn status(app: &App, area: Rect, buf: &mut Buffer) {
+/// The status line: a message, else what the last settings change did, else the legend. A
+/// change too long for one row (the selected execution's figures come last) takes the key-hint
+/// row below as well.
+fn status(app: &App, area: Rect, hints: Rect, buf: &mut Buffer) {
+    let w = area.width as usize;
     let line = match (&app.message, &app.change) {
         (Some(m), _) => Line::styled(format!(" {}", sanitize(&m.text)), app.theme.strong()),
-        // A seed or priority change also starts a new lens: its progress leads the line.
-        (None, Some(c)) => Line::from(
-            lens_progress(app)
-                .into_iter()
-                .chain([
-                    Span::styled(" Δ ", app.theme.key()),
-                    Span::styled(change_text(c), app.theme.strong()),
-                    Span::styled("  (Esc hides)", app.theme.dim()),
-                ])
-                .collect::<Vec<_>>(),
-        ),
+        (None, Some(c)) => {
+            // A seed or priority change also starts a new lens: its progress leads the line.
+            let mut spans: Vec<Span<'static>> = lens_progress(app).into_iter().collect();
+            spans.extend([
+                Span::styled(" Δ ", app.theme.key()),
+                Span::styled(change_text(c), app.theme.strong()),
+            ]);
+            let esc = Span::styled("  (Esc hides)", app.theme.dim());
+            if Line::from(spans.clone()).width() + esc.width() <= 2 * w {
+                spans.push(esc);
+            }
+            let line = Line::from(spans);
+            if line.width() > w && hints.y == area.bottom() && hints.height > 0 {
+                let both = Rect { height: 2, ..area };
+                let mut rows = super::pane::wrap(vec![line], area.width);
+                if rows.len() > 2 {
+                    let rest: Vec<Span<'static>> = rows.drain(1..).flat_map(|l| l.spans).collect();
+                    rows.push(fit_line(rest, w));
+                }
+                Clear.render(both, buf);
+                Paragraph::new(rows).render(both, buf);
+                return;
+            }
+            line
+        }
         (None, None) => legend(app),
     };
-    Paragraph::new(fit_line(line.spans, area.width as usize)).render(area, buf);
+    Paragraph::new(fit_line(line.spans, w)).render(area, buf);
 }
 
 fn hints(app: &App, area: Rect, buf: &mut Buffer) {

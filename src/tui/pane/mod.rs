@@ -160,14 +160,17 @@ impl<'a> Ctx<'a> {
         self.focus == pane && !self.overlay
     }
 
-    /// The bordered block of a pane, thick when focused, its number in the title.
-    pub fn block<'b>(&self, pane: Pane, title: impl Into<Line<'b>>) -> Block<'b> {
+    /// The bordered block of a pane, thick when focused, its number in the title; a title
+    /// wider than the pane ends in `…` (never a number cut short).
+    pub fn block(&self, pane: Pane, title: impl Into<Line<'static>>) -> Block<'static> {
         let focused = self.focused(pane);
         let mut title: Line = title.into();
         title.spans.insert(
             0,
             Span::styled(format!(" {}", pane.number()), self.theme.key()),
         );
+        let room = pane.area(&self.areas).width.saturating_sub(2) as usize;
+        let title = fit_line(title.spans, room);
         Block::bordered()
             .border_type(if focused {
                 BorderType::Thick
@@ -340,6 +343,26 @@ pub fn fit(s: &str, w: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// Spans cut to `w` columns, ending in `…` when cut.
+pub fn fit_line(spans: Vec<Span<'static>>, w: usize) -> Line<'static> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    for s in spans {
+        let sw = s.width();
+        if used + sw <= w {
+            used += sw;
+            out.push(s);
+            continue;
+        }
+        let room = w.saturating_sub(used);
+        if room > 0 {
+            out.push(Span::styled(fit(&s.content, room), s.style));
+        }
+        break;
+    }
+    Line::from(out)
 }
 
 /// Styled lines wrapped to `width` columns (at spaces where possible), so a pane knows exactly

@@ -35,21 +35,25 @@ pub struct ReplayPane {
     pub scroll: usize,
     /// The selected link (row, piece).
     pub selected: Option<(usize, usize)>,
-    /// (execution, generation, step, mode, width) the scroll and selection were set for.
-    key: Option<(usize, u64, u32, Mode, u16)>,
+    /// (execution, generation, step, mode, width, height) the scroll and selection were set
+    /// for.
+    key: Option<(usize, u64, u32, Mode, u16, usize)>,
 }
 
 impl ReplayPane {
     /// Brings scroll and selection in line with the selection: on a new draw, the drawn
-    /// candidate is selected and scrolled into view.
+    /// candidate is selected and scrolled into view; when the pane changes size, the selected
+    /// link stays in view.
     pub fn sync(&mut self, ctx: &Ctx) {
         let width = inner_width(ctx.areas.replay);
+        let h = inner_height(ctx.areas.replay).max(1);
         let key = (
             ctx.sel.exec,
             ctx.sel.generation,
             ctx.sel.step,
             self.mode,
             width,
+            h,
         );
         if self.key == Some(key) {
             return;
@@ -59,13 +63,14 @@ impl ReplayPane {
             .is_some_and(|k| (k.0, k.1, k.2, k.3) == (key.0, key.1, key.2, key.3));
         self.key = Some(key);
         let (links, drawn) = content(ctx, self.mode, width);
-        let h = inner_height(ctx.areas.replay).max(1);
         if !same_draw {
             self.selected = drawn;
-            self.scroll = match drawn {
-                Some((r, _)) if r >= h => r.saturating_sub(h / 3),
-                _ => 0,
-            };
+            self.scroll = 0;
+        }
+        if let Some((r, _)) = self.selected {
+            if r < self.scroll || r >= self.scroll + h {
+                self.scroll = if r >= h { r.saturating_sub(h / 3) } else { 0 };
+            }
         }
         self.clamp(&links, h);
     }

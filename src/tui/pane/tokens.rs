@@ -1,7 +1,7 @@
 //! The token pane: the selected request's path as wrapped text, every token coloured by claim
 //! state, provenance or log-prob heat, with a token cursor.
 //!
-//! The path shown is keyed by (execution, request, results generation): a view made for
+//! The path shown is keyed by (batch, execution, request, results generation): a view made for
 //! another selection is never drawn or moved, whatever order actions come in.
 
 use std::collections::HashMap;
@@ -24,6 +24,8 @@ use super::{Ctx, Effect, Pane};
 /// What a path view was made for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathKey {
+    /// Batch generation (the path's node ids hold only within its batch).
+    pub batch: u64,
     /// Execution index.
     pub exec: usize,
     /// Request index.
@@ -36,6 +38,7 @@ impl PathKey {
     /// The key the selection asks for.
     pub fn of(sel: &Selection) -> Option<PathKey> {
         Some(PathKey {
+            batch: sel.batch,
             exec: sel.exec,
             request: sel.request?,
             generation: sel.generation,
@@ -100,8 +103,8 @@ impl TokensPane {
         self.view.as_mut().filter(|v| v.key == want)
     }
 
-    /// Brings the view in line with the selection: a new path for a new (execution, request),
-    /// the same path and cursor for new results of the same one.
+    /// Brings the view in line with the selection: a new path for a new (batch, execution,
+    /// request), the same path and cursor for new results of the same one.
     pub fn sync(&mut self, ctx: &Ctx) {
         let Some(want) = PathKey::of(ctx.sel) else {
             self.view = None;
@@ -110,7 +113,14 @@ impl TokensPane {
         let exec = ctx.exec();
         match &mut self.view {
             Some(v) if v.key == want => {}
-            Some(v) if v.key.exec == want.exec && v.key.request == want.request => v.key = want,
+            Some(v)
+                if PathKey {
+                    generation: want.generation,
+                    ..v.key
+                } == want =>
+            {
+                v.key = want
+            }
             _ => {
                 let index = PathIndex::new(exec, want.request);
                 let input = exec.requests[want.request as usize].input_len as u64;

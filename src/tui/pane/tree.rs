@@ -14,7 +14,7 @@ use crate::engine::branches::{self, Link, Place};
 use crate::engine::execution::Execution;
 use crate::engine::record::{Actor, Purpose};
 
-use super::{Ctx, Effect, Pane, sanitize};
+use super::{Ctx, Effect, Pane, fit_line, sanitize};
 use crate::tui::keys::Command;
 
 /// Identifiers at or above this are chain headers, not requests.
@@ -179,8 +179,8 @@ impl RequestTree {
 /// The tree pane's state.
 #[derive(Debug, Default)]
 pub struct TreePane {
-    /// The execution the tree is of.
-    exec: Option<usize>,
+    /// (batch, execution) the tree is of.
+    exec: Option<(u64, usize)>,
     /// The display tree.
     pub rtree: RequestTree,
     /// Open items.
@@ -194,8 +194,8 @@ pub struct TreePane {
 impl TreePane {
     /// Brings the tree in line with the selected execution and request.
     pub fn sync(&mut self, ctx: &Ctx) {
-        if self.exec != Some(ctx.sel.exec) {
-            self.exec = Some(ctx.sel.exec);
+        if self.exec != Some((ctx.sel.batch, ctx.sel.exec)) {
+            self.exec = Some((ctx.sel.batch, ctx.sel.exec));
             self.rtree = RequestTree::new(ctx.exec());
             self.opened.clear();
             for p in &self.rtree.paths {
@@ -440,34 +440,40 @@ impl TreePane {
                 ),
             ])
         };
+        // Each item is cut to what the widget leaves it (two columns per level and the open /
+        // closed mark), ending in `…`.
         fn item(
             d: &DNode,
+            room: usize,
             label: &dyn Fn(u32) -> Line<'static>,
             header: &dyn Fn(&DNode) -> Line<'static>,
         ) -> Option<TreeItem<'static, u32>> {
             let children: Vec<TreeItem<'static, u32>> = d
                 .children
                 .iter()
-                .filter_map(|c| item(c, label, header))
+                .filter_map(|c| item(c, room.saturating_sub(2), label, header))
                 .collect();
             let text = if d.id >= HEADER_BASE {
                 header(d)
             } else {
                 label(d.id)
             };
+            let text = fit_line(text.spans, room.saturating_sub(2));
             TreeItem::new(d.id, text, children).ok()
         }
+        let room = area.width.saturating_sub(2) as usize;
         let items: Vec<TreeItem<'static, u32>> = rtree
             .display
             .iter()
-            .filter_map(|d| item(d, &label, &header))
+            .filter_map(|d| item(d, room, &label, &header))
             .collect();
         let block = ctx.block(
             Pane::Tree,
             format!(
-                " Tree · {} · {} requests ",
+                " Tree · {} · {} request{} ",
                 sanitize(&exec.id),
-                exec.requests.len()
+                exec.requests.len(),
+                if exec.requests.len() == 1 { "" } else { "s" }
             ),
         );
         let Ok(widget) = Tree::new(&items) else {
