@@ -628,3 +628,36 @@ fn a_recording_read_again_never_keeps_a_stale_tree_or_path() {
         }
     }
 }
+
+/// The trainer's-eye row scrolled to its end when `--follow` reads a recording whose row on
+/// screen is now shorter (or when a re-run lands with another row): the view starts again at the
+/// row's first response token, never past its end.
+#[test]
+fn the_row_view_survives_new_results_under_it() {
+    use tui_common::*;
+    let r = |id: &str, output: Vec<u32>| {
+        let lp = vec![-1.0; output.len()];
+        format!(
+            "{{\"kind\":\"request\",\"execution\":\"e\",\"id\":\"{id}\",\"input\":[1,2,3],\"output\":{output:?},\"logprobs\":{lp:?}}}\n"
+        )
+    };
+    let head = "{\"kind\":\"header\",\"format\":\"gyre/1\"}\n{\"kind\":\"execution\",\"execution\":\"e\",\"t\":0}\n";
+    // Scored, so that its one path is drawn and exported.
+    let end = "{\"kind\":\"closure\",\"execution\":\"e\",\"t\":5,\"status\":\"completed\",\"artifact\":\"a\",\"version\":1}\n{\"kind\":\"assessment\",\"execution\":\"e\",\"artifact\":\"a\",\"version\":1,\"status\":\"valid\",\"score\":1.0,\"t\":6}\n";
+    let load = |text: String| {
+        let b = load_bytes("follow", text.as_bytes(), &LoadOptions::default()).unwrap();
+        let res = engine::process(&b, &Settings::default(), AdvantageMode::DrGrpo);
+        (Arc::new(b), Box::new(res))
+    };
+    let mut app = App::new("follow", Settings::default(), Theme { color: true });
+    app.step(Action::Resize(120, 40));
+    let (b, res) = load(format!("{head}{}{end}", r("r1", (10..200).collect())));
+    app.step(Action::Processed(b, res));
+    cmds(&mut app, &[Command::Row, Command::End]);
+    assert!(matches!(app.overlay, Overlay::Row(at) if at > 0));
+    let (b, res) = load(format!("{head}{}{end}", r("r1", vec![10, 11])));
+    app.step(Action::Grown(b, res));
+    let _ = screen(&app);
+    check(&app, true).unwrap();
+    assert!(matches!(app.overlay, Overlay::Row(0)));
+}

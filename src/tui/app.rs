@@ -709,6 +709,7 @@ impl App {
         if matches!(self.overlay, Overlay::Why { .. }) {
             self.overlay = Overlay::None;
         }
+        self.row_from_the_top();
         match exec {
             Some(i) => {
                 let d = self.data.as_ref().expect("just set");
@@ -1504,6 +1505,15 @@ impl App {
             .get(i)
             .map_or(0, |a| a.draws.len() as u32);
         self.change = change;
+        self.row_from_the_top();
+    }
+
+    /// New results can make the row on screen another (shorter) one: the row view starts again
+    /// at its first response token.
+    fn row_from_the_top(&mut self) {
+        if let Overlay::Row(at) = &mut self.overlay {
+            *at = 0;
+        }
     }
 
     /// `./admitted.jsonl`, or the next free `admitted-N.jsonl`.
