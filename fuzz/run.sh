@@ -11,6 +11,8 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   mapfile -t targets < <(cargo +nightly fuzz list)
 fi
+# LeakSanitizer reports glibc's per-thread destructor record of a thread still exiting (fuzz/lsan.supp).
+export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 failed=()
 for t in "${targets[@]}"; do
   echo "== $t: ${seconds}s"

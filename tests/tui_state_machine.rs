@@ -661,3 +661,43 @@ fn the_row_view_survives_new_results_under_it() {
     check(&app, true).unwrap();
     assert!(matches!(app.overlay, Overlay::Row(0)));
 }
+
+/// The dashboard open on the last bar of every chart when `--follow` reads a recording with
+/// fewer executions: each selection moves to the last bar there is.
+#[test]
+fn the_dashboard_survives_a_shorter_recording() {
+    use tui_common::*;
+    let text = std::str::from_utf8(gyre::demo::RECORDING).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let load = |n: usize| {
+        let b = load_bytes(
+            "growing.jsonl",
+            lines[..n].concat().as_bytes(),
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        let r = engine::process(&b, &Settings::default(), AdvantageMode::DrGrpo);
+        (Arc::new(b), Box::new(r))
+    };
+    let mut app = App::new("growing", Settings::default(), Theme { color: true });
+    app.step(Action::Resize(160, 45));
+    let (b, r) = load(lines.len());
+    app.step(Action::Processed(b, r));
+    cmds(&mut app, &[Command::Dashboard]);
+    for _ in 0..5 {
+        cmds(&mut app, &[Command::End, Command::FocusNext]);
+    }
+    let Overlay::Dashboard(before) = app.overlay else {
+        panic!("the dashboard is open")
+    };
+    assert!(before.bar[2] > 1, "{before:?}");
+    let (b, r) = load(14);
+    app.step(Action::Grown(b, r));
+    let _ = screen(&app);
+    check(&app, true).unwrap();
+    let Overlay::Dashboard(after) = app.overlay else {
+        panic!("the dashboard stays open")
+    };
+    let rows = app.breakdown().unwrap().rows.len();
+    assert_eq!(after.bar[2], rows - 1);
+}

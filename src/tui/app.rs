@@ -551,7 +551,11 @@ impl App {
         {
             return;
         }
-        self.breakdown = Some((self.sel.generation, stats::breakdown(&d.batch, &d.results)));
+        let b = stats::breakdown(&d.batch, &d.results);
+        if let Overlay::Dashboard(dash) = &mut self.overlay {
+            dash.fit(&b);
+        }
+        self.breakdown = Some((self.sel.generation, b));
     }
 
     /// The dashboard's breakdown, when it is of the results on screen.

@@ -108,6 +108,14 @@ impl Dash {
         }
     }
 
+    /// New figures (a re-run, a recording read again) can have fewer bars: each selection stays
+    /// where it was when it can, else on the last bar.
+    pub fn fit(&mut self, b: &Breakdown) {
+        for (bar, n) in self.bar.iter_mut().zip(counts(b)) {
+            *bar = (*bar).min(n.saturating_sub(1));
+        }
+    }
+
     /// Where Enter on the selected bar goes.
     pub fn go(&self, ctx: &Ctx, b: &Breakdown) -> Go {
         let at = self.bar[self.chart];
