@@ -347,21 +347,7 @@ fn the_why_line_of_a_reconstructed_token_is_never_cut_off() {
 /// not enough (it was cut after the batch's left-out tokens).
 #[test]
 fn the_change_line_keeps_the_selected_execution_on_a_narrow_terminal() {
-    let synth = || {
-        let batch = load_bytes(
-            "synth",
-            gyre::demo::Demo::Synth.bytes(),
-            &LoadOptions::default(),
-        )
-        .unwrap();
-        App::with_batch(
-            "synth",
-            batch,
-            Settings::default(),
-            Theme { color: true },
-            (80, 24),
-        )
-    };
+    let synth = || synth_app(80, 24, true);
     for (w, h) in [(80, 24), (100, 30), (120, 35)] {
         let mut app = synth();
         app.step(Action::Resize(w, h));
@@ -400,19 +386,7 @@ fn the_change_line_keeps_the_selected_execution_on_a_narrow_terminal() {
 #[test]
 fn cut_titles_and_tree_rows_end_in_an_ellipsis() {
     let open = |w: u16, pane: u8| {
-        let batch = load_bytes(
-            "synth",
-            gyre::demo::Demo::Synth.bytes(),
-            &LoadOptions::default(),
-        )
-        .unwrap();
-        let mut app = App::with_batch(
-            "synth",
-            batch,
-            Settings::default(),
-            Theme { color: true },
-            (w, 40),
-        );
+        let mut app = synth_app(w, 40, true);
         cmds(&mut app, &[C::Jump(pane), C::Zoom]);
         let s = screen(&app);
         // The zoomed pane's rows, borders and trailing blanks left out.
@@ -444,19 +418,7 @@ fn cut_titles_and_tree_rows_end_in_an_ellipsis() {
 /// re-scroll the replay pane): draw 3 of e0001 in the synth demo draws its fourth candidate.
 #[test]
 fn the_drawn_candidate_stays_in_view_when_the_terminal_gets_shorter() {
-    let batch = load_bytes(
-        "synth",
-        gyre::demo::Demo::Synth.bytes(),
-        &LoadOptions::default(),
-    )
-    .unwrap();
-    let mut app = App::with_batch(
-        "synth",
-        batch,
-        Settings::default(),
-        Theme { color: true },
-        (100, 40),
-    );
+    let mut app = synth_app(100, 40, true);
     app.apply(Effect::OpenExec(1));
     app.apply(Effect::Step(3));
     let drawn = "● r15";

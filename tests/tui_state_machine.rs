@@ -508,6 +508,14 @@ fn the_reported_crashes_are_gone() {
     }
 }
 
+/// A recording's text loaded and processed under the default settings, as `--follow` hands it
+/// to the inspector.
+fn processed(text: &str) -> (Arc<Batch>, Box<Results>) {
+    let b = load_bytes("follow", text.as_bytes(), &LoadOptions::default()).unwrap();
+    let r = engine::process(&b, &Settings::default(), AdvantageMode::DrGrpo);
+    (Arc::new(b), Box::new(r))
+}
+
 /// `--follow`: the recording grows (and, if rewritten, shrinks) under the inspector; the
 /// selection stays on its execution and request by id, and every invariant holds throughout.
 #[test]
@@ -515,16 +523,7 @@ fn a_growing_recording_keeps_the_selection_by_id() {
     use tui_common::*;
     let text = std::str::from_utf8(gyre::demo::RECORDING).unwrap();
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let load = |n: usize| {
-        let b = load_bytes(
-            "growing.jsonl",
-            lines[..n].concat().as_bytes(),
-            &LoadOptions::default(),
-        )
-        .unwrap();
-        let r = engine::process(&b, &Settings::default(), AdvantageMode::DrGrpo);
-        (Arc::new(b), Box::new(r))
-    };
+    let load = |n: usize| processed(&lines[..n].concat());
     let mut app = App::new("growing", Settings::default(), Theme { color: true });
     app.step(Action::Resize(160, 45));
     let (b, r) = load(8);
@@ -588,11 +587,7 @@ fn a_recording_read_again_never_keeps_a_stale_tree_or_path() {
     let r1 = r("r1", (1..41).collect(), vec![50, 51, 52]);
     let r2 = r("r2", (1..6).collect(), vec![60]);
     let r3 = r("r3", (1..41).collect(), vec![50, 51, 70]);
-    let load = |text: String| {
-        let b = load_bytes("follow", text.as_bytes(), &LoadOptions::default()).unwrap();
-        let res = engine::process(&b, &Settings::default(), AdvantageMode::DrGrpo);
-        (Arc::new(b), Box::new(res))
-    };
+    let load = |text: String| processed(&text);
     let mut app = App::new("follow", Settings::default(), Theme { color: true });
     app.step(Action::Resize(120, 40));
     let (b, res) = load(format!("{head}{r1}{r3}"));
@@ -644,11 +639,7 @@ fn the_row_view_survives_new_results_under_it() {
     let head = "{\"kind\":\"header\",\"format\":\"gyre/1\"}\n{\"kind\":\"execution\",\"execution\":\"e\",\"t\":0}\n";
     // Scored, so that its one path is drawn and exported.
     let end = "{\"kind\":\"closure\",\"execution\":\"e\",\"t\":5,\"status\":\"completed\",\"artifact\":\"a\",\"version\":1}\n{\"kind\":\"assessment\",\"execution\":\"e\",\"artifact\":\"a\",\"version\":1,\"status\":\"valid\",\"score\":1.0,\"t\":6}\n";
-    let load = |text: String| {
-        let b = load_bytes("follow", text.as_bytes(), &LoadOptions::default()).unwrap();
-        let res = engine::process(&b, &Settings::default(), AdvantageMode::DrGrpo);
-        (Arc::new(b), Box::new(res))
-    };
+    let load = |text: String| processed(&text);
     let mut app = App::new("follow", Settings::default(), Theme { color: true });
     app.step(Action::Resize(120, 40));
     let (b, res) = load(format!("{head}{}{end}", r("r1", (10..200).collect())));
@@ -669,16 +660,7 @@ fn the_dashboard_survives_a_shorter_recording() {
     use tui_common::*;
     let text = std::str::from_utf8(gyre::demo::RECORDING).unwrap();
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let load = |n: usize| {
-        let b = load_bytes(
-            "growing.jsonl",
-            lines[..n].concat().as_bytes(),
-            &LoadOptions::default(),
-        )
-        .unwrap();
-        let r = engine::process(&b, &Settings::default(), AdvantageMode::DrGrpo);
-        (Arc::new(b), Box::new(r))
-    };
+    let load = |n: usize| processed(&lines[..n].concat());
     let mut app = App::new("growing", Settings::default(), Theme { color: true });
     app.step(Action::Resize(160, 45));
     let (b, r) = load(lines.len());

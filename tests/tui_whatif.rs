@@ -287,21 +287,9 @@ fn a_what_if_for_settings_left_behind_is_dropped() {
     assert!(app.whatif().is_some());
 }
 
-/// The synth demo (the `gyre synth` recording behind `--demo synth`) at `w`×`h`.
-fn synth_app(w: u16, h: u16) -> App {
-    let batch = gyre::engine::load::load_bytes(
-        gyre::demo::SYNTH_NAME,
-        gyre::demo::SYNTH_RECORDING,
-        &gyre::engine::load::LoadOptions::default(),
-    )
-    .unwrap();
-    let mut app = App::with_batch(
-        "demo: synth",
-        batch,
-        Settings::default(),
-        gyre::tui::theme::Theme { color: false },
-        (w, h),
-    );
+/// The synth demo at `w`×`h`, its lens over 4 seeds.
+fn synth_lens_app(w: u16, h: u16) -> App {
+    let mut app = synth_app(w, h, false);
     app.lens_seeds = 4;
     app
 }
@@ -310,7 +298,7 @@ fn synth_app(w: u16, h: u16) -> App {
 fn dashboard_bars_go_to_the_first_token_they_count() {
     // Splits give the head of a node the new id: the first node in id order holding template
     // or system tokens is not the one at the start of the path.
-    let mut app = synth_app(160, 45);
+    let mut app = synth_lens_app(160, 45);
     for (label, pos) in [("template", 0), ("system", 3)] {
         cmds(&mut app, &[C::Dashboard]);
         let b = app.breakdown().unwrap();
@@ -332,7 +320,7 @@ fn dashboard_bars_go_to_the_first_token_they_count() {
 #[test]
 fn dashboard_keeps_the_selected_bar_in_view_on_small_terminals() {
     // 80×24: twelve provenance bars do not fit; the selected one stays on screen.
-    let mut app = synth_app(80, 24);
+    let mut app = synth_lens_app(80, 24);
     cmds(&mut app, &[C::Dashboard, C::End]);
     let last = app.breakdown().unwrap().provenance.last().unwrap().label;
     // (The footer names it too: look inside the focused chart's thick border.)
@@ -343,7 +331,7 @@ fn dashboard_keeps_the_selected_bar_in_view_on_small_terminals() {
     let s = screen(&app);
     assert!(s.contains("┃dummy execution"), "{s}");
     // 60×16: too low for every chart; the focused one fills the box, the axes show.
-    let mut app = synth_app(60, 16);
+    let mut app = synth_lens_app(60, 16);
     cmds(&mut app, &[C::Dashboard, C::FocusPrev]);
     let s = screen(&app);
     assert!(s.contains('∞') && s.contains("100%"), "{s}");
@@ -359,7 +347,7 @@ fn dashboard_keeps_the_selected_bar_in_view_on_small_terminals() {
 
 #[test]
 fn the_row_view_keeps_its_numbers_on_a_narrow_terminal() {
-    let mut app = synth_app(60, 16);
+    let mut app = synth_lens_app(60, 16);
     cmds(&mut app, &[C::Row]);
     let d = app.data.as_ref().unwrap();
     let row = export::draw_row(&d.batch, &d.results, app.sel.exec, app.sel.step).unwrap();

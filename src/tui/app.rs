@@ -656,7 +656,7 @@ impl App {
             totals,
         });
         self.load = Load::Ready;
-        self.sel.generation += 1;
+        self.new_results();
         self.sel.batch += 1;
         // Open on the execution with the most draws (the first such), at draw n/n.
         let d = self.data.as_ref().expect("just set");
@@ -707,13 +707,12 @@ impl App {
             results: Arc::new(results),
             totals,
         });
-        self.sel.generation += 1;
+        self.new_results();
         self.sel.batch += 1;
         // "Why" names a request by its index in the old batch.
         if matches!(self.overlay, Overlay::Why { .. }) {
             self.overlay = Overlay::None;
         }
-        self.row_from_the_top();
         match exec {
             Some(i) => {
                 let d = self.data.as_ref().expect("just set");
@@ -1502,19 +1501,20 @@ impl App {
         });
         d.results = Arc::new(r.results);
         d.totals = r.totals;
-        self.sel.generation += 1;
         self.sel.step = d
             .results
             .admissions
             .get(i)
             .map_or(0, |a| a.draws.len() as u32);
         self.change = change;
-        self.row_from_the_top();
+        self.new_results();
     }
 
-    /// New results can make the row on screen another (shorter) one: the row view starts again
-    /// at its first response token.
-    fn row_from_the_top(&mut self) {
+    /// Results on screen were replaced: what was worked out for the old ones is stale (by
+    /// generation), and the row view, which may now show another (shorter) row, starts again at
+    /// its first response token.
+    fn new_results(&mut self) {
+        self.sel.generation += 1;
         if let Overlay::Row(at) = &mut self.overlay {
             *at = 0;
         }

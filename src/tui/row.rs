@@ -279,12 +279,14 @@ pub fn render(ctx: &Ctx, at: u64, full: Rect, buf: &mut Buffer) {
     let shown = (table.height as usize).saturating_sub(1);
     let ids = &response[at..(at + shown).min(response.len())];
     let digits = |n: u64| n.max(1).ilog10() as usize + 1;
-    let (pos_w, id_w, lp_w, tok_w) = if w >= 8 + 2 + 20 + 1 + 8 + 2 + 4 + 2 + 10 + 2 + 11 {
+    // Columns beside the token's: position, id, log-prob, plus the separators, mask and weight.
+    let numbers = |pos_w: usize, id_w: usize, lp_w: usize| pos_w + id_w + lp_w + 24;
+    let (pos_w, id_w, lp_w, tok_w) = if w >= numbers(8, 8, 10) + 20 {
         (8, 8, 10, 20)
     } else {
         let pos_w = digits(r.tokens.len() as u64).max(3);
         let id_w = digits(ids.iter().copied().max().unwrap_or(0) as u64).max(2);
-        let rest = pos_w + 2 + 1 + id_w + 2 + 4 + 2 + 8 + 2 + 11;
+        let rest = numbers(pos_w, id_w, 8);
         (pos_w, id_w, 8, w.saturating_sub(rest).clamp(4, 20))
     };
     let mut rows = vec![Line::styled(

@@ -28,6 +28,23 @@ pub fn demo_app(w: u16, h: u16, color: bool) -> App {
     )
 }
 
+/// The inspector on the bundled `gyre synth` demo (`--demo synth`), at `w`×`h`.
+pub fn synth_app(w: u16, h: u16, color: bool) -> App {
+    let batch = load_bytes(
+        gyre::demo::SYNTH_NAME,
+        gyre::demo::Demo::Synth.bytes(),
+        &LoadOptions::default(),
+    )
+    .expect("synth demo loads");
+    App::with_batch(
+        "demo: synth",
+        batch,
+        Settings::default(),
+        Theme { color },
+        (w, h),
+    )
+}
+
 /// Renders the app into a buffer of its size.
 pub fn render(app: &App) -> Buffer {
     let mut t = Terminal::new(TestBackend::new(app.size.0, app.size.1)).expect("test terminal");
