@@ -11,15 +11,13 @@
 //! The first seed of the range is the one the caller admits with, so "at the current seed"
 //! questions read the first column.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use rayon::prelude::*;
 use serde::Serialize;
 
-use super::admit::{Class, Prepared, Settings, trainable_node};
+use super::admit::{Class, Drawn, Prepared, Settings, trainable_node};
 use super::execution::Execution;
 use super::load::Batch;
-use super::score::{self, Outcome};
+use super::score::Outcome;
+use super::sweep::{self, Sweep, SweepOptions};
 use super::tree::NodeId;
 
 /// Which seeds and priority a lens looks through.
@@ -207,28 +205,54 @@ impl ExecutionLens {
     }
 }
 
-/// Looks through `batch` under `options` (executions in parallel), calling `progress(done,
-/// total)` as executions finish.
+/// The lens of every execution of `batch`, calling `progress(done, total)` as executions finish.
 pub fn lens(
     batch: &Batch,
     options: &LensOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Lens {
-    let done = AtomicUsize::new(0);
-    let total = batch.executions.len();
-    let executions = batch
-        .executions
-        .par_iter()
-        .map(|exec| {
-            let l = execution_lens(exec, &score::score(exec), options);
-            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-            l
-        })
-        .collect();
-    Lens {
+    lens_and_sweep(batch, options, Vec::new(), progress).0
+}
+
+/// The lens and the sweep over `jmax` under the same seeds and priority, read off the same
+/// uncapped runs (one per scored execution and seed), so that each is drawn once.
+pub fn lens_and_sweep(
+    batch: &Batch,
+    options: &LensOptions,
+    jmax: Vec<u32>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> (Lens, Sweep) {
+    let sweep_options = SweepOptions {
+        jmax,
+        seed: options.seed,
+        seeds: options.seeds as u64,
+        priority: options.priority.clone(),
+    };
+    let (sweep, collected) = sweep::sweep_observing(
+        batch,
+        &sweep_options,
+        progress,
+        &|c: &mut Option<Collect>, exec, prepared, s, drawn| {
+            c.get_or_insert_with(|| Collect::new(exec, prepared, options.seeds))
+                .add(s, drawn)
+        },
+    );
+    let lens = Lens {
         options: options.clone(),
-        executions,
-    }
+        executions: collected
+            .into_iter()
+            .map(|c| match c {
+                Some(c) => c.finish(options.seed),
+                // Not scored (or no seeds): nothing was drawn, no node or candidate has odds.
+                None => ExecutionLens {
+                    seed: options.seed,
+                    seeds: options.seeds,
+                    ..ExecutionLens::default()
+                },
+            })
+            .collect(),
+    };
+    (lens, sweep)
 }
 
 /// The lens of one execution whose scoring outcome is `outcome`.
@@ -242,37 +266,66 @@ pub fn execution_lens(exec: &Execution, outcome: &Outcome, options: &LensOptions
         };
     }
     let prepared = Prepared::new(exec);
-    let seeds = options.seeds as usize;
-    let trainable: Vec<NodeId> = (0..exec.tree.nodes.len() as NodeId)
-        .filter(|&n| trainable_node(exec, n))
-        .collect();
-    let candidates: Vec<u32> = prepared.candidates.iter().map(|c| c.request).collect();
-    let mut claims = vec![0u32; trainable.len() * seeds];
-    let mut picks = vec![0u32; candidates.len() * seeds];
-    for s in 0..seeds {
+    let mut c = Collect::new(exec, &prepared, options.seeds);
+    for s in 0..options.seeds as usize {
         let settings = Settings {
             seed: options.seed.wrapping_add(s as u64),
             jmax: 0,
             priority: options.priority.clone(),
         };
-        let drawn = prepared.run(exec, &settings);
-        for (i, &n) in trainable.iter().enumerate() {
-            claims[i * seeds + s] = drawn.claimed_by[n as usize].unwrap_or(0);
-        }
-        for (k, d) in drawn.draws.iter().enumerate() {
-            let c = candidates
-                .binary_search(&d.chosen)
-                .expect("draws pick candidates");
-            picks[c * seeds + s] = k as u32 + 1;
+        c.add(s, &prepared.run(exec, &settings));
+    }
+    c.finish(options.seed)
+}
+
+/// An execution's lens being filled in, one uncapped run (seed) at a time.
+struct Collect {
+    seeds: u32,
+    trainable: Vec<NodeId>,
+    claims: Vec<u32>,
+    candidates: Vec<u32>,
+    picks: Vec<u32>,
+}
+
+impl Collect {
+    fn new(exec: &Execution, prepared: &Prepared, seeds: u32) -> Collect {
+        let trainable: Vec<NodeId> = (0..exec.tree.nodes.len() as NodeId)
+            .filter(|&n| trainable_node(exec, n))
+            .collect();
+        let candidates: Vec<u32> = prepared.candidates.iter().map(|c| c.request).collect();
+        Collect {
+            seeds,
+            claims: vec![0; trainable.len() * seeds as usize],
+            picks: vec![0; candidates.len() * seeds as usize],
+            trainable,
+            candidates,
         }
     }
-    ExecutionLens {
-        seed: options.seed,
-        seeds: options.seeds,
-        trainable,
-        claims,
-        candidates,
-        picks,
+
+    /// The uncapped run of seed index `s`.
+    fn add(&mut self, s: usize, drawn: &Drawn) {
+        let seeds = self.seeds as usize;
+        for (i, &n) in self.trainable.iter().enumerate() {
+            self.claims[i * seeds + s] = drawn.claimed_by[n as usize].unwrap_or(0);
+        }
+        for (k, d) in drawn.draws.iter().enumerate() {
+            let c = self
+                .candidates
+                .binary_search(&d.chosen)
+                .expect("draws pick candidates");
+            self.picks[c * seeds + s] = k as u32 + 1;
+        }
+    }
+
+    fn finish(self, seed: u64) -> ExecutionLens {
+        ExecutionLens {
+            seed,
+            seeds: self.seeds,
+            trainable: self.trainable,
+            claims: self.claims,
+            candidates: self.candidates,
+            picks: self.picks,
+        }
     }
 }
 

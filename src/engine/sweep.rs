@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::admit::{Class, Prepared, Settings, drawable_nodes, trainable_node};
+use super::admit::{Class, Drawn, Prepared, Settings, drawable_nodes, trainable_node};
 use super::execution::Execution;
 use super::export::dummy_leaf;
 use super::load::Batch;
@@ -156,32 +156,56 @@ pub fn sweep_with_progress(
     options: &SweepOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Sweep {
+    sweep_observing(batch, options, progress, &|_: &mut (), _, _, _, _| {}).0
+}
+
+/// What [`sweep_observing`] shows each uncapped run: the state of its execution (one a
+/// worker), the execution, its prepared candidates, the seed's index and the run.
+pub type Observer<'a, T> = dyn Fn(&mut T, &Execution, &Prepared, usize, &Drawn) + Sync + 'a;
+
+/// [`sweep_with_progress`], also handing every uncapped run (one per scored execution and
+/// seed) to `observe`, so that what else is read off those runs (the lens) does not draw
+/// them again. Returns, beside the sweep, each execution's `T` in batch order.
+pub fn sweep_observing<T: Default + Send>(
+    batch: &Batch,
+    options: &SweepOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    observe: &Observer<'_, T>,
+) -> (Sweep, Vec<T>) {
     let done = AtomicUsize::new(0);
     let total = batch.executions.len();
-    let executions: Vec<ExecutionSweep> = batch
+    let (executions, observed): (Vec<ExecutionSweep>, Vec<T>) = batch
         .executions
         .par_iter()
         .map(|exec| {
-            let e = sweep_execution(exec, options);
+            let mut state = T::default();
+            let e = sweep_execution(exec, options, &mut |prepared, s, drawn| {
+                observe(&mut state, exec, prepared, s, drawn)
+            });
             progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-            e
+            (e, state)
         })
-        .collect();
+        .unzip();
     let mut trainable = Trainable::default();
     let mut batch_executions = 0;
     for e in &executions {
         trainable.add(&e.trainable);
         batch_executions += (e.status != "excluded") as u64;
     }
-    Sweep {
+    let sweep = Sweep {
         options: options.clone(),
         executions,
         trainable,
         batch_executions,
-    }
+    };
+    (sweep, observed)
 }
 
-fn sweep_execution(exec: &Execution, options: &SweepOptions) -> ExecutionSweep {
+fn sweep_execution(
+    exec: &Execution,
+    options: &SweepOptions,
+    observe: &mut dyn FnMut(&Prepared, usize, &Drawn),
+) -> ExecutionSweep {
     let outcome = score::score(exec);
     let trainable_tokens: u64 = (0..exec.tree.nodes.len() as u32)
         .filter(|&n| trainable_node(exec, n))
@@ -213,7 +237,7 @@ fn sweep_execution(exec: &Execution, options: &SweepOptions) -> ExecutionSweep {
         }
         Outcome::Scored { .. } => {
             trainable.counted = trainable_tokens;
-            scored_figures(exec, options, trainable_tokens)
+            scored_figures(exec, options, trainable_tokens, observe)
         }
     };
     ExecutionSweep {
@@ -230,6 +254,7 @@ fn scored_figures(
     exec: &Execution,
     options: &SweepOptions,
     trainable_tokens: u64,
+    observe: &mut dyn FnMut(&Prepared, usize, &Drawn),
 ) -> (Vec<Vec<Figures>>, Vec<Figures>) {
     let prepared = Prepared::new(exec);
     let drawable = drawable_nodes(exec, &prepared.candidates, &options.priority);
@@ -242,13 +267,14 @@ fn scored_figures(
     let mut figures = vec![Vec::with_capacity(options.seeds as usize); options.jmax.len()];
     let mut uncapped = Vec::with_capacity(options.seeds as usize);
     // Seeds wrap past u64::MAX, as `s` on a seed of 18446744073709551615 does.
-    for seed in (0..options.seeds).map(|k| options.seed.wrapping_add(k)) {
+    for k in 0..options.seeds {
         let settings = Settings {
-            seed,
+            seed: options.seed.wrapping_add(k),
             jmax: 0,
             priority: options.priority.clone(),
         };
         let drawn = prepared.run(exec, &settings);
+        observe(&prepared, k as usize, &drawn);
         let cut = |j: usize| {
             let taken = &drawn.draws[..j.min(drawn.draws.len())];
             let targets: u64 = taken.iter().map(|d| d.target_tokens).sum();

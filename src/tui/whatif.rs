@@ -9,7 +9,7 @@ use crate::engine::admit::Settings;
 use crate::engine::diff::{self, Diff, Side};
 use crate::engine::lens::{self, Lens, LensOptions};
 use crate::engine::load::Batch;
-use crate::engine::sweep::{self, Sweep, SweepOptions};
+use crate::engine::sweep::Sweep;
 
 /// Seeds the lens looks through unless `--seeds` says otherwise.
 pub const DEFAULT_SEEDS: u32 = 64;
@@ -45,24 +45,14 @@ impl WhatIf {
         Arc::ptr_eq(&self.batch, batch) && self.options == *options
     }
 
-    /// Works it out, calling `progress(done, total)` (the lens's executions, then the sweep's).
+    /// Works it out, calling `progress(done, total)` as executions finish (the lens and the
+    /// sweep are read off the same runs).
     pub fn compute(
         batch: Arc<Batch>,
         options: LensOptions,
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> WhatIf {
-        let n = batch.executions.len();
-        let lens = lens::lens(&batch, &options, &|done, _| progress(done, 2 * n));
-        let sweep = sweep::sweep_with_progress(
-            &batch,
-            &SweepOptions {
-                jmax: SWEEP_JMAX.to_vec(),
-                seed: options.seed,
-                seeds: options.seeds as u64,
-                priority: options.priority.clone(),
-            },
-            &|done, _| progress(n + done, 2 * n),
-        );
+        let (lens, sweep) = lens::lens_and_sweep(&batch, &options, SWEEP_JMAX.to_vec(), progress);
         WhatIf {
             batch,
             options,
