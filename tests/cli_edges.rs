@@ -451,6 +451,20 @@ fn a_closed_pipe_is_a_normal_end() {
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
         let out = pipeline("\"$GYRE\" 2>&1 | head -1 >/dev/null");
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+        // JSON goes out through serde_json, which wraps the I/O error (it was an internal error).
+        let demo = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/assets/demo/inspector.jsonl.zst"
+        );
+        for json in [
+            format!("diff {demo} --a jmax=2 --b jmax=0 --json"),
+            format!("replay {demo} --execution e0000 --json"),
+            format!("sweep {demo} --seeds 2 --json"),
+        ] {
+            let out = pipeline(&format!("\"$GYRE\" {json} | head -c1 >/dev/null"));
+            assert_eq!(out.status.code(), Some(0), "{json}: {}", both(&out));
+            assert!(out.stderr.is_empty(), "{json}: {}", both(&out));
+        }
     }
 }
 

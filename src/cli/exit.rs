@@ -101,9 +101,15 @@ pub fn finish(result: color_eyre::Result<ExitCode>) -> ExitCode {
         note!("gyre: {}", one_line(&e));
         return ExitCode::from(EXIT_INVALID);
     }
-    let io = e.chain().find_map(|c| c.downcast_ref::<io::Error>());
+    // JSON written straight to stdout fails with a serde_json error holding the I/O one (its
+    // `source()` skips it).
+    let io = e.chain().find_map(|c| {
+        c.downcast_ref::<io::Error>()
+            .map(io::Error::kind)
+            .or_else(|| c.downcast_ref::<serde_json::Error>()?.io_error_kind())
+    });
     match io {
-        Some(io) if io.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Some(io::ErrorKind::BrokenPipe) => ExitCode::SUCCESS,
         Some(_) => {
             note!("gyre: {}", one_line(&e));
             ExitCode::FAILURE
