@@ -682,4 +682,10 @@ fn the_dashboard_survives_a_shorter_recording() {
     };
     let rows = app.breakdown().unwrap().rows.len();
     assert_eq!(after.bar[2], rows - 1);
+    // The status line says the file now holds less (it said "grew … (+0)").
+    let said = &app.message.as_ref().unwrap().text;
+    assert!(
+        said.starts_with("recording rewritten: 1 executions (-3), 9 requests (-5)"),
+        "{said}"
+    );
 }

@@ -691,15 +691,23 @@ impl App {
             .map(|r| r.id.clone());
         let exec = old_exec.and_then(|e| batch.execution_index(&e.id));
         let requests = |b: &Batch| b.executions.iter().map(|e| e.requests.len()).sum::<usize>();
+        let (execs, reqs) = (
+            (old.batch.executions.len(), batch.executions.len()),
+            (requests(&old.batch), requests(&batch)),
+        );
+        // A rewritten file can also hold less than before: the counts say which.
+        let delta = |(was, now): (usize, usize)| now as i64 - was as i64;
         let said = format!(
-            "recording grew: {} executions (+{}), {} requests (+{})",
-            batch.executions.len(),
-            batch
-                .executions
-                .len()
-                .saturating_sub(old.batch.executions.len()),
-            requests(&batch),
-            requests(&batch).saturating_sub(requests(&old.batch)),
+            "recording {}: {} executions ({:+}), {} requests ({:+})",
+            if execs.1 < execs.0 || reqs.1 < reqs.0 {
+                "rewritten"
+            } else {
+                "grew"
+            },
+            execs.1,
+            delta(execs),
+            reqs.1,
+            delta(reqs),
         );
         let totals = stats::totals(&batch, &results);
         self.data = Some(Data {
