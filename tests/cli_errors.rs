@@ -506,6 +506,25 @@ fn validate_lists_every_problem() {
     }
     assert!(!msg.contains(&format!("{f}:2:")), "line 2 is valid:\n{msg}");
 
+    // A warning beside the problems is listed too (it was dropped when there were problems).
+    let mixed = write_lines(
+        dir.path(),
+        "mixed.jsonl",
+        &[
+            HEADER.to_string(),
+            r#"{"kind":"bogus"}"#.to_string(),
+            "not json at all".to_string(),
+        ],
+    );
+    let out = gyre(&["validate", mixed.to_str().unwrap()]);
+    let msg = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{msg}");
+    assert!(
+        msg.contains("warning: ") && msg.contains("mixed.jsonl:2: unknown kind"),
+        "{msg}"
+    );
+    assert!(msg.contains("mixed.jsonl:3: "), "{msg}");
+
     // A valid file validates with exit 0.
     let good = write_lines(
         dir.path(),

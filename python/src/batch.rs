@@ -75,9 +75,12 @@ pub fn merge_load_errors(
                 .unwrap_or(usize::MAX)
         };
         diagnostics.sort_by_key(|a| (rank(&a.file), a.line));
-        Ok(load_error(&EngineLoadError { diagnostics })
-            .into_value(py)
-            .into_any())
+        Ok(load_error(&EngineLoadError {
+            diagnostics,
+            warnings: Vec::new(),
+        })
+        .into_value(py)
+        .into_any())
     })
 }
 

@@ -52,6 +52,9 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
             }
         }
         Err(e) => {
+            for w in &e.warnings {
+                note!("warning: {w}");
+            }
             let written = e.diagnostics.iter().try_for_each(|d| writeln!(out, "{d}"));
             note!("{}", plural(e.count() as usize, "problem"));
             (ExitCode::from(EXIT_INVALID), written)

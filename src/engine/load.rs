@@ -103,6 +103,9 @@ pub struct LoadError {
     /// The problems, in file and line order: the first [`KEPT_DIAGNOSTICS`], then (when there
     /// were more) one [`Diagnostic::omitted`] entry counting the rest.
     pub diagnostics: Vec<Diagnostic>,
+    /// Warnings found beside them (kept like [`Batch::warnings`]), for `gyre validate` to list
+    /// every finding.
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl LoadError {
@@ -754,6 +757,7 @@ impl Loader {
         if !self.errors.is_empty() {
             return Err(LoadError {
                 diagnostics: self.errors.into_vec(),
+                warnings: self.warnings.into_vec(),
             });
         }
         drop(std::mem::take(&mut self.index));
