@@ -11,6 +11,9 @@
 //! - `gyre sweep FILE --seeds 64 --jmax 1,2,5,0` (256 admissions of every execution, parsed
 //!   once), in the same run, as a ratio to one admit.
 
+// A measurement harness may unwrap: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -65,8 +68,10 @@ fn run_measured(cmd: &mut Command) -> (f64, i64) {
     #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().unwrap();
     let mut status = 0;
+    #[allow(unsafe_code)]
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: wait4 reaps our own child and writes only into `status` and `ru`.
+    #[allow(unsafe_code)]
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
     assert_eq!(pid, child.id() as i32);
     assert!(

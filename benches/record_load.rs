@@ -6,7 +6,10 @@
 //!
 //! `cargo bench --bench record_load` (release build; `-- --conversations N --turns T`).
 
-#[path = "../tests/proxy/standin.rs"]
+// A measurement harness may unwrap: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+#[path = "../tests/cli/proxy/standin.rs"]
 mod standin;
 
 use std::io::{BufRead, BufReader};
@@ -14,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gyre::engine::load::{LoadOptions, load};
+use gyre_engine::load::{LoadOptions, load};
 use serde_json::{Value, json};
 
 /// A system prompt of a few thousand tokens, as agent harnesses send.
@@ -215,7 +218,10 @@ fn main() {
     let (alone, _) = through_proxy(&runtime, &http, &base, 0, 1, turns);
     let (loaded, wall) = through_proxy(&runtime, &http, &base, 1, conversations, turns);
     // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM)
+    };
     assert!(child.wait().unwrap().success());
 
     let batch = load(

@@ -5,17 +5,22 @@
 //!
 //! Run: `cargo bench --bench tui_render`.
 
+// A measurement harness may unwrap: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+// criterion_group! defines an undocumented public function.
+#![allow(missing_docs)]
+
 use std::io::Write;
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use gyre::engine::admit::Settings;
-use gyre::engine::load::{LoadOptions, load};
-use gyre::tui::app::{Action, App};
-use gyre::tui::keys::Command;
-use gyre::tui::pane::Pane;
-use gyre::tui::theme::Theme;
-use gyre::tui::ui;
+use gyre_engine::admit::Settings;
+use gyre_engine::load::{LoadOptions, load};
+use gyre_tui::app::{Action, App};
+use gyre_tui::keys::Command;
+use gyre_tui::pane::Pane;
+use gyre_tui::theme::Theme;
+use gyre_tui::ui;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 

@@ -14,19 +14,24 @@
 //!
 //! Run: `cargo bench --bench tui_startup`.
 
+// A measurement harness may unwrap: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+// criterion_group! defines an undocumented public function.
+#![allow(missing_docs)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use gyre::demo::Demo;
-use gyre::engine::admit::Settings;
-use gyre::tui::app::{Action, App, Jobs, Load, Msg};
-use gyre::tui::keys::Command as C;
-use gyre::tui::theme::Theme;
-use gyre::tui::whatif::{DEFAULT_SEEDS, WhatIf};
-use gyre::tui::{Input, Options, action_for, load_input, ui};
+use gyre_engine::admit::Settings;
+use gyre_engine::demo::Demo;
+use gyre_tui::app::{Action, App, Jobs, Load, Msg};
+use gyre_tui::keys::Command as C;
+use gyre_tui::theme::Theme;
+use gyre_tui::whatif::{DEFAULT_SEEDS, WhatIf};
+use gyre_tui::{Input, Options, action_for, load_input, ui};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 

@@ -8,17 +8,20 @@
 //! bundled demo, painted cell by cell with DejaVu Sans Mono (from the `dejavu` crate; DejaVu
 //! fonts are under a free licence, see the crate) — no terminal or screenshot tool involved.
 
+// A measurement harness may unwrap: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
-use gyre::demo::Demo;
-use gyre::engine::admit::Settings;
-use gyre::engine::load::{LoadOptions, load_bytes};
-use gyre::tui::app::{Action, App};
-use gyre::tui::keys::Command as C;
-use gyre::tui::pane::{Effect, Pane};
-use gyre::tui::theme::Theme;
-use gyre::tui::ui;
+use gyre_engine::admit::Settings;
+use gyre_engine::demo::Demo;
+use gyre_engine::load::{LoadOptions, load_bytes};
+use gyre_tui::app::{Action, App};
+use gyre_tui::keys::Command as C;
+use gyre_tui::pane::{Effect, Pane};
+use gyre_tui::theme::Theme;
+use gyre_tui::ui;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -183,10 +186,10 @@ fn render(app: &App) -> Buffer {
 
 fn demo(size: (u16, u16)) -> App {
     let demo = Demo::default();
-    let batch = load_bytes(demo.name(), demo.bytes(), &LoadOptions::default()).unwrap();
-    let text = gyre::text::resolve_tokenizer(None, &batch).unwrap();
+    let batch = load_bytes(demo.file_name(), demo.bytes(), &LoadOptions::default()).unwrap();
+    let text = gyre_text::resolve_tokenizer(None, &batch).unwrap();
     let mut app = App::new(
-        format!("demo: {}", demo.name()),
+        format!("demo: {}", demo.file_name()),
         Settings::default(),
         Theme { color: true },
     );
@@ -238,7 +241,7 @@ fn main() {
 
     // 3. Provenance audit: colour by provenance, cursor on a tool result, the why line says why.
     let mut app = demo(size);
-    while app.colour != gyre::paint::ColorMode::Provenance {
+    while app.colour != gyre_engine::paint::ColorMode::Provenance {
         steps(&mut app, &[C::Colour]);
     }
     steps(&mut app, &[C::Search]);
@@ -291,7 +294,7 @@ fn main() {
     // left-out token says which J_max and priority would train on it.
     let mut app = demo(size);
     steps(&mut app, &[C::JmaxDown, C::JmaxDown, C::JmaxDown]);
-    while app.colour != gyre::paint::ColorMode::Lens {
+    while app.colour != gyre_engine::paint::ColorMode::Lens {
         steps(&mut app, &[C::Colour]);
     }
     steps(&mut app, &[C::Jump(5), C::NextLeftOut]);

@@ -1,6 +1,12 @@
+//! `gyre`: the command line and the inspector over the gyre crates (ARCHITECTURE.md). This is the
+//! only crate with clap, indicatif and color-eyre; every decision is the engine's.
+
+mod cli;
+mod show;
+
 fn main() -> std::process::ExitCode {
     tune_allocator();
-    gyre::cli::main()
+    cli::main()
 }
 
 /// glibc raises its mmap threshold after the first large free, after which every token array of
@@ -8,6 +14,7 @@ fn main() -> std::process::ExitCode {
 /// Two arenas (one per core) keep the parse workers from each holding a fragmented heap of its
 /// own without serialising their allocations on one lock.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
 fn tune_allocator() {
     // SAFETY: mallopt only adjusts allocator parameters; called before any other thread exists.
     unsafe {

@@ -3,11 +3,11 @@
 
 use std::fmt::Write as _;
 
-use crate::engine::lens::Odds;
-use crate::engine::provenance::Reason;
-use crate::engine::tree::NodeKind;
-use crate::paint::{ColorMode, ExecView, PathView, Tone};
-use crate::text::{TokenText, sanitize};
+use gyre_engine::lens::Odds;
+use gyre_engine::paint::{ColorMode, ExecView, PathView, Tone};
+use gyre_engine::provenance::Reason;
+use gyre_engine::tree::NodeKind;
+use gyre_text::{TokenText, sanitize};
 
 /// How to print.
 #[derive(Clone, Copy, Debug, Default)]
@@ -24,7 +24,7 @@ pub struct ShowOptions {
 
 /// ANSI SGR sequence of a tone (the inspector uses the same hues).
 pub fn ansi(tone: Tone) -> &'static str {
-    use crate::engine::record::Source::*;
+    use gyre_engine::record::Source::*;
     match tone {
         Tone::Context(System) => "\x1b[34m",
         Tone::Context(User) => "\x1b[36m",

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use gyre::engine::load::{LoadOptions, load};
-use gyre::import::convo::Builder;
-use gyre::import::write::Sink;
-use gyre::import::{Options, import, importer, load_tokenizer};
-use gyre::text::{ChatTemplate, TokenText};
+use gyre_engine::load::{LoadOptions, load};
+use gyre_import::convo::Builder;
+use gyre_import::write::Sink;
+use gyre_import::{Options, import, importer, load_tokenizer};
+use gyre_text::{ChatTemplate, TokenText};
 
 /// The bundled Qwen3 tokenizer, parsed once per process (it takes seconds), and the header's
 /// `tokenizer` value.

@@ -2,9 +2,9 @@
 //! and the rows of an accepted recording are JSON lines.
 #![no_main]
 
-use gyre::engine::admit::Settings;
-use gyre::engine::load::{LoadOptions, load_bytes};
-use gyre::engine::score::AdvantageMode;
+use gyre_engine::admit::Settings;
+use gyre_engine::load::{LoadOptions, load_bytes};
+use gyre_engine::score::AdvantageMode;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,9 +22,9 @@ fuzz_target!(|data: &[u8]| {
         jmax: u32::from(mode >> 1 & 7),
         ..Settings::default()
     };
-    let results = gyre::engine::process(&batch, &settings, AdvantageMode::Grpo);
+    let results = gyre_engine::process(&batch, &settings, AdvantageMode::Grpo);
     let mut rows = Vec::new();
-    gyre::engine::export::write_rows(&batch, &results, &mut rows).expect("rows go to memory");
+    gyre_engine::export::write_rows(&batch, &results, &mut rows).expect("rows go to memory");
     for row in rows.split(|&b| b == b'\n').filter(|r| !r.is_empty()) {
         serde_json::from_slice::<serde_json::Value>(row).expect("every row is JSON");
     }

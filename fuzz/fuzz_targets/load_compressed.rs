@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use gyre::engine::load::{LoadOptions, load_bytes};
+use gyre_engine::load::{LoadOptions, load_bytes};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
         let plain = load_bytes("fuzz.jsonl.z", bytes, &options);
         match (read, plain) {
             (Ok(a), Ok(b)) => {
-                let ids = |b: &gyre::engine::load::Batch| {
+                let ids = |b: &gyre_engine::load::Batch| {
                     b.executions.iter().map(|e| e.id.clone()).collect::<Vec<_>>()
                 };
                 assert_eq!(ids(&a), ids(&b));

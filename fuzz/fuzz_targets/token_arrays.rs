@@ -4,7 +4,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|line: &[u8]| {
-    if let Err(e) = gyre::engine::record::check_split_against_serde(line) {
+    if let Err(e) = gyre_engine::record::check_split_against_serde(line) {
         panic!("{e}");
     }
 });

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
-use gyre::engine::Results;
-use gyre::engine::load::Batch;
-use gyre::engine::parquet;
+use gyre_engine::Results;
+use gyre_engine::load::Batch;
+use gyre_engine::parquet;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 

@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gyre::engine::admit::{Settings, parse_priority};
-use gyre::engine::export::{self, Row};
-use gyre::engine::load::{self as engine_load, LoadError as EngineLoadError, LoadOptions};
-use gyre::engine::score::{AdvantageMode, Outcome};
-use gyre::engine::{self as eng, Results, lens, shard, why};
-use gyre::output::ExistsError;
-use gyre::report;
+use gyre_engine::admit::{Settings, parse_priority};
+use gyre_engine::export::{self, Row};
+use gyre_engine::load::{self as engine_load, LoadError as EngineLoadError, LoadOptions};
+use gyre_engine::report;
+use gyre_engine::score::{AdvantageMode, Outcome};
+use gyre_engine::{self as eng, Results, lens, shard, why};
+use gyre_format::output::ExistsError;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
@@ -385,7 +385,7 @@ fn row_dict<'py>(py: Python<'py>, row: Row, numpy: bool) -> PyResult<Bound<'py, 
 }
 
 /// A file error from writing rows: `FileExistsError` for an existing file (without `force`).
-fn write_error(e: color_eyre::Report, path: &std::path::Path) -> PyErr {
+fn write_error(e: eyre::Report, path: &std::path::Path) -> PyErr {
     if e.downcast_ref::<ExistsError>().is_some() {
         return PyOSError::new_err((
             17,

@@ -5,9 +5,9 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::PathBuf;
 
-use gyre::engine::record::{Actor, ClosureStatus, Purpose, Source};
-use gyre::engine::recorder::{self as rec, AppendError, RecordError};
-use gyre::engine::write::{
+use gyre_engine::record::{Actor, ClosureStatus, Purpose, Source};
+use gyre_engine::recorder::{self as rec, AppendError, RecordError};
+use gyre_engine::write::{
     AssessmentOut, ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut, Validity,
 };
 use pyo3::exceptions::{PyIsADirectoryError, PyOSError};

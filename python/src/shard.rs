@@ -5,8 +5,8 @@
 use std::fs::File;
 use std::path::PathBuf;
 
-use gyre::engine::load::{Input, LoadOptions, load_inputs};
-use gyre::engine::shard;
+use gyre_engine::load::{Input, LoadOptions, load_inputs};
+use gyre_engine::shard;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 

@@ -8,9 +8,9 @@ use clap::Args;
 use color_eyre::eyre::{Result, WrapErr};
 
 use super::args::{AdmissionArgs, AdvantageArg, InputArgs, load_with_progress};
-use crate::engine::{self as eng, export};
-use crate::output::Sink;
-use crate::report::plural;
+use gyre_engine::report::plural;
+use gyre_engine::{self as eng, export};
+use gyre_format::output::Sink;
 
 /// `gyre admit` arguments.
 #[derive(Args, Debug)]

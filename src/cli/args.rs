@@ -9,11 +9,12 @@ use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::exit::{Invalid, note};
-use crate::engine::admit::{self, Class, Settings};
-use crate::engine::load::{self, Batch, LoadOptions};
-use crate::engine::score::AdvantageMode;
-use crate::report::plural;
-use crate::text::sanitize;
+use gyre_engine::admit::{self, Class, Settings};
+use gyre_engine::load::{self, Batch, LoadOptions};
+use gyre_engine::report::plural;
+use gyre_engine::score::AdvantageMode;
+use gyre_format::named::Named;
+use gyre_text::sanitize;
 
 /// Input recordings.
 #[derive(Args, Debug)]
@@ -169,4 +170,19 @@ pub fn find_execution(batch: &Batch, id: &str) -> Result<usize> {
         ))
         .into()
     })
+}
+
+/// A clap value parser for a [`Named`] set: `--help` lists the names with their help lines, and
+/// a wrong value is answered with the accepted ones (clap's own wording).
+pub fn named<T: Named + Send + Sync>() -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = T::ALL.iter().map(|v| {
+        let value = PossibleValue::new(v.name());
+        match v.help() {
+            "" => value,
+            help => value.help(help),
+        }
+    });
+    // Every accepted string is a name of `T`, so the lookup cannot miss.
+    PossibleValuesParser::new(values).map(|s| T::parse(&s).unwrap_or(T::ALL[0]))
 }

@@ -5,17 +5,17 @@ use std::process::ExitCode;
 
 use color_eyre::eyre::{Result, WrapErr};
 
-use crate::engine::admit::Settings;
-use crate::engine::load::{self, LoadOptions};
-use crate::engine::score::AdvantageMode;
-use crate::engine::{self as eng, stats};
-use crate::report::{replay_text, stats_table};
+use gyre_engine::admit::Settings;
+use gyre_engine::load::{self, LoadOptions};
+use gyre_engine::report::{replay_text, stats_table};
+use gyre_engine::score::AdvantageMode;
+use gyre_engine::{self as eng, stats};
 
 /// `gyre` with no subcommand: the engine at work on the bundled example recording.
 pub fn run() -> Result<ExitCode> {
     let batch = load::load_bytes(
-        crate::demo::NAME,
-        crate::demo::RECORDING,
+        gyre_engine::demo::NAME,
+        gyre_engine::demo::RECORDING,
         &LoadOptions::default(),
     )
     .wrap_err("loading the bundled demo recording")?;
@@ -24,8 +24,8 @@ pub fn run() -> Result<ExitCode> {
     writeln!(
         out,
         "gyre · bundled demo ({}): {}\n",
-        crate::demo::NAME,
-        crate::demo::DESCRIPTION
+        gyre_engine::demo::NAME,
+        gyre_engine::demo::DESCRIPTION
     )?;
     write!(
         out,

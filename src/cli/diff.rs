@@ -10,11 +10,11 @@ use serde_json::json;
 
 use super::args::{AdmissionArgs, InputArgs, load_with_progress};
 use super::exit::Invalid;
-use crate::engine::admit::{Settings, parse_priority};
-use crate::engine::diff::{Side, diff};
-use crate::engine::score::AdvantageMode;
-use crate::engine::{Results, process};
-use crate::report::{diff_json, diff_text, jmax_text, priority_text};
+use gyre_engine::admit::{Settings, parse_priority};
+use gyre_engine::diff::{Side, diff};
+use gyre_engine::report::{diff_json, diff_text, jmax_text, priority_text};
+use gyre_engine::score::AdvantageMode;
+use gyre_engine::{Results, process};
 
 /// `gyre diff` arguments.
 #[derive(Args, Debug)]
@@ -128,7 +128,7 @@ pub fn run(args: DiffArgs) -> Result<ExitCode> {
     let names = |files: &[PathBuf]| {
         files
             .iter()
-            .map(|f| crate::text::sanitize(&f.display().to_string()).into_owned())
+            .map(|f| gyre_text::sanitize(&f.display().to_string()).into_owned())
             .collect::<Vec<_>>()
             .join(" ")
     };
@@ -174,7 +174,7 @@ pub fn run(args: DiffArgs) -> Result<ExitCode> {
         )
     };
     if args.json {
-        crate::text::sanitize::write_json_pretty(&mut out, &value)?;
+        gyre_text::sanitize::write_json_pretty(&mut out, &value)?;
         writeln!(out)?;
     } else {
         write!(out, "{text}")?;

@@ -1,50 +1,15 @@
 //! How a command ends: exit codes, one plain line for bad input or usage, a report only for
 //! internal errors, and a closed pipe taken as a normal end.
 
-use std::fmt;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::process::ExitCode;
 
 use color_eyre::config::{HookBuilder, Theme};
 
-use crate::engine::load::LoadError;
-use crate::output::{ExistsError, OutputError};
-
-/// Exit code for invalid input or usage.
-pub const EXIT_INVALID: u8 = 2;
-
-/// Bad input or usage, said in one line (exit 2): an unknown execution, a tokenizer that cannot
-/// be loaded, a value out of range.
-#[derive(Debug)]
-pub struct Invalid(pub String);
-
-impl fmt::Display for Invalid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Invalid {}
-
-impl Invalid {
-    /// An error (with its causes) said as bad input or usage.
-    pub fn from_report(e: &color_eyre::Report) -> color_eyre::Report {
-        Invalid(one_line(e)).into()
-    }
-}
-
-/// Writes one line to stderr. A closed or full stderr is not a reason to stop the work (unlike
-/// `eprintln!`, which panics), so errors are ignored.
-pub fn write_note(args: fmt::Arguments) {
-    let mut err = io::stderr().lock();
-    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
-}
-
-/// `note!("…", args)`: [`write_note`] with `format!` syntax.
-macro_rules! note {
-    ($($arg:tt)*) => { $crate::cli::exit::write_note(format_args!($($arg)*)) };
-}
-pub(crate) use note;
+use gyre_engine::load::LoadError;
+pub use gyre_format::note;
+pub use gyre_format::note::{EXIT_INVALID, Invalid};
+use gyre_format::output::{ExistsError, OutputError};
 
 /// Colour for reports: stderr is a terminal and `NO_COLOR` is unset or empty.
 fn stderr_color() -> bool {
@@ -75,7 +40,7 @@ pub fn install_hooks() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
         if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            crate::output::remove_pending();
+            gyre_format::output::remove_pending();
             std::process::exit(0);
         }
         note!("{}", panic_hook.panic_report(info));
@@ -122,7 +87,7 @@ pub fn finish(result: color_eyre::Result<ExitCode>) -> ExitCode {
 }
 
 /// The error and its causes on one line: `loading tokenizer "x": No such file or directory`.
-pub fn one_line(e: &color_eyre::Report) -> String {
+pub fn one_line(e: &eyre::Report) -> String {
     e.chain()
         .map(|c| c.to_string())
         .collect::<Vec<_>>()

@@ -9,9 +9,9 @@ use color_eyre::eyre::Result;
 
 use super::args::AdmissionArgs;
 use super::exit::Invalid;
-use crate::demo::Demo;
-use crate::engine::admit::Settings;
-use crate::tui::{self, Input, Options};
+use gyre_engine::admit::Settings;
+use gyre_engine::demo::Demo;
+use gyre_tui::{self as tui, Input, Options};
 
 /// `gyre inspect` arguments.
 #[derive(Args, Debug)]
@@ -20,7 +20,7 @@ pub struct InspectArgs {
     #[arg(required_unless_present = "demo")]
     files: Vec<PathBuf>,
     /// Open a bundled recording instead of files.
-    #[arg(long, value_enum, conflicts_with = "files")]
+    #[arg(long, value_parser = super::args::named::<Demo>(), conflicts_with = "files")]
     demo: Option<Demo>,
     /// Skip invalid lines (counted, reported as warnings) instead of failing.
     #[arg(long)]
@@ -36,7 +36,7 @@ pub struct InspectArgs {
     #[arg(long, conflicts_with = "demo")]
     follow: bool,
     /// Seeds the lens looks through, from --seed on (lens colouring, why, dashboard).
-    #[arg(long, value_name = "N", default_value_t = crate::tui::whatif::DEFAULT_SEEDS,
+    #[arg(long, value_name = "N", default_value_t = gyre_tui::whatif::DEFAULT_SEEDS,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     seeds: u32,
 }
@@ -106,6 +106,6 @@ pub fn demo() -> Result<ExitCode> {
         lenient: false,
         tokenizer: None,
         follow: false,
-        seeds: crate::tui::whatif::DEFAULT_SEEDS,
+        seeds: gyre_tui::whatif::DEFAULT_SEEDS,
     })
 }

@@ -1,4 +1,4 @@
-//! The command line: a thin client of [`crate::engine`]. One file per subcommand; [`args`]
+//! The command line: a thin client of [`gyre_engine`]. One file per subcommand; [`args`]
 //! holds what they share.
 
 mod admit;
@@ -7,6 +7,7 @@ mod demo;
 mod diff;
 pub mod exit;
 #[cfg(feature = "tui")]
+mod import;
 mod inspect;
 #[cfg(feature = "record")]
 mod record;
@@ -154,7 +155,7 @@ Examples:
 docs/import.md describes every mapping.")]
     Import {
         #[command(subcommand)]
-        source: crate::import::cli::ImportCommand,
+        source: import::ImportCommand,
     },
     /// Record a harness's model calls exactly: a proxy in front of a vLLM or SGLang server.
     #[command(after_help = "\
@@ -204,7 +205,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         None => demo::run(),
         #[cfg(feature = "tui")]
         Some(Command::Inspect(args)) => inspect::run(args),
-        Some(Command::Import { source }) => crate::import::cli::run(source),
+        Some(Command::Import { source }) => import::run(source),
         Some(Command::Validate(args)) => validate::run(args),
         Some(Command::Admit(args)) => admit::run(args),
         Some(Command::Stats(args)) => stats::run(args),

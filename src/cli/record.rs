@@ -7,8 +7,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use color_eyre::eyre::Result;
 
-use crate::record::upstream::Flavor;
-use crate::record::{Config, serve};
+use gyre_record::upstream::Flavor;
+use gyre_record::{Config, serve};
 
 /// Which policy server the upstream is.
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -7,9 +7,9 @@ use clap::Args;
 use color_eyre::eyre::Result;
 
 use super::args::{AdmissionArgs, InputArgs, find_execution, load_with_progress};
-use crate::engine::score::AdvantageMode;
-use crate::engine::{self as eng};
-use crate::report::{replay_json, replay_text};
+use gyre_engine::report::{replay_json, replay_text};
+use gyre_engine::score::AdvantageMode;
+use gyre_engine::{self as eng};
 
 /// `gyre replay` arguments.
 #[derive(Args, Debug)]
@@ -33,7 +33,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let results = eng::process(&batch, &args.admission.settings(), AdvantageMode::DrGrpo);
     let mut out = io::stdout().lock();
     if args.json {
-        crate::text::sanitize::write_json_pretty(&mut out, &replay_json(&batch, &results, i))?;
+        gyre_text::sanitize::write_json_pretty(&mut out, &replay_json(&batch, &results, i))?;
         writeln!(out)?;
     } else {
         write!(out, "{}", replay_text(&batch, &results, i))?;

@@ -8,14 +8,14 @@ use color_eyre::eyre::Result;
 
 use super::args::{AdmissionArgs, InputArgs, color_wanted, find_execution, load_with_progress};
 use super::exit::Invalid;
-use crate::engine::lens::{self, LensOptions};
-use crate::engine::load::Batch;
-use crate::engine::score::AdvantageMode;
-use crate::engine::{self as eng, Results, export};
-use crate::paint::{ColorMode, ExecView, PathView};
-use crate::report::outcome_text;
 use crate::show::{self, ShowOptions};
-use crate::text::{TokenText, sanitize};
+use gyre_engine::lens::{self, LensOptions};
+use gyre_engine::load::Batch;
+use gyre_engine::paint::{ColorMode, ExecView, PathView};
+use gyre_engine::report::outcome_text;
+use gyre_engine::score::AdvantageMode;
+use gyre_engine::{self as eng, Results, export};
+use gyre_text::{TokenText, sanitize};
 
 /// `gyre show` arguments.
 #[derive(Args, Debug)]
@@ -104,7 +104,7 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
     // A bad --tokenizer is refused before the input is read.
     let arg_text = tokenizer
         .as_deref()
-        .map(crate::text::resolve::from_arg)
+        .map(gyre_text::resolve::from_arg)
         .transpose()
         .map_err(|e| Invalid::from_report(&e))?;
     // The lens when it colours the tokens, or as a column of the runs when --seeds asks.
@@ -149,7 +149,7 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
     }
     let text: TokenText = match arg_text {
         Some(t) => t,
-        None => crate::text::resolve::from_header(&batch).map_err(|e| Invalid::from_report(&e))?,
+        None => gyre_text::resolve::from_header(&batch).map_err(|e| Invalid::from_report(&e))?,
     };
     let exec_lens = seeds.map(|n| {
         let options = LensOptions {

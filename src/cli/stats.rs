@@ -7,9 +7,9 @@ use clap::Args;
 use color_eyre::eyre::Result;
 
 use super::args::{AdmissionArgs, InputArgs, load_with_progress};
-use crate::engine::score::AdvantageMode;
-use crate::engine::{self as eng, stats};
-use crate::report::stats_table;
+use gyre_engine::report::stats_table;
+use gyre_engine::score::AdvantageMode;
+use gyre_engine::{self as eng, stats};
 
 /// `gyre stats` arguments.
 #[derive(Args, Debug)]
@@ -30,7 +30,7 @@ pub fn run(args: StatsArgs) -> Result<ExitCode> {
     let s = stats::stats(&batch, &results);
     let mut out = io::stdout().lock();
     if args.json {
-        crate::text::sanitize::write_json_pretty(&mut out, &s)?;
+        gyre_text::sanitize::write_json_pretty(&mut out, &s)?;
         writeln!(out)?;
     } else {
         write!(out, "{}", stats_table(&s, &results.settings))?;

@@ -8,8 +8,8 @@ use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{InputArgs, Priority, load_with_progress, parse_priority};
-use crate::engine::sweep::{SweepOptions, sweep_with_progress};
-use crate::report::{sweep_json, sweep_text};
+use gyre_engine::report::{sweep_json, sweep_text};
+use gyre_engine::sweep::{SweepOptions, sweep_with_progress};
 
 /// `gyre sweep` arguments.
 #[derive(Args, Debug)]
@@ -60,7 +60,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     }
     let mut out = io::stdout().lock();
     if args.json {
-        crate::text::sanitize::write_json_pretty(&mut out, &sweep_json(&sweep))?;
+        gyre_text::sanitize::write_json_pretty(&mut out, &sweep_json(&sweep))?;
         writeln!(out)?;
     } else {
         write!(out, "{}", sweep_text(&sweep))?;

@@ -8,9 +8,9 @@ use clap::Args;
 use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::output::Sink;
-use crate::report::plural;
-use crate::synth::{self, SynthOptions};
+use gyre_engine::report::plural;
+use gyre_format::output::Sink;
+use gyre_synth::{self as synth, SynthOptions};
 
 /// `gyre synth` arguments.
 #[derive(Args, Debug)]

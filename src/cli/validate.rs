@@ -8,8 +8,8 @@ use clap::Args;
 use color_eyre::eyre::Result;
 
 use super::exit::{EXIT_INVALID, note};
-use crate::engine::load::{self, LoadOptions};
-use crate::report::plural;
+use gyre_engine::load::{self, LoadOptions};
+use gyre_engine::report::plural;
 
 /// `gyre validate` arguments.
 #[derive(Args, Debug)]
@@ -31,7 +31,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
             }
             // The header's tokenizer file is loaded too: a file that exists but is no
             // tokenizer.json is a problem of the recording, found now rather than in `show`.
-            match crate::text::resolve::from_header(&batch) {
+            match gyre_text::resolve::from_header(&batch) {
                 Err(e) => {
                     let written = writeln!(out, "{e}");
                     note!("1 problem");

@@ -8,9 +8,9 @@ use color_eyre::eyre::Result;
 
 use super::args::{AdmissionArgs, InputArgs, find_execution, load_with_progress};
 use super::exit::Invalid;
-use crate::engine::score::AdvantageMode;
-use crate::engine::{self as eng, lens, why};
-use crate::text::sanitize::{self, sanitize};
+use gyre_engine::score::AdvantageMode;
+use gyre_engine::{self as eng, lens, why};
+use gyre_text::sanitize::{self, sanitize};
 
 /// `gyre why` arguments.
 #[derive(Args, Debug)]

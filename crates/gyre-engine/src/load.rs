@@ -1,0 +1,798 @@
+//! Loading gyre/1 files (SPEC §1): streamed, plain/gzip/zstd, several files in order, parsed in
+//! parallel and applied to independent executions in parallel.
+//!
+//! A reader thread cuts the input into chunks of whole lines (bounded queue, so memory stays
+//! flat whatever the file size); each chunk's lines are parsed on the rayon pool, then its
+//! records are applied to their executions, one task per execution, in file order.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::sync_channel;
+
+use rayon::prelude::*;
+use serde_json::Value;
+
+use super::execution::{Execution, LineRef};
+use super::record::{LineError, Parsed, Record, parse_line};
+use gyre_format::sanitize;
+
+/// Problems (and, separately, warnings) kept in full: the first ones by file and line. The rest
+/// are only counted, so a file of a million bad lines costs no more memory than a good one.
+pub const KEPT_DIAGNOSTICS: usize = 1000;
+
+/// Longest line read by default (128 MiB): far above any real record (a 1M-token context is
+/// about 8 MB of JSON), far below what would exhaust memory. `GYRE_MAX_LINE_MB` overrides it.
+pub const DEFAULT_MAX_LINE: usize = 128 << 20;
+
+/// Environment variable that sets the longest line read, in MiB.
+pub const MAX_LINE_ENV: &str = "GYRE_MAX_LINE_MB";
+
+/// The longest line read: [`MAX_LINE_ENV`] when it holds a positive whole number of MiB, else
+/// [`DEFAULT_MAX_LINE`].
+pub fn max_line_bytes() -> usize {
+    std::env::var(MAX_LINE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&mb| mb > 0)
+        .map_or(DEFAULT_MAX_LINE, |mb| mb.saturating_mul(1 << 20))
+}
+
+/// A problem (or warning) at a place in the input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    /// File as given.
+    pub file: PathBuf,
+    /// 1-based line; 0 for problems with the file as a whole.
+    pub line: u64,
+    /// What is wrong.
+    pub message: String,
+    /// The field at fault, when known.
+    pub field: Option<String>,
+}
+
+impl Diagnostic {
+    /// The entry that stands for `n` further diagnostics that were counted but not kept (see
+    /// [`KEPT_DIAGNOSTICS`]); it comes last.
+    pub fn omitted(n: u64) -> Diagnostic {
+        Diagnostic {
+            file: PathBuf::new(),
+            line: n,
+            message: String::new(),
+            field: None,
+        }
+    }
+
+    /// For the entry made by [`Diagnostic::omitted`]: how many were left out.
+    pub fn omitted_count(&self) -> Option<u64> {
+        (self.file.as_os_str().is_empty() && self.message.is_empty()).then_some(self.line)
+    }
+}
+
+/// Everything in a diagnostic can come from the input (ids, keys, file names), so all of it
+/// is written through the terminal sanitiser.
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(n) = self.omitted_count() {
+            return write!(
+                f,
+                "… and {n} more (only the first {KEPT_DIAGNOSTICS} are kept)"
+            );
+        }
+        let file = self.file.display().to_string();
+        let (file, message) = (sanitize(&file), sanitize(&self.message));
+        if self.line > 0 {
+            write!(f, "{file}:{}: {message}", self.line)?;
+        } else {
+            write!(f, "{file}: {message}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, " ({})", sanitize(field))?;
+        }
+        Ok(())
+    }
+}
+
+/// Loading failed: the input is invalid or unreadable.
+#[derive(Debug)]
+pub struct LoadError {
+    /// The problems, in file and line order: the first [`KEPT_DIAGNOSTICS`], then (when there
+    /// were more) one [`Diagnostic::omitted`] entry counting the rest.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Warnings found beside them (kept like [`Batch::warnings`]), for `gyre validate` to list
+    /// every finding.
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl LoadError {
+    /// Problems found, the ones not kept included.
+    pub fn count(&self) -> u64 {
+        self.diagnostics
+            .iter()
+            .map(|d| d.omitted_count().unwrap_or(1))
+            .sum()
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 20;
+        let kept = self
+            .diagnostics
+            .iter()
+            .filter(|d| d.omitted_count().is_none());
+        for d in kept.take(SHOWN) {
+            writeln!(f, "{d}")?;
+        }
+        let count = self.count();
+        if count > SHOWN as u64 {
+            let more = count - SHOWN as u64;
+            writeln!(
+                f,
+                "… and {more} more problem{} (`gyre validate` lists the first {KEPT_DIAGNOSTICS})",
+                if more == 1 { "" } else { "s" }
+            )?;
+        }
+        write!(
+            f,
+            "{} in the input",
+            crate::report::plural(count as usize, "problem")
+        )
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// How to load.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Skip bad lines (and executions that can no longer be built) with a warning, instead of
+    /// failing.
+    pub lenient: bool,
+}
+
+/// Everything loaded from the input files.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// The files, in the order given.
+    pub files: Vec<PathBuf>,
+    /// Each file's header line and its line number, when it has one.
+    pub headers: Vec<Option<(Value, u64)>>,
+    /// Executions in order of first appearance.
+    pub executions: Vec<Execution>,
+    /// Warnings (and, with `lenient`, the skipped problems), in input order: the first
+    /// [`KEPT_DIAGNOSTICS`], then a [`Diagnostic::omitted`] entry when there were more.
+    pub warnings: Vec<Diagnostic>,
+    /// Warnings found, the ones not kept included.
+    pub warning_count: u64,
+    /// Lines skipped under `lenient`.
+    pub skipped_lines: u64,
+    /// Executions dropped under `lenient` because their tree could not be built.
+    pub dropped_executions: Vec<String>,
+}
+
+impl Batch {
+    /// The first header that names a tokenizer (SPEC §7), with the file and line it came from.
+    pub fn tokenizer_spec(&self) -> Option<(&Value, &Path, u64)> {
+        self.headers.iter().zip(&self.files).find_map(|(h, f)| {
+            let (header, line) = h.as_ref()?;
+            Some((header.get("tokenizer")?, f.as_path(), *line))
+        })
+    }
+
+    /// Index of execution `id`.
+    pub fn execution_index(&self, id: &str) -> Option<usize> {
+        self.executions.iter().position(|e| e.id == id)
+    }
+}
+
+/// Chunk of whole lines handed from the reader to the parsers.
+struct Chunk {
+    file: u32,
+    first_line: u64,
+    data: Vec<u8>,
+    /// Each line, in order.
+    lines: Vec<Line>,
+}
+
+/// One line of a chunk.
+enum Line {
+    /// `data[start..end]` (line terminator excluded).
+    Text(usize, usize),
+    /// Longer than the limit: skipped unread.
+    TooLong,
+}
+
+const CHUNK_BYTES: usize = 256 << 10;
+
+/// One input: a file, or a recording held in memory (the bundled demos).
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    /// A file on disk.
+    File(&'a Path),
+    /// Bytes in memory, reported under `name`.
+    Memory {
+        /// Name used in diagnostics.
+        name: &'a str,
+        /// The (possibly compressed) recording.
+        bytes: &'a [u8],
+    },
+    /// The first `len` bytes of a file on disk: a recording still being written, read up to its
+    /// last complete line (`gyre inspect --follow`).
+    Prefix {
+        /// The file.
+        path: &'a Path,
+        /// Bytes to read.
+        len: u64,
+    },
+}
+
+impl Input<'_> {
+    fn name(&self) -> PathBuf {
+        match self {
+            Input::File(p) => p.to_path_buf(),
+            Input::Memory { name, .. } => PathBuf::from(name),
+            Input::Prefix { path, .. } => path.to_path_buf(),
+        }
+    }
+
+    fn size(&self) -> u64 {
+        match self {
+            Input::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
+            Input::Memory { bytes, .. } => bytes.len() as u64,
+            Input::Prefix { len, .. } => *len,
+        }
+    }
+}
+
+/// Loads `paths` in order. `progress(done, total)` is called with on-disk bytes read.
+pub fn load(
+    paths: &[PathBuf],
+    options: &LoadOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Batch, LoadError> {
+    let inputs: Vec<Input> = paths.iter().map(|p| Input::File(p)).collect();
+    load_inputs(&inputs, options, progress)
+}
+
+/// Loads a recording held in memory (the bundled demos), as if it were a file named `name`.
+pub fn load_bytes(name: &str, bytes: &[u8], options: &LoadOptions) -> Result<Batch, LoadError> {
+    load_inputs(&[Input::Memory { name, bytes }], options, &|_, _| {})
+}
+
+/// Loads `inputs` in order. `progress(done, total)` is called with (compressed) bytes read.
+pub fn load_inputs(
+    inputs: &[Input],
+    options: &LoadOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Batch, LoadError> {
+    let total: u64 = inputs.iter().map(Input::size).sum();
+    let done = Arc::new(AtomicU64::new(0));
+    let mut state = Loader {
+        batch: Batch {
+            files: inputs.iter().map(Input::name).collect(),
+            headers: vec![None; inputs.len()],
+            ..Batch::default()
+        },
+        dirs: inputs
+            .iter()
+            .map(|i| match i {
+                Input::File(p) | Input::Prefix { path: p, .. } => {
+                    Some(p.parent().unwrap_or(Path::new("")).to_path_buf())
+                }
+                Input::Memory { .. } => None,
+            })
+            .collect(),
+        slots: Vec::new(),
+        index: HashMap::new(),
+        dropped: HashMap::new(),
+        errors: Kept::default(),
+        warnings: Kept::default(),
+        lenient: options.lenient,
+    };
+    let (tx, rx) = sync_channel::<Result<Chunk, (u32, Diagnostic)>>(1);
+    // Three stages, one bounded queue between each: read → parse (rayon) → apply. Parsing chunk
+    // N+1 overlaps applying chunk N.
+    let (parsed_tx, parsed_rx) = sync_channel::<Result<ParsedChunk, (u32, Diagnostic)>>(1);
+    std::thread::scope(|s| {
+        let done_reader = Arc::clone(&done);
+        s.spawn(move || {
+            for (fi, input) in inputs.iter().enumerate() {
+                if let Err(d) = read_input(fi as u32, input, &done_reader, &tx) {
+                    // A closed channel means the consumer gave up; nothing left to tell.
+                    let _ = tx.send(Err((fi as u32, d)));
+                }
+            }
+        });
+        s.spawn(move || {
+            for item in rx {
+                if parsed_tx.send(item.map(parse_chunk)).is_err() {
+                    return;
+                }
+            }
+        });
+        for item in parsed_rx {
+            match item {
+                Ok(chunk) => state.consume(chunk),
+                Err((file, d)) => state.errors.push(file, d),
+            }
+            progress(done.load(Ordering::Relaxed), total);
+        }
+    });
+    state.finish()
+}
+
+/// Counts on-disk bytes as the (possibly compressed) file is read.
+struct Counting<R> {
+    inner: R,
+    done: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.done.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Opens an input, decompressing by content (gzip and zstd magic numbers), not by name.
+fn open<'a>(input: &Input<'a>, done: &Arc<AtomicU64>) -> io::Result<Box<dyn BufRead + Send + 'a>> {
+    let source: Box<dyn Read + Send + 'a> = match *input {
+        Input::File(path) => Box::new(File::open(path)?),
+        Input::Memory { bytes, .. } => Box::new(bytes),
+        Input::Prefix { path, len } => Box::new(File::open(path)?.take(len)),
+    };
+    decompress(BufReader::with_capacity(
+        1 << 16,
+        Counting {
+            inner: source,
+            done: Arc::clone(done),
+        },
+    ))
+}
+
+/// Wraps `raw` in a gzip or zstd decoder when its first bytes are their magic numbers (the
+/// content decides, not the file name).
+pub fn decompress<'a, R: BufRead + Send + 'a>(
+    mut raw: R,
+) -> io::Result<Box<dyn BufRead + Send + 'a>> {
+    let magic = raw.fill_buf()?;
+    Ok(if magic.starts_with(&[0x1f, 0x8b]) {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(raw),
+        ))
+    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            zstd::stream::read::Decoder::with_buffer(raw)?,
+        ))
+    } else {
+        Box::new(raw)
+    })
+}
+
+/// A short reason for an I/O error (no OS error numbers).
+pub fn io_reason(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such file".into(),
+        io::ErrorKind::PermissionDenied => "permission denied".into(),
+        io::ErrorKind::IsADirectory => "is a directory".into(),
+        io::ErrorKind::UnexpectedEof => {
+            "the file ends inside a compressed block (cut short?)".into()
+        }
+        _ => {
+            let s = e.to_string();
+            match s.find(" (os error") {
+                Some(i) => s[..i].to_owned(),
+                None => s,
+            }
+        }
+    }
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+fn read_input(
+    fi: u32,
+    input: &Input,
+    done: &Arc<AtomicU64>,
+    tx: &std::sync::mpsc::SyncSender<Result<Chunk, (u32, Diagnostic)>>,
+) -> Result<(), Diagnostic> {
+    let diag = |line: u64, message: String| Diagnostic {
+        file: input.name(),
+        line,
+        message,
+        field: None,
+    };
+    let cannot_read =
+        |line: u64, e: io::Error| diag(line, format!("cannot read: {}", io_reason(&e)));
+    let mut reader = open(input, done).map_err(|e| cannot_read(0, e))?;
+    let max_line = max_line_bytes();
+    // A UTF-8 byte-order mark (written by some Windows tools) is not part of the first record.
+    if reader
+        .fill_buf()
+        .map_err(|e| cannot_read(1, e))?
+        .starts_with(BOM)
+    {
+        reader.consume(BOM.len());
+    }
+    let first = reader.fill_buf().map_err(|e| cannot_read(1, e))?;
+    if first.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(diag(
+            1,
+            "this is a JSON array, not JSONL: write one record per line \
+             (e.g. `jq -c '.[]' FILE > FILE.jsonl`)"
+                .into(),
+        ));
+    }
+    let mut line_no = 0u64;
+    loop {
+        let mut chunk = Chunk {
+            file: fi,
+            first_line: line_no + 1,
+            data: Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2)),
+            lines: Vec::new(),
+        };
+        let mut eof = false;
+        while chunk.data.len() < CHUNK_BYTES {
+            let start = chunk.data.len();
+            // One byte over the limit tells a line at the limit from a longer one.
+            let n = (&mut reader)
+                .take(max_line as u64 + 1)
+                .read_until(b'\n', &mut chunk.data)
+                .map_err(|e| cannot_read(line_no + 1, e))?;
+            if n == 0 {
+                eof = true;
+                break;
+            }
+            line_no += 1;
+            if n > max_line && chunk.data.last() != Some(&b'\n') {
+                chunk.data.truncate(start);
+                skip_line(&mut reader).map_err(|e| cannot_read(line_no, e))?;
+                chunk.lines.push(Line::TooLong);
+                continue;
+            }
+            let mut end = chunk.data.len();
+            while end > start && matches!(chunk.data[end - 1], b'\n' | b'\r') {
+                end -= 1;
+            }
+            if line_no == 1 && chunk.data[start..end].trim_ascii() == b"{" {
+                return Err(diag(
+                    1,
+                    "this is one pretty-printed JSON document, not JSONL: write one record \
+                     per line (e.g. `jq -c . FILE > FILE.jsonl`)"
+                        .into(),
+                ));
+            }
+            chunk.lines.push(Line::Text(start, end));
+        }
+        if !chunk.lines.is_empty() && tx.send(Ok(chunk)).is_err() {
+            return Ok(());
+        }
+        if eof {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads past the rest of a line without keeping it.
+fn skip_line(reader: &mut dyn BufRead) -> io::Result<()> {
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match memchr::memchr(b'\n', buf) {
+            Some(i) => {
+                reader.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
+        }
+    }
+}
+
+/// A chunk's lines parsed (`None` for blank lines), still in file order.
+struct ParsedChunk {
+    file: u32,
+    first_line: u64,
+    parsed: Vec<Option<Result<Parsed, LineError>>>,
+}
+
+/// Parses a chunk's lines on the rayon pool.
+fn parse_chunk(chunk: Chunk) -> ParsedChunk {
+    let max_line = max_line_bytes();
+    let parsed = chunk
+        .lines
+        .par_iter()
+        .map(|line| match *line {
+            Line::Text(s, e) => {
+                let line = &chunk.data[s..e];
+                (!line.iter().all(u8::is_ascii_whitespace)).then(|| parse_line(line))
+            }
+            Line::TooLong => Some(Err(LineError {
+                message: format!(
+                    "line is longer than the limit of {} MiB, not read (set {MAX_LINE_ENV} to \
+                     a larger number of MiB to raise it)",
+                    max_line >> 20
+                ),
+                field: None,
+            })),
+        })
+        .collect();
+    ParsedChunk {
+        file: chunk.file,
+        first_line: chunk.first_line,
+        parsed,
+    }
+}
+
+/// One execution taken out of its slot with the records a chunk has for it.
+type Work = (usize, Execution, Vec<(Record, LineRef)>);
+
+/// The first [`KEPT_DIAGNOSTICS`] diagnostics by place in the input, and a count of all.
+#[derive(Default)]
+struct Kept {
+    /// With the file's index, for ordering.
+    list: Vec<(u32, Diagnostic)>,
+    count: u64,
+}
+
+impl Kept {
+    fn push(&mut self, file: u32, d: Diagnostic) {
+        self.count += 1;
+        self.list.push((file, d));
+        if self.list.len() >= 2 * KEPT_DIAGNOSTICS {
+            self.trim();
+        }
+    }
+
+    /// Keeps the first by file and line (stable: a line's diagnostics stay in order).
+    fn trim(&mut self) {
+        self.list.sort_by_key(|(file, d)| (*file, d.line));
+        self.list.truncate(KEPT_DIAGNOSTICS);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The kept diagnostics in order, then an [`Diagnostic::omitted`] entry for the rest.
+    fn into_vec(mut self) -> Vec<Diagnostic> {
+        self.trim();
+        let omitted = self.count - self.list.len() as u64;
+        let mut out: Vec<Diagnostic> = self.list.into_iter().map(|(_, d)| d).collect();
+        if omitted > 0 {
+            out.push(Diagnostic::omitted(omitted));
+        }
+        out
+    }
+}
+
+/// Loading state: executions being built, in order of first appearance.
+struct Loader {
+    batch: Batch,
+    /// Per input: the directory relative tokenizer paths are resolved against (`None` for
+    /// recordings held in memory).
+    dirs: Vec<Option<PathBuf>>,
+    /// Executions under construction (taken out while a task applies records to them).
+    slots: Vec<Option<Execution>>,
+    index: HashMap<String, usize>,
+    /// Executions dropped under `lenient`, with the reason.
+    dropped: HashMap<usize, String>,
+    errors: Kept,
+    warnings: Kept,
+    lenient: bool,
+}
+
+impl Loader {
+    fn diag(&self, at: LineRef, e: LineError) -> Diagnostic {
+        Diagnostic {
+            file: self.batch.files[at.file as usize].clone(),
+            line: at.line,
+            message: e.message,
+            field: e.field,
+        }
+    }
+
+    /// A per-line problem: an error, or a counted warning under `lenient`.
+    fn problem(&mut self, at: LineRef, d: Diagnostic) {
+        if self.lenient {
+            self.batch.skipped_lines += 1;
+            self.warnings.push(
+                at.file,
+                Diagnostic {
+                    message: format!("skipped: {}", d.message),
+                    ..d
+                },
+            );
+        } else {
+            self.errors.push(at.file, d);
+        }
+    }
+
+    fn warn(&mut self, at: LineRef, message: String) {
+        let d = self.diag(
+            at,
+            LineError {
+                message,
+                field: None,
+            },
+        );
+        self.warnings.push(at.file, d);
+    }
+
+    /// A header's `tokenizer` path must name a regular file of reasonable size (SPEC §7); it is
+    /// only checked here, loaded by whoever shows text.
+    fn check_tokenizer(&self, header: &Value, at: LineRef) -> Option<Diagnostic> {
+        let spec = header.get("tokenizer")?;
+        let dir = self.dirs[at.file as usize].as_deref()?;
+        let path = gyre_format::tokenizer_spec::header_path(spec)?;
+        let resolved = gyre_format::tokenizer_spec::resolve_path(dir, path);
+        let why = gyre_format::tokenizer_spec::check_file(&resolved).err()?;
+        Some(self.diag(
+            at,
+            LineError {
+                message: format!("tokenizer path \"{path}\": {why}"),
+                field: Some("tokenizer.path".into()),
+            },
+        ))
+    }
+
+    fn consume(&mut self, chunk: ParsedChunk) {
+        let ParsedChunk {
+            file,
+            first_line,
+            parsed,
+        } = chunk;
+        // Route records to executions in file order; remember which executions this chunk
+        // touches so each can be built by its own task.
+        let mut groups: Vec<(usize, Vec<(Record, LineRef)>)> = Vec::new();
+        let mut group_of: HashMap<usize, usize> = HashMap::new();
+        for (i, p) in parsed.into_iter().enumerate() {
+            let at = LineRef {
+                file,
+                line: first_line + i as u64,
+            };
+            let parsed = match p {
+                None => continue,
+                Some(Ok(p)) => p,
+                Some(Err(e)) => {
+                    let d = self.diag(at, e);
+                    self.problem(at, d);
+                    continue;
+                }
+            };
+            for w in parsed.warnings {
+                self.warn(at, w);
+            }
+            let exec_id = match &parsed.record {
+                Record::Header(h) => {
+                    if at.line != 1 {
+                        self.warn(at, "header is not on the first line; read anyway".into());
+                    }
+                    if let Some(d) = self.check_tokenizer(h, at) {
+                        self.problem(at, d);
+                        continue;
+                    }
+                    let slot = &mut self.batch.headers[at.file as usize];
+                    if slot.is_none() {
+                        *slot = Some((h.clone(), at.line));
+                    }
+                    continue;
+                }
+                Record::Unknown(_) => continue,
+                r => r
+                    .execution()
+                    .expect("records other than header carry an execution"),
+            };
+            let idx = match self.index.get(exec_id) {
+                Some(&i) => i,
+                None => {
+                    let i = self.slots.len();
+                    self.slots
+                        .push(Some(Execution::new(exec_id.to_owned(), at)));
+                    self.index.insert(exec_id.to_owned(), i);
+                    i
+                }
+            };
+            if self.dropped.contains_key(&idx) {
+                self.batch.skipped_lines += 1;
+                continue;
+            }
+            let g = *group_of.entry(idx).or_insert_with(|| {
+                groups.push((idx, Vec::new()));
+                groups.len() - 1
+            });
+            groups[g].1.push((parsed.record, at));
+        }
+        let mut work: Vec<Work> = groups
+            .into_iter()
+            .map(|(idx, recs)| {
+                let exec = self.slots[idx].take().expect("execution slot is filled");
+                (idx, exec, recs)
+            })
+            .collect();
+        let results: Vec<Vec<(LineRef, LineError, Option<LineRef>)>> = work
+            .par_iter_mut()
+            .map(|(_, exec, recs)| {
+                let mut errs = Vec::new();
+                for (rec, at) in recs.drain(..) {
+                    let earlier = exec.clash(&rec);
+                    if let Err(e) = exec.apply(rec, at) {
+                        errs.push((at, e, earlier));
+                    }
+                }
+                exec.compact();
+                errs
+            })
+            .collect();
+        for ((idx, exec, _), errs) in work.into_iter().zip(results) {
+            self.slots[idx] = Some(exec);
+            for (at, mut e, earlier) in errs {
+                let unbuildable = e.field.as_deref() == Some("extends");
+                if let Some(first) = earlier {
+                    let file = self.batch.files[first.file as usize].display();
+                    e.message = format!("{} (first at {file}:{})", e.message, first.line);
+                }
+                let d = self.diag(at, e);
+                if self.lenient && unbuildable && !self.dropped.contains_key(&idx) {
+                    self.dropped.insert(idx, d.to_string());
+                }
+                self.problem(at, d);
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<Batch, LoadError> {
+        if !self.errors.is_empty() {
+            return Err(LoadError {
+                diagnostics: self.errors.into_vec(),
+                warnings: self.warnings.into_vec(),
+            });
+        }
+        drop(std::mem::take(&mut self.index));
+        let mut dropped: Vec<(usize, String)> = self.dropped.drain().collect();
+        dropped.sort_unstable();
+        for (idx, why) in dropped {
+            let exec = self.slots[idx].take().expect("execution slot is filled");
+            let at = exec.first_seen;
+            self.warnings.push(
+                at.file,
+                Diagnostic {
+                    file: self.batch.files[at.file as usize].clone(),
+                    line: at.line,
+                    message: format!(
+                        "execution \"{}\" dropped: its tree cannot be built ({why})",
+                        exec.id
+                    ),
+                    field: None,
+                },
+            );
+            self.batch.dropped_executions.push(exec.id);
+        }
+        // Collected in place: the slots' buffer becomes the executions' (no second copy of
+        // every execution at the peak).
+        self.batch.executions = self
+            .slots
+            .into_iter()
+            .filter_map(|slot| {
+                let mut exec = slot?;
+                exec.finish_loading();
+                Some(exec)
+            })
+            .collect();
+        self.batch.warning_count = self.warnings.count;
+        self.batch.warnings = self.warnings.into_vec();
+        Ok(self.batch)
+    }
+}

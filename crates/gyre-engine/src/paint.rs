@@ -1,0 +1,362 @@
+//! How a token looks, shared by `gyre show` and the inspector: a path laid out by position, and
+//! each token's tone under a colour mode. Tones come from the engine's decisions (reasons,
+//! claims, recorded log-probs); nothing is recomputed here, and nothing here knows a terminal.
+
+use crate::Results;
+use crate::admit::Admission;
+use crate::execution::{Execution, TokenIdentity};
+use crate::lens::ExecutionLens;
+use crate::provenance::{Reason, token_reason};
+use crate::record::{Actor, Source};
+use crate::score::Outcome;
+use crate::tree::NodeId;
+
+/// What colours the tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ColorMode {
+    /// Where each token came from.
+    #[default]
+    Provenance,
+    /// Claim state after admission (or at a replay step).
+    Claims,
+    /// Behaviour log-prob heat.
+    Logprob,
+    /// The lens: the share of seeds under which each policy token is a target (at the J_max
+    /// and priority shown).
+    Lens,
+    /// Tokens that change sides between pinned settings and the settings shown.
+    Flips,
+}
+
+impl ColorMode {
+    /// Every mode, in toggle order.
+    pub const ALL: [ColorMode; 5] = [
+        ColorMode::Provenance,
+        ColorMode::Claims,
+        ColorMode::Logprob,
+        ColorMode::Lens,
+        ColorMode::Flips,
+    ];
+
+    /// Name on the command line and in the UI.
+    pub fn name(self) -> &'static str {
+        match self {
+            ColorMode::Provenance => "provenance",
+            ColorMode::Claims => "claims",
+            ColorMode::Logprob => "logprob",
+            ColorMode::Lens => "lens",
+            ColorMode::Flips => "flips vs pin",
+        }
+    }
+
+    /// The next mode (for a toggle key); `flips` only when there is something to compare with.
+    pub fn next(self, flips: bool) -> ColorMode {
+        let i = ColorMode::ALL.iter().position(|&m| m == self).unwrap_or(0);
+        let next = ColorMode::ALL[(i + 1) % ColorMode::ALL.len()];
+        if next == ColorMode::Flips && !flips {
+            next.next(flips)
+        } else {
+            next
+        }
+    }
+}
+
+/// The look of one token under a mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tone {
+    /// Context from a span source.
+    Context(Source),
+    /// Policy output (trainable).
+    Policy,
+    /// Evaluator output.
+    Evaluator,
+    /// Output of a request after closure.
+    AfterClosure,
+    /// A target of the draw being shown.
+    ThisDraw,
+    /// Claimed by an earlier draw.
+    Claimed,
+    /// Trainable, not claimed (yet).
+    Unclaimed,
+    /// Trainable, left out (J_max or priority).
+    LeftOut,
+    /// Trainable, but the execution is excluded (or a dummy).
+    Excluded,
+    /// Log-prob heat, 0 (likely, p ≥ 0.9) to 4 (unlikely, p < 0.05).
+    Heat(u8),
+    /// Output token without a recorded log-prob.
+    NoLogprob,
+    /// Lens share of seeds under which the token is a target: 0 never, 1 below a third, 2 below
+    /// two thirds, 3 short of all, 4 every seed.
+    Lens(u8),
+    /// Lens not computed yet.
+    LensPending,
+    /// A target under the settings shown, not under the pinned ones.
+    Gained,
+    /// A target under the pinned settings, not under those shown.
+    Lost,
+    /// A target under both.
+    Kept,
+}
+
+impl Tone {
+    /// Claim-state tone of a token with this engine reason, at replay step `step`.
+    pub fn of_reason(reason: &Reason, step: Option<u32>) -> Tone {
+        match reason {
+            Reason::Claimed { draw, .. } if step == Some(*draw) => Tone::ThisDraw,
+            Reason::Claimed { .. } => Tone::Claimed,
+            Reason::NotYetClaimed => Tone::Unclaimed,
+            Reason::LeftOutJmax | Reason::LeftOutClass => Tone::LeftOut,
+            Reason::Excluded(_) | Reason::Dummy => Tone::Excluded,
+            Reason::EvaluatorOutput => Tone::Evaluator,
+            Reason::AfterClosure => Tone::AfterClosure,
+            Reason::Context(_) => Tone::Context(Source::Context),
+        }
+    }
+
+    /// Legend label.
+    pub fn label(self) -> String {
+        match self {
+            Tone::Context(s) => s.name().to_string(),
+            Tone::Policy => "policy".into(),
+            Tone::Evaluator => "evaluator".into(),
+            Tone::AfterClosure => "after closure".into(),
+            Tone::ThisDraw => "target of this draw".into(),
+            Tone::Claimed => "claimed".into(),
+            Tone::Unclaimed => "unclaimed trainable".into(),
+            Tone::LeftOut => "left out".into(),
+            Tone::Excluded => "excluded execution".into(),
+            Tone::Heat(b) => {
+                ["p≥0.9", "p≥0.5", "p≥0.2", "p≥0.05", "p<0.05"][b.min(4) as usize].into()
+            }
+            Tone::NoLogprob => "no log-prob".into(),
+            Tone::Lens(b) => {
+                ["never", "<33%", "33–67%", "67–99%", "every seed"][b.min(4) as usize].into()
+            }
+            Tone::LensPending => "lens computing…".into(),
+            Tone::Gained => "target now, not pinned".into(),
+            Tone::Lost => "target pinned, not now".into(),
+            Tone::Kept => "target under both".into(),
+        }
+    }
+
+    /// The tones a legend shows for a mode.
+    pub fn legend(mode: ColorMode) -> Vec<Tone> {
+        match mode {
+            ColorMode::Provenance => {
+                let mut v: Vec<Tone> = Source::ALL.iter().map(|&s| Tone::Context(s)).collect();
+                v.extend([Tone::Policy, Tone::Evaluator, Tone::AfterClosure]);
+                v
+            }
+            ColorMode::Claims => vec![
+                Tone::ThisDraw,
+                Tone::Claimed,
+                Tone::Unclaimed,
+                Tone::LeftOut,
+                Tone::Excluded,
+                Tone::Context(Source::Context),
+            ],
+            ColorMode::Logprob => {
+                let mut v: Vec<Tone> = (0..5).map(Tone::Heat).collect();
+                v.extend([Tone::NoLogprob, Tone::Context(Source::Context)]);
+                v
+            }
+            ColorMode::Lens => {
+                let mut v: Vec<Tone> = (0..5).map(Tone::Lens).collect();
+                v.extend([Tone::Excluded, Tone::Context(Source::Context)]);
+                v
+            }
+            ColorMode::Flips => vec![
+                Tone::Gained,
+                Tone::Lost,
+                Tone::Kept,
+                Tone::Unclaimed,
+                Tone::Excluded,
+                Tone::Context(Source::Context),
+            ],
+        }
+    }
+}
+
+/// Lens bucket of a share of seeds (see [`Tone::Lens`]).
+pub fn lens_bucket(f: f64) -> u8 {
+    match f {
+        f if f <= 0.0 => 0,
+        f if f < 1.0 / 3.0 => 1,
+        f if f < 2.0 / 3.0 => 2,
+        f if f < 1.0 => 3,
+        _ => 4,
+    }
+}
+
+/// A request's root-to-output path, laid out by token position (tokens stay in the tree).
+#[derive(Clone, Debug)]
+pub struct PathView {
+    /// The request whose path this is.
+    pub request: u32,
+    /// Path nodes in order, with the position of their first token.
+    pub segments: Vec<(NodeId, u64)>,
+    /// Number of tokens (`|I| + |O|`).
+    pub len: u64,
+}
+
+impl PathView {
+    /// The path of request `request`.
+    pub fn new(exec: &Execution, request: u32) -> PathView {
+        let r = &exec.requests[request as usize];
+        let mut pos = 0u64;
+        let segments = exec
+            .tree
+            .path_nodes(r.output_node)
+            .into_iter()
+            .map(|n| {
+                let start = pos;
+                pos += exec.tree.nodes[n as usize].len as u64;
+                (n, start)
+            })
+            .collect();
+        PathView {
+            request,
+            segments,
+            len: pos,
+        }
+    }
+
+    /// The node and in-node index of path position `pos`.
+    pub fn locate(&self, pos: u64) -> Option<(NodeId, u32)> {
+        if pos >= self.len {
+            return None;
+        }
+        let i = self.segments.partition_point(|&(_, s)| s <= pos) - 1;
+        let (n, start) = self.segments[i];
+        Some((n, (pos - start) as u32))
+    }
+
+    /// Token ids of positions `range` (clamped to the path).
+    pub fn tokens(&self, exec: &Execution, range: std::ops::Range<u64>) -> Vec<u32> {
+        let end = range.end.min(self.len);
+        let mut out = Vec::with_capacity(end.saturating_sub(range.start) as usize);
+        let mut pos = range.start;
+        while pos < end {
+            let Some((n, i)) = self.locate(pos) else {
+                break;
+            };
+            let toks = exec.tree.node_tokens(n);
+            let take = ((toks.len() as u64 - i as u64).min(end - pos)) as usize;
+            out.extend_from_slice(&toks[i as usize..i as usize + take]);
+            pos += take as u64;
+        }
+        out
+    }
+}
+
+/// Everything needed to judge the tokens of one execution.
+#[derive(Clone, Copy)]
+pub struct ExecView<'a> {
+    /// The execution.
+    pub exec: &'a Execution,
+    /// Its scoring outcome.
+    pub outcome: &'a Outcome,
+    /// Its admission.
+    pub admission: &'a Admission,
+    /// Its lens and the J_max to read it at, once computed.
+    pub lens: Option<(&'a ExecutionLens, u32)>,
+    /// Its admission under pinned settings, to show flips against.
+    pub pinned: Option<&'a Admission>,
+}
+
+impl<'a> ExecView<'a> {
+    /// Execution `i` of a processed batch.
+    pub fn new(exec: &'a Execution, results: &'a Results, i: usize) -> Self {
+        ExecView {
+            exec,
+            outcome: &results.outcomes[i],
+            admission: &results.admissions[i],
+            lens: None,
+            pinned: None,
+        }
+    }
+
+    /// The same, reading `lens` at cap `jmax` (the J_max its admission ran with).
+    pub fn with_lens(mut self, lens: Option<&'a ExecutionLens>, jmax: u32) -> Self {
+        self.lens = lens.map(|l| (l, jmax));
+        self
+    }
+
+    /// The same, showing flips against `pinned`.
+    pub fn with_pinned(mut self, pinned: Option<&'a Admission>) -> Self {
+        self.pinned = pinned;
+        self
+    }
+
+    /// The engine's reason for token `i` of node `n` at replay step `step` (`None` = final).
+    pub fn reason(&self, n: NodeId, i: u32, step: Option<u32>) -> Reason {
+        token_reason(self.exec, self.outcome, self.admission, n, i, step)
+    }
+
+    /// Tone of token `i` of node `n` under `mode` at replay step `step` (`None` = final).
+    pub fn tone(&self, n: NodeId, i: u32, mode: ColorMode, step: Option<u32>) -> Tone {
+        let identity = self.exec.identity(n, i);
+        match (mode, identity) {
+            (ColorMode::Provenance, TokenIdentity::Context { source, .. }) => Tone::Context(source),
+            // Context is one dim tone when colour is about claims or log-probs.
+            (_, TokenIdentity::Context { .. }) => Tone::Context(Source::Context),
+            (ColorMode::Provenance, TokenIdentity::Output { request, .. }) => {
+                let r = &self.exec.requests[request as usize];
+                if r.after_closure {
+                    Tone::AfterClosure
+                } else if r.actor == Actor::Evaluator {
+                    Tone::Evaluator
+                } else {
+                    Tone::Policy
+                }
+            }
+            (ColorMode::Logprob, TokenIdentity::Output { request, offset }) => {
+                match self.exec.requests[request as usize].logprob(offset) {
+                    Some(lp) => Tone::Heat(heat_bucket(lp)),
+                    None => Tone::NoLogprob,
+                }
+            }
+            (ColorMode::Claims, TokenIdentity::Output { .. }) => {
+                Tone::of_reason(&self.reason(n, i, step), step)
+            }
+            (ColorMode::Lens | ColorMode::Flips, TokenIdentity::Output { .. }) => {
+                match self.reason(n, i, None) {
+                    r @ (Reason::EvaluatorOutput
+                    | Reason::AfterClosure
+                    | Reason::Excluded(_)
+                    | Reason::Dummy) => Tone::of_reason(&r, None),
+                    _ if mode == ColorMode::Lens => match self.lens {
+                        Some((l, jmax)) => l
+                            .node(n, jmax)
+                            .map_or(Tone::LensPending, |o| Tone::Lens(lens_bucket(o.fraction()))),
+                        None => Tone::LensPending,
+                    },
+                    now => {
+                        let then = self.pinned.is_some_and(|p| {
+                            p.claimed_by.get(n as usize).is_some_and(Option::is_some)
+                        });
+                        match (then, now.is_target()) {
+                            (true, true) => Tone::Kept,
+                            (false, true) => Tone::Gained,
+                            (true, false) => Tone::Lost,
+                            (false, false) => Tone::Unclaimed,
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Heat bucket of a log-prob: 0 for p ≥ 0.9 … 4 for p < 0.05.
+pub fn heat_bucket(logprob: f64) -> u8 {
+    let p = logprob.exp();
+    match p {
+        p if p >= 0.9 => 0,
+        p if p >= 0.5 => 1,
+        p if p >= 0.2 => 2,
+        p if p >= 0.05 => 3,
+        _ => 4,
+    }
+}

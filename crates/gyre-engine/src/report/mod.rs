@@ -1,0 +1,40 @@
+//! Plain-text and JSON reports of what the engine decided, shared by the command line, the
+//! inspector and the bindings: the stats table, the draw log, and the small phrases they share.
+
+mod diff;
+mod replay;
+mod stats;
+mod sweep;
+
+pub use diff::{DiffLines, diff_json, diff_lines, diff_text};
+pub use replay::{draw_runs, replay_json, replay_text};
+pub use stats::stats_table;
+pub use sweep::{sweep_json, sweep_text};
+
+use crate::admit::Class;
+use crate::score::Outcome;
+
+pub use gyre_format::note::plural;
+
+/// `main>main-summary>sub>sub-summary`.
+pub fn priority_text(p: &[Class]) -> String {
+    p.iter().map(|c| c.name()).collect::<Vec<_>>().join(">")
+}
+
+/// `5`, or `uncapped` for 0.
+pub fn jmax_text(jmax: u32) -> String {
+    if jmax == 0 {
+        "uncapped".into()
+    } else {
+        jmax.to_string()
+    }
+}
+
+/// `scored, reward 0.5`, `dummy (no assessable work), reward 0`, `excluded: open`.
+pub fn outcome_text(o: &Outcome) -> String {
+    match o {
+        Outcome::Scored { reward, .. } => format!("scored, reward {reward}"),
+        Outcome::Dummy => "dummy (no assessable work), reward 0".into(),
+        Outcome::Excluded(e) => format!("excluded: {e}"),
+    }
+}

@@ -1,0 +1,8 @@
+//! The engine's integration tests: properties against the random generator, the Recorder, the tree against a reference trie.
+
+// Test helpers may unwrap too: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+mod properties;
+mod recorder;
+mod tree_reference;

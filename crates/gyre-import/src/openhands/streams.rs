@@ -1,0 +1,397 @@
+//! The shapes OpenHands keeps events in: a JSON document (an array, or an object with `events` /
+//! `history`), a session's `events/` folder (one `<id>.json` per event), and an evaluation
+//! `output.jsonl` (one instance per line, each an execution with its outcome).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use eyre::Result;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::{bad, diag};
+use crate::input::{
+    Counter, Lines, file_name, json_element_lines, line_of, line_values, parse_document,
+    read_document, sub_path, typed,
+};
+use crate::session::Session;
+use crate::sniff::{Probe, Shape};
+use crate::{Job, Progress};
+use gyre_engine::record::ClosureStatus;
+
+use super::conversation::build;
+use super::events::Event;
+
+/// One evaluation instance (a line of `output.jsonl`).
+#[derive(Deserialize)]
+struct Instance {
+    instance_id: Value,
+    #[serde(default)]
+    instruction: Option<String>,
+    #[serde(default)]
+    history: Option<Vec<Value>>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    test_result: Option<Value>,
+    #[serde(default)]
+    metadata: Option<Value>,
+}
+
+/// Whether the file is an evaluation `output.jsonl` (its first line is an instance).
+pub(super) fn is_output_jsonl(path: &Path) -> bool {
+    Probe::of(path)
+        .first_object()
+        .is_some_and(|o| o.contains_key("instance_id"))
+}
+
+/// Where an event was read.
+#[derive(Clone)]
+pub(super) struct Pos {
+    pub(super) file: PathBuf,
+    pub(super) line: u64,
+    /// JSON path of the event in its line or document (`[3]`, `history[3]`); empty for a
+    /// file holding one event.
+    pub(super) path: String,
+}
+
+impl Pos {
+    pub(super) fn field(&self, inner: &str) -> String {
+        if self.path.is_empty() {
+            inner.to_owned()
+        } else {
+            sub_path(&self.path, inner)
+        }
+    }
+}
+
+/// The events of a stream, typed; a bad event is a problem at its position.
+fn typed_events(raw: Vec<(Value, Pos)>, job: &mut Job) -> Vec<(Event, Pos)> {
+    let mut out = Vec::with_capacity(raw.len());
+    for (v, pos) in raw {
+        if !v.is_object() {
+            job.log.problem(diag(
+                &pos.file,
+                pos.line,
+                "an event must be an object",
+                Some(&pos.field(".")),
+            ));
+            continue;
+        }
+        match typed::<Event>(&v) {
+            Ok(e) => out.push((e, pos)),
+            Err((msg, field)) => {
+                job.log
+                    .problem(diag(&pos.file, pos.line, msg, Some(&pos.field(&field))))
+            }
+        }
+    }
+    out
+}
+
+/// A JSON document: an array of events or an object with `events` / `history`.
+pub(super) fn read_document_stream(path: &Path, job: &mut Job) -> Result<Session> {
+    let text = read_document(path, &Counter::default())?;
+    let doc = parse_document(path, &text)?;
+    let (events, key) = match doc {
+        Value::Array(a) => (a, None),
+        Value::Object(mut o) => {
+            let Some(k) = ["events", "history"]
+                .into_iter()
+                .find(|k| o.get(*k).is_some_and(Value::is_array))
+            else {
+                return Err(bad(
+                    path,
+                    1,
+                    "not an OpenHands event stream: expected an array of events (or an object \
+                     with `events` or `history`)",
+                    None,
+                ));
+            };
+            let Some(Value::Array(a)) = o.remove(k) else {
+                unreachable!("checked to be an array")
+            };
+            (a, Some(k))
+        }
+        _ => {
+            return Err(bad(
+                path,
+                1,
+                "not an OpenHands event stream: expected an array of events",
+                None,
+            ));
+        }
+    };
+    let lines = json_element_lines(&text, key);
+    let raw = flatten_pairs(events)
+        .into_iter()
+        .map(|(i, v)| {
+            let pos = Pos {
+                file: path.to_path_buf(),
+                line: line_of(&lines, i),
+                path: match key {
+                    Some(k) => format!("{k}[{i}]"),
+                    None => format!("[{i}]"),
+                },
+            };
+            (v, pos)
+        })
+        .collect();
+    let events = typed_events(raw, job);
+    job.log.check()?;
+    let id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "events".into());
+    let mut s = build(path, 0, id, events, job)?;
+    s.meta.insert("events_file".into(), json!(file_name(path)));
+    Ok(s)
+}
+
+/// The old evaluation format keeps `history` as `[action, observation]` pairs: flattened, each
+/// element keeping the index of its pair.
+fn flatten_pairs(events: Vec<Value>) -> Vec<(usize, Value)> {
+    let mut out = Vec::with_capacity(events.len());
+    for (i, e) in events.into_iter().enumerate() {
+        match e {
+            Value::Array(pair) => out.extend(pair.into_iter().map(|v| (i, v))),
+            v => out.push((i, v)),
+        }
+    }
+    out
+}
+
+/// A session's `events/` folder (or the session folder holding it): `<id>.json` files in id
+/// order.
+pub(super) fn read_events_dir(dir: &Path, job: &mut Job) -> Result<Session> {
+    let Shape::Directory {
+        events: Some(events),
+    } = Probe::of(dir).shape
+    else {
+        return Err(bad(
+            dir,
+            0,
+            "not an OpenHands session folder: no `<id>.json` event files in it or in an \
+             `events/` folder inside it",
+            None,
+        ));
+    };
+    let mut files: Vec<(i64, PathBuf)> = std::fs::read_dir(&events)
+        .map_err(|e| bad(&events, 0, crate::input::io_reason(&e), None))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| {
+            let id = p.file_stem()?.to_str()?.parse::<i64>().ok()?;
+            (p.extension()? == "json" && p.is_file()).then_some((id, p))
+        })
+        .collect();
+    files.sort();
+    let total = files.len() as u64;
+    let mut raw = Vec::with_capacity(files.len());
+    for (k, (_, file)) in files.iter().enumerate() {
+        (job.progress)(Progress::Reading {
+            done: k as u64,
+            total,
+        });
+        let parsed =
+            read_document(file, &Counter::default()).and_then(|text| parse_document(file, &text));
+        match parsed {
+            Ok(v) => raw.push((
+                v,
+                Pos {
+                    file: file.clone(),
+                    line: 1,
+                    path: String::new(),
+                },
+            )),
+            Err(e) => match e.downcast::<crate::error::InputError>() {
+                Ok(ie) => ie.diagnostics.into_iter().for_each(|d| job.log.problem(d)),
+                Err(e) => return Err(e),
+            },
+        }
+    }
+    let events = typed_events(raw, job);
+    job.log.check()?;
+    // The session is named by its folder (`sessions/<id>/events`).
+    let session_dir = match dir.file_name() {
+        Some(n) if n == "events" => dir
+            .parent()
+            .filter(|p| p.file_name().is_some())
+            .unwrap_or(dir),
+        _ => dir,
+    };
+    let id = session_dir
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".into());
+    let mut s = build(dir, 0, id, events, job)?;
+    s.meta.insert("event_files".into(), json!(total));
+    Ok(s)
+}
+
+/// An evaluation `output.jsonl`: one execution per instance line, streamed.
+pub(super) fn read_output_jsonl(
+    path: &Path,
+    job: &mut Job,
+    emit: &mut dyn FnMut(&mut Job, Session) -> Result<()>,
+) -> Result<()> {
+    let total = std::fs::metadata(path).map_or(0, |m| m.len());
+    let counter = Counter::default();
+    let mut lines = Lines::open(path, &counter)?;
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    while let Some(next) = lines.next_line() {
+        (job.progress)(Progress::Reading {
+            done: counter.get(),
+            total,
+        });
+        let (n, text) = match next {
+            Ok(l) => l,
+            Err(d) => {
+                job.log.problem(d);
+                continue;
+            }
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        let (values, err) = line_values(text);
+        if let Some(e) = err {
+            job.log.problem(diag(path, n, e, None));
+            continue;
+        }
+        for v in values {
+            let inst: Instance = match typed(&v) {
+                Ok(i) => i,
+                Err((msg, field)) => {
+                    job.log.problem(diag(path, n, msg, Some(&field)));
+                    continue;
+                }
+            };
+            let id = match &inst.instance_id {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            if let Some(first) = seen.insert(id.clone(), n) {
+                job.log.problem(diag(
+                    path,
+                    n,
+                    format!("instance {id:?} is already on line {first}"),
+                    Some("instance_id"),
+                ));
+                continue;
+            }
+            let raw = flatten_pairs(inst.history.clone().unwrap_or_default())
+                .into_iter()
+                .map(|(i, v)| {
+                    (
+                        v,
+                        Pos {
+                            file: path.to_path_buf(),
+                            line: n,
+                            path: format!("history[{i}]"),
+                        },
+                    )
+                })
+                .collect();
+            let events = typed_events(raw, job);
+            if job.log.has_problems() {
+                continue;
+            }
+            let session = instance_session(path, n, id, inst, events, job)?;
+            emit(job, session)?;
+        }
+    }
+    Ok(())
+}
+
+/// An instance's session: its events, with the instance's outcome in the closure.
+fn instance_session(
+    path: &Path,
+    n: u64,
+    id: String,
+    inst: Instance,
+    events: Vec<(Event, Pos)>,
+    job: &mut Job,
+) -> Result<Session> {
+    let mut s = build(path, n, id.clone(), events, job)?;
+    if s.task.is_none() {
+        s.task = inst
+            .instruction
+            .as_ref()
+            .map(|t| t.chars().take(500).collect());
+    }
+    s.meta.insert("instance_id".into(), json!(id));
+    s.meta.insert(
+        "source_line".into(),
+        json!(format!("{}:{n}", file_name(path))),
+    );
+    if let Some(m) = &inst.metadata {
+        for (k, v) in [
+            ("agent_class", m.get("agent_class")),
+            ("model", m.get("llm_config").and_then(|c| c.get("model"))),
+            ("max_iterations", m.get("max_iterations")),
+            ("dataset", m.get("dataset")),
+        ] {
+            if let Some(v) = v.filter(|v| !v.is_null()) {
+                s.meta.insert(k.into(), v.clone());
+            }
+        }
+    }
+    if let Some(e) = inst.error.as_deref().filter(|e| !e.trim().is_empty()) {
+        s.closure.status = status_of_error(e);
+        s.closure.meta.insert("error".into(), json!(e));
+    }
+    // A SWE-bench instance is assessed on its patch; without one there is no assessable work.
+    if let Some(tr) = inst.test_result.as_ref().and_then(Value::as_object) {
+        if let Some(patch) = tr.get("git_patch") {
+            let empty = patch.as_str().is_none_or(|p| p.trim().is_empty());
+            if empty {
+                s.closure.artifact = Value::Null;
+                s.closure.version = None;
+            } else {
+                s.closure.artifact = json!("git_patch");
+                s.closure.version = Some(json!(1));
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// Closure status of a run that ended with `error`: a limit (iterations, budget) is
+/// `timeout`, anything else `error`.
+pub(super) fn status_of_error(error: &str) -> ClosureStatus {
+    let e = error.to_ascii_lowercase();
+    if e.contains("maximum iteration")
+        || e.contains("max iteration")
+        || e.contains("maximum budget")
+        || e.contains("timeout")
+        || e.contains("timed out")
+    {
+        ClosureStatus::Timeout
+    } else {
+        ClosureStatus::Error
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_timeouts() {
+        assert_eq!(
+            status_of_error(
+                "RuntimeError: Agent reached maximum iteration. Current iteration: 30, max \
+                 iteration: 30"
+            ),
+            ClosureStatus::Timeout
+        );
+        assert_eq!(
+            status_of_error("Agent reached maximum iteration in headless mode"),
+            ClosureStatus::Timeout
+        );
+        assert_eq!(
+            status_of_error("AgentRuntimeDisconnectedError: runtime died"),
+            ClosureStatus::Error
+        );
+    }
+}

@@ -1,0 +1,9 @@
+//! The importers' integration tests, on excerpts of real logs.
+
+// Test helpers may unwrap too: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+mod claude_code;
+mod common;
+mod formats;
+mod real_logs;

@@ -1,0 +1,28 @@
+//! `gyre record`: a recording proxy between an unmodified harness and a vLLM or SGLang policy
+//! server (docs/record.md).
+//!
+//! The harness speaks OpenAI Chat Completions or Anthropic Messages to the proxy. The proxy
+//! renders each conversation with the model's chat template into token ids, putting back the
+//! exact output ids of assistant turns it produced earlier (payload restoration), asks the
+//! upstream for a completion of those ids with log-probs, records one gyre/1 `request` per
+//! call through [`Recorder`](gyre_engine::recorder::Recorder), and answers the harness in its
+//! API's shape. Evaluators close and score executions with `POST /gyre/closure` and
+//! `POST /gyre/assessment`.
+//!
+//! The parts: [`chat`] (the API-neutral conversation and errors), [`openai`] and [`anthropic`]
+//! (request parsing, JSON and SSE answers), [`render`] (conversation → ids and spans),
+//! [`sampled`] (sampled ids → text, reasoning, tool calls), [`payload`] (what the proxy produced,
+//! for restoration), [`journal`] (executions, agents, the recording), [`upstream`] (the policy
+//! server) and [`server`] (HTTP, shutdown).
+
+pub mod anthropic;
+pub mod chat;
+pub mod journal;
+pub mod openai;
+pub mod payload;
+pub mod render;
+pub mod sampled;
+pub mod server;
+pub mod upstream;
+
+pub use server::{Config, serve};

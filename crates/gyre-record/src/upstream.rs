@@ -1,0 +1,427 @@
+//! The policy server: a completion of a token-id prompt, with the sampled ids and their
+//! log-probs, checked before anything is recorded or answered.
+//!
+//! vLLM (OpenAI-compatible server): `POST /v1/completions` with `prompt` as a list of ids,
+//! `logprobs: 1` and `return_token_ids: true`; the answer's `choices[0].token_ids` and
+//! `choices[0].logprobs.token_logprobs`. SGLang has no token ids on that route: its native
+//! `POST /generate` takes `input_ids` and `return_logprob: true` and answers
+//! `meta_info.output_token_logprobs` as `[logprob, id, text]` triples.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+use super::chat::{ApiError, ErrorKind, Sampling};
+use gyre_engine::report::plural;
+
+/// Which server speaks upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// vLLM's OpenAI-compatible `/v1/completions`.
+    Vllm,
+    /// SGLang's native `/generate`.
+    Sglang,
+}
+
+/// How generation ended, as the upstream says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// End of turn (an end-of-sequence token).
+    Eos,
+    /// The token limit.
+    Length,
+    /// A stop string matched.
+    Stop(String),
+}
+
+/// A checked completion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completion {
+    /// Sampled ids.
+    pub ids: Vec<u32>,
+    /// One finite log-prob per sampled id.
+    pub logprobs: Vec<f64>,
+    /// Why it stopped.
+    pub stopped: Stopped,
+}
+
+/// A client of the policy server.
+pub struct Upstream {
+    http: reqwest::Client,
+    base: String,
+    flavor: Flavor,
+    model: OnceCell<String>,
+    fixed_model: Option<String>,
+}
+
+impl Upstream {
+    /// A client of `base` (`http://host:port`, with or without `/v1`), waiting at most
+    /// `timeout` per call; `model` overrides the model name sent (else the upstream's first
+    /// served model, else the client's).
+    pub fn new(
+        base: &str,
+        flavor: Flavor,
+        timeout: Duration,
+        model: Option<String>,
+    ) -> Result<Self, String> {
+        let trimmed = base.trim_end_matches('/');
+        let trimmed = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+        if !trimmed.starts_with("http://") {
+            return Err(format!(
+                "--upstream must be an http:// URL (got {base:?}); run gyre record next to the \
+                 policy server"
+            ));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(Duration::from_secs(10))
+            .pool_max_idle_per_host(256)
+            .build()
+            .map_err(|e| format!("building the HTTP client: {e}"))?;
+        Ok(Upstream {
+            http,
+            base: trimmed.to_owned(),
+            flavor,
+            model: OnceCell::new(),
+            fixed_model: model,
+        })
+    }
+
+    /// The upstream's base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The model name to send: `--model`, else the first of the upstream's `/v1/models`
+    /// (asked once), else `client_model`.
+    pub async fn model(&self, client_model: &str) -> String {
+        if let Some(m) = &self.fixed_model {
+            return m.clone();
+        }
+        let served = self
+            .model
+            .get_or_init(|| async {
+                let url = format!("{}/v1/models", self.base);
+                let res = self.http.get(&url).send().await;
+                let body: Option<Value> = match res {
+                    Ok(r) if r.status().is_success() => r.json().await.ok(),
+                    _ => None,
+                };
+                body.as_ref()
+                    .and_then(|b| b.pointer("/data/0/id"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .await;
+        if served.is_empty() {
+            client_model.to_owned()
+        } else {
+            served.clone()
+        }
+    }
+
+    /// Samples a completion of `prompt`.
+    pub async fn complete(
+        &self,
+        prompt: &[u32],
+        sampling: &Sampling,
+        client_model: &str,
+    ) -> Result<Completion, ApiError> {
+        let (url, body) = match self.flavor {
+            Flavor::Vllm => {
+                let model = self.model(client_model).await;
+                (
+                    format!("{}/v1/completions", self.base),
+                    vllm_body(&model, prompt, sampling),
+                )
+            }
+            Flavor::Sglang => (
+                format!("{}/generate", self.base),
+                sglang_body(prompt, sampling),
+            ),
+        };
+        let res = self
+            .http
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| transport_error(&url, e))?;
+        let status = res.status();
+        let bytes = res.bytes().await.map_err(|e| transport_error(&url, e))?;
+        if !status.is_success() {
+            return Err(status_error(status.as_u16(), &bytes));
+        }
+        let answer: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::upstream(format!("the upstream answered invalid JSON: {e}")))?;
+        match self.flavor {
+            Flavor::Vllm => read_vllm(&answer, prompt),
+            Flavor::Sglang => read_sglang(&answer),
+        }
+    }
+}
+
+fn vllm_body(model: &str, prompt: &[u32], s: &Sampling) -> Value {
+    let mut body = json!({
+        "model": model,
+        "prompt": prompt,
+        "logprobs": 1,
+        "return_token_ids": true,
+        "skip_special_tokens": false,
+        "stream": false,
+    });
+    let o = body.as_object_mut().expect("a JSON object literal");
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            o.insert(k.into(), v);
+        }
+    };
+    put("max_tokens", s.max_tokens.map(Value::from));
+    put("temperature", s.temperature.map(Value::from));
+    put("top_p", s.top_p.map(Value::from));
+    put("top_k", s.top_k.map(Value::from));
+    put("seed", s.seed.map(Value::from));
+    put("presence_penalty", s.presence_penalty.map(Value::from));
+    put("frequency_penalty", s.frequency_penalty.map(Value::from));
+    put(
+        "stop",
+        (!s.stop.is_empty()).then(|| Value::from(s.stop.clone())),
+    );
+    body
+}
+
+fn sglang_body(prompt: &[u32], s: &Sampling) -> Value {
+    let mut params = serde_json::Map::new();
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            params.insert(k.into(), v);
+        }
+    };
+    put("max_new_tokens", s.max_tokens.map(Value::from));
+    put("temperature", s.temperature.map(Value::from));
+    put("top_p", s.top_p.map(Value::from));
+    put("top_k", s.top_k.map(Value::from));
+    put("sampling_seed", s.seed.map(Value::from));
+    put("presence_penalty", s.presence_penalty.map(Value::from));
+    put("frequency_penalty", s.frequency_penalty.map(Value::from));
+    put(
+        "stop",
+        (!s.stop.is_empty()).then(|| Value::from(s.stop.clone())),
+    );
+    put("skip_special_tokens", Some(false.into()));
+    json!({
+        "input_ids": prompt,
+        "sampling_params": params,
+        "return_logprob": true,
+        "stream": false,
+    })
+}
+
+fn ids_of(v: Option<&Value>, what: &str) -> Result<Vec<u32>, ApiError> {
+    let items = v.and_then(Value::as_array).ok_or_else(|| {
+        ApiError::upstream(format!(
+            "the upstream answer has no {what} (vLLM returns them with return_token_ids, \
+             vLLM 0.10.2 or later)"
+        ))
+    })?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            t.as_u64()
+                .and_then(|t| u32::try_from(t).ok())
+                .ok_or_else(|| ApiError::upstream(format!("{what}[{i}] is not a token id")))
+        })
+        .collect()
+}
+
+fn logprobs_of(items: &[Value], ids: usize, what: &str) -> Result<Vec<f64>, ApiError> {
+    if items.len() != ids {
+        return Err(ApiError::upstream(format!(
+            "the upstream answered {} for {} ({what})",
+            plural(items.len(), "log-prob"),
+            plural(ids, "sampled token")
+        )));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.as_f64()
+                .filter(|x| x.is_finite() && *x <= 0.0)
+                .ok_or_else(|| ApiError::upstream(format!("{what}[{i}] is not a log-prob: {v}")))
+        })
+        .collect()
+}
+
+fn read_vllm(answer: &Value, prompt: &[u32]) -> Result<Completion, ApiError> {
+    let choice = answer
+        .pointer("/choices/0")
+        .ok_or_else(|| ApiError::upstream("the upstream answer has no choices[0]"))?;
+    let ids = ids_of(choice.get("token_ids"), "choices[0].token_ids")?;
+    if let Some(sent) = choice.get("prompt_token_ids").filter(|v| !v.is_null()) {
+        if ids_of(Some(sent), "choices[0].prompt_token_ids")? != prompt {
+            return Err(ApiError::upstream(
+                "the upstream reports a prompt other than the token ids sent",
+            ));
+        }
+    }
+    let lps = choice
+        .pointer("/logprobs/token_logprobs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            ApiError::upstream("the upstream answer has no choices[0].logprobs.token_logprobs")
+        })?;
+    let logprobs = logprobs_of(lps, ids.len(), "choices[0].logprobs.token_logprobs")?;
+    let stopped = match (
+        choice.get("finish_reason").and_then(Value::as_str),
+        choice.get("stop_reason"),
+    ) {
+        (Some("length"), _) => Stopped::Length,
+        (_, Some(Value::String(s))) => Stopped::Stop(s.clone()),
+        _ => Stopped::Eos,
+    };
+    Ok(Completion {
+        ids,
+        logprobs,
+        stopped,
+    })
+}
+
+fn read_sglang(answer: &Value) -> Result<Completion, ApiError> {
+    let triples = answer
+        .pointer("/meta_info/output_token_logprobs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            ApiError::upstream("the upstream answer has no meta_info.output_token_logprobs")
+        })?;
+    let mut lps = Vec::with_capacity(triples.len());
+    let mut from_triples = Vec::with_capacity(triples.len());
+    for (i, t) in triples.iter().enumerate() {
+        let lp = t.get(0).cloned().unwrap_or(Value::Null);
+        lps.push(lp);
+        from_triples.push(t.get(1).cloned().unwrap_or(Value::Null));
+        if !t.is_array() {
+            return Err(ApiError::upstream(format!(
+                "meta_info.output_token_logprobs[{i}] is not [logprob, id, text]"
+            )));
+        }
+    }
+    let ids = match answer.get("output_ids").filter(|v| !v.is_null()) {
+        Some(v) => ids_of(Some(v), "output_ids")?,
+        None => ids_of(
+            Some(&Value::Array(from_triples)),
+            "meta_info.output_token_logprobs ids",
+        )?,
+    };
+    let logprobs = logprobs_of(&lps, ids.len(), "meta_info.output_token_logprobs")?;
+    let finish = answer.pointer("/meta_info/finish_reason");
+    let stopped = match finish.and_then(|f| f.get("type")).and_then(Value::as_str) {
+        Some("length") => Stopped::Length,
+        Some("abort") => {
+            return Err(ApiError::upstream("the upstream aborted the generation"));
+        }
+        _ => match finish.and_then(|f| f.get("matched")) {
+            Some(Value::String(s)) => Stopped::Stop(s.clone()),
+            _ => Stopped::Eos,
+        },
+    };
+    Ok(Completion {
+        ids,
+        logprobs,
+        stopped,
+    })
+}
+
+fn transport_error(url: &str, e: reqwest::Error) -> ApiError {
+    if e.is_timeout() {
+        ApiError::new(
+            ErrorKind::Timeout,
+            format!("the upstream did not answer in time ({url})"),
+        )
+    } else if e.is_connect() {
+        ApiError::upstream(format!("cannot reach the upstream at {url}: {e}"))
+    } else {
+        ApiError::upstream(format!("calling the upstream at {url} failed: {e}"))
+    }
+}
+
+/// An error status from the upstream: its message, as a client error when the upstream refused
+/// the request (e.g. a prompt longer than the model's context), else a 502.
+fn status_error(status: u16, body: &[u8]) -> ApiError {
+    let v: Option<Value> = serde_json::from_slice(body).ok();
+    let message = v
+        .as_ref()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("message"))
+                .or_else(|| v.get("detail"))
+                .and_then(Value::as_str)
+        })
+        .map(str::to_owned)
+        .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned());
+    let kind = if (400..500).contains(&status) && status != 408 && status != 429 {
+        ErrorKind::InvalidRequest
+    } else {
+        ErrorKind::Upstream
+    };
+    ApiError::new(
+        kind,
+        format!("the upstream answered HTTP {status}: {}", message.trim()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vllm_answer_is_checked() {
+        let ok = json!({"choices": [{"token_ids": [5, 6], "prompt_token_ids": [1, 2],
+            "logprobs": {"token_logprobs": [-0.5, 0.0]}, "finish_reason": "length"}]});
+        let c = read_vllm(&ok, &[1, 2]).unwrap();
+        assert_eq!(
+            (c.ids, c.logprobs, c.stopped),
+            (vec![5, 6], vec![-0.5, 0.0], Stopped::Length)
+        );
+        assert!(read_vllm(&ok, &[1, 3]).is_err(), "another prompt");
+        let short = json!({"choices": [{"token_ids": [5, 6],
+            "logprobs": {"token_logprobs": [-0.5]}}]});
+        assert!(
+            read_vllm(&short, &[1])
+                .unwrap_err()
+                .message
+                .contains("1 log-prob for 2 sampled tokens")
+        );
+        let none = json!({"choices": [{"text": "hi", "logprobs": {"token_logprobs": [-0.5]}}]});
+        assert!(
+            read_vllm(&none, &[1])
+                .unwrap_err()
+                .message
+                .contains("token_ids")
+        );
+        let nan = json!({"choices": [{"token_ids": [5], "logprobs": {"token_logprobs": [null]}}]});
+        assert!(read_vllm(&nan, &[1]).is_err());
+    }
+
+    #[test]
+    fn an_sglang_answer_is_read_from_its_triples() {
+        let ok = json!({"text": "x", "meta_info": {"finish_reason": {"type": "stop",
+            "matched": 151645}, "output_token_logprobs": [[-0.1, 9, null], [-0.2, 151645, null]]}});
+        let c = read_sglang(&ok).unwrap();
+        assert_eq!((c.ids, c.stopped), (vec![9, 151645], Stopped::Eos));
+    }
+
+    #[test]
+    fn a_refused_prompt_is_the_clients_error_and_a_crash_is_a_bad_gateway() {
+        let e = status_error(
+            400,
+            br#"{"error": {"message": "maximum context length is 8"}}"#,
+        );
+        assert_eq!(e.kind, ErrorKind::InvalidRequest);
+        assert!(e.message.contains("maximum context length"));
+        assert_eq!(status_error(500, b"boom").kind, ErrorKind::Upstream);
+    }
+}

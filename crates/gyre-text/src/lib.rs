@@ -1,0 +1,13 @@
+//! Tokens as text (SPEC §7): terminal-safe strings, token ids → text, chat templates.
+
+pub mod encode;
+pub mod resolve;
+pub mod template;
+pub mod tokenizer;
+
+pub use encode::CachedEncoder;
+/// The one terminal sanitiser (it lives in the format layer, below the engine).
+pub use gyre_format::sanitize;
+pub use resolve::resolve as resolve_tokenizer;
+pub use template::{ChatTemplate, Message, RenderOptions, ToolCall, python_json};
+pub use tokenizer::TokenText;

@@ -1,0 +1,395 @@
+//! HuggingFace chat templates rendered with `minijinja`, matching `apply_chat_template`.
+//!
+//! Three things make the output byte-identical to transformers' Jinja environment: blocks are
+//! trimmed the same way (`trim_blocks`, `lstrip_blocks`), Python string methods come from
+//! `minijinja-contrib`'s pycompat, and `tojson` is Python's `json.dumps(x, ensure_ascii=False)`
+//! (insertion order, `", "` and `": "` separators) rather than minijinja's sorted compact JSON.
+
+use std::path::Path;
+
+use eyre::{Result, WrapErr, bail, eyre};
+use minijinja::value::Kwargs;
+use minijinja::{Environment, Error, ErrorKind, Value, context};
+use serde::{Deserialize, Serialize};
+
+use super::tokenizer::TokenText;
+
+/// The Qwen3 `tokenizer_config.json` (holds its chat template).
+const QWEN3_CONFIG: &str = include_str!("../../../assets/tokenizers/qwen3/tokenizer_config.json");
+
+/// One chat message, serialised the way HuggingFace templates expect.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// The message text (for an assistant turn: the visible answer, without thinking).
+    pub content: String,
+    /// An assistant turn's thinking (rendered inside `<think>` by Qwen3-style templates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// An assistant turn's tool calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message: the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A message with `role` and `content` only.
+    pub fn new(role: &str, content: impl Into<String>) -> Self {
+        Self {
+            role: role.into(),
+            content: content.into(),
+            reasoning_content: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    /// A `tool` message answering call `call_id`.
+    pub fn tool(call_id: &str, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(call_id.into()),
+            ..Self::new("tool", content)
+        }
+    }
+}
+
+/// A tool call of an assistant message, serialised in OpenAI form
+/// (`{"id", "type": "function", "function": {"name", "arguments"}}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(into = "WireToolCall", from = "WireToolCall")]
+pub struct ToolCall {
+    /// Call id (not rendered by Qwen3's template, but kept for harness bookkeeping).
+    pub id: String,
+    /// Function name.
+    pub name: String,
+    /// Arguments: a JSON object (rendered with `tojson`), or a string rendered verbatim.
+    pub arguments: serde_json::Value,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct WireToolCall {
+    id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    function: WireFunction,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct WireFunction {
+    name: String,
+    arguments: serde_json::Value,
+}
+
+impl From<ToolCall> for WireToolCall {
+    fn from(c: ToolCall) -> Self {
+        Self {
+            id: c.id,
+            kind: "function".into(),
+            function: WireFunction {
+                name: c.name,
+                arguments: c.arguments,
+            },
+        }
+    }
+}
+
+impl From<WireToolCall> for ToolCall {
+    fn from(w: WireToolCall) -> Self {
+        Self {
+            id: w.id,
+            name: w.function.name,
+            arguments: w.function.arguments,
+        }
+    }
+}
+
+/// Template switches besides the messages and tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// Append the assistant generation prompt (`<|im_start|>assistant\n`).
+    pub add_generation_prompt: bool,
+    /// Passed as `enable_thinking` when set (Qwen3: `false` pre-fills an empty `<think>`).
+    pub enable_thinking: Option<bool>,
+}
+
+impl RenderOptions {
+    /// Options with the generation prompt on or off and nothing else.
+    pub fn generation(add_generation_prompt: bool) -> Self {
+        Self {
+            add_generation_prompt,
+            enable_thinking: None,
+        }
+    }
+}
+
+/// A compiled chat template plus the special-token strings it may reference.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    bos_token: Option<String>,
+    eos_token: Option<String>,
+    /// What the template writes after the end-of-turn token of an assistant turn (Qwen3: `"\n"`).
+    after_eos: String,
+}
+
+impl std::fmt::Debug for ChatTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatTemplate")
+            .field("eos_token", &self.eos_token)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChatTemplate {
+    /// The bundled Qwen3 template.
+    pub fn qwen3() -> Result<Self> {
+        Self::from_config_json(QWEN3_CONFIG)
+    }
+
+    /// The end-of-sequence token text from the config (Qwen3: `<|im_end|>`), if any.
+    pub fn eos_token(&self) -> Option<&str> {
+        self.eos_token.as_deref()
+    }
+
+    /// From a `tokenizer_config.json` file.
+    pub fn from_config_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .wrap_err_with(|| format!("reading {}", path.display()))?;
+        Self::from_config_json(&text).wrap_err_with(|| format!("in {}", path.display()))
+    }
+
+    /// From the text of a `tokenizer_config.json`: its `chat_template` (a string, or a list of
+    /// `{name, template}` of which `default` is used) and its `bos_token` / `eos_token`.
+    pub fn from_config_json(config: &str) -> Result<Self> {
+        let v: serde_json::Value =
+            serde_json::from_str(config).wrap_err("tokenizer_config.json is not JSON")?;
+        let template = match v.get("chat_template") {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Array(list)) => list
+                .iter()
+                .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
+                .and_then(|t| t.get("template")?.as_str())
+                .ok_or_else(|| eyre!("chat_template list has no \"default\" template"))?
+                .to_owned(),
+            _ => bail!("tokenizer_config.json has no chat_template"),
+        };
+        let token = |key: &str| match v.get(key) {
+            Some(serde_json::Value::String(s)) => Some(s.clone()),
+            Some(serde_json::Value::Object(o)) => {
+                o.get("content").and_then(|c| c.as_str()).map(str::to_owned)
+            }
+            _ => None,
+        };
+        Self::new(template, token("bos_token"), token("eos_token"))
+    }
+
+    /// From template source and the special-token strings it may use.
+    pub fn new(
+        source: String,
+        bos_token: Option<String>,
+        eos_token: Option<String>,
+    ) -> Result<Self> {
+        let mut env = Environment::new();
+        // transformers renders with trim_blocks and lstrip_blocks on.
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_filter("tojson", tojson);
+        env.add_function("raise_exception", |msg: String| -> Result<Value, Error> {
+            Err(Error::new(ErrorKind::InvalidOperation, msg))
+        });
+        env.add_template_owned("chat", source)
+            .map_err(|e| eyre!("chat template does not compile: {e:#}"))?;
+        let mut t = Self {
+            env,
+            bos_token,
+            eos_token,
+            after_eos: String::new(),
+        };
+        if let Some(eos) = t.eos_token.clone() {
+            let probe = [Message::new("user", "x"), Message::new("assistant", "y")];
+            let text = t.render(&probe, &[], RenderOptions::default())?;
+            if let Some(i) = text.rfind(&eos) {
+                t.after_eos = text[i + eos.len()..].to_owned();
+            }
+        }
+        Ok(t)
+    }
+
+    /// Renders `messages` (with `tools` as JSON schemas; empty = none), like transformers'
+    /// `apply_chat_template(messages, tools=tools or None, tokenize=False, ...)`.
+    pub fn render(
+        &self,
+        messages: &[Message],
+        tools: &[serde_json::Value],
+        opts: RenderOptions,
+    ) -> Result<String> {
+        let tmpl = self.env.get_template("chat").map_err(|e| eyre!("{e:#}"))?;
+        let tools = (!tools.is_empty()).then_some(tools);
+        let ctx = context! {
+            messages => Value::from_serialize(messages),
+            tools => Value::from_serialize(tools),
+            add_generation_prompt => opts.add_generation_prompt,
+            bos_token => self.bos_token.as_deref(),
+            eos_token => self.eos_token.as_deref(),
+        };
+        let ctx = match opts.enable_thinking {
+            Some(on) => context! { enable_thinking => on, ..ctx },
+            None => ctx,
+        };
+        tmpl.render(ctx)
+            .map_err(|e| eyre!("rendering the chat template: {e:#}"))
+    }
+
+    /// [`render`](Self::render), then tokenised with `tok` (special tokens recognised).
+    pub fn render_tokens(
+        &self,
+        tok: &TokenText,
+        messages: &[Message],
+        tools: &[serde_json::Value],
+        opts: RenderOptions,
+    ) -> Result<Vec<u32>> {
+        tok.encode(&self.render(messages, tools, opts)?)
+    }
+
+    /// The text a model generates for the assistant turn `msg`: everything the template writes
+    /// for it after the generation prompt, up to and including the end-of-turn token (Qwen3:
+    /// `<think>\n…\n</think>\n\ntext\n<tool_call>\n{…}\n</tool_call><|im_end|>`).
+    pub fn render_assistant_output(&self, msg: &Message, opts: RenderOptions) -> Result<String> {
+        let user = Message::new("user", "x");
+        let prompt = self.render(
+            std::slice::from_ref(&user),
+            &[],
+            RenderOptions {
+                add_generation_prompt: true,
+                ..opts
+            },
+        )?;
+        let full = self.render(
+            &[user, msg.clone()],
+            &[],
+            RenderOptions {
+                add_generation_prompt: false,
+                ..opts
+            },
+        )?;
+        let Some(rest) = full.strip_prefix(&prompt) else {
+            bail!(
+                "this chat template does not render an assistant turn after its generation prompt"
+            );
+        };
+        Ok(
+            match self
+                .eos_token
+                .as_deref()
+                .and_then(|e| rest.rfind(e).map(|i| i + e.len()))
+            {
+                Some(end) => rest[..end].to_owned(),
+                None => rest.to_owned(),
+            },
+        )
+    }
+
+    /// The generation prompt alone (Qwen3: `<|im_start|>assistant\n`), as the template appends
+    /// it after the last message.
+    pub fn generation_prompt(&self, opts: RenderOptions) -> Result<String> {
+        let user = [Message::new("user", "x")];
+        let with = self.render(
+            &user,
+            &[],
+            RenderOptions {
+                add_generation_prompt: true,
+                ..opts
+            },
+        )?;
+        let without = self.render(
+            &user,
+            &[],
+            RenderOptions {
+                add_generation_prompt: false,
+                ..opts
+            },
+        )?;
+        with.strip_prefix(&without)
+            .map(str::to_owned)
+            .ok_or_else(|| eyre!("this chat template's generation prompt is not a plain suffix"))
+    }
+
+    /// The text a harness appends after a generated assistant turn (which ended with the
+    /// end-of-turn token) to add `messages` (tool results, user turns…): the template's
+    /// separator after that token, then `messages` rendered on their own (no tools, no system
+    /// block unless `messages` starts with one), then the generation prompt if asked for.
+    pub fn render_continuation(&self, messages: &[Message], opts: RenderOptions) -> Result<String> {
+        let mut text = self.after_eos.clone();
+        text.push_str(&self.render(messages, &[], opts)?);
+        Ok(text)
+    }
+}
+
+/// Python's `json.dumps(value, ensure_ascii=False, indent=indent)`.
+fn tojson(value: &Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    if kwargs.get::<Option<bool>>("ensure_ascii")? == Some(true) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "tojson(ensure_ascii=True) is not supported",
+        ));
+    }
+    kwargs.assert_all_used()?;
+    let mut out = Vec::new();
+    let res = match indent {
+        Some(n) => {
+            let pad = vec![b' '; n];
+            let fmt = serde_json::ser::PrettyFormatter::with_indent(&pad);
+            value.serialize(&mut serde_json::Serializer::with_formatter(&mut out, fmt))
+        }
+        None => value.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut out,
+            PyFormatter,
+        )),
+    };
+    res.map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))?;
+    let text = String::from_utf8(out)
+        .map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))?;
+    Ok(Value::from_safe_string(text))
+}
+
+/// `value` as Python's `json.dumps(value, ensure_ascii=False)` writes it: what a template's
+/// `tojson` puts in the prompt (used to find tool schemas in rendered text).
+pub fn python_json(value: &serde_json::Value) -> String {
+    let mut out = Vec::new();
+    // Writing a JSON value into memory cannot fail.
+    serde::Serialize::serialize(
+        value,
+        &mut serde_json::Serializer::with_formatter(&mut out, PyFormatter),
+    )
+    .expect("a JSON value serialises into memory");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// `json.dumps` default separators: `", "` between items, `": "` after keys.
+struct PyFormatter;
+
+impl serde_json::ser::Formatter for PyFormatter {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first { Ok(()) } else { w.write_all(b", ") }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first { Ok(()) } else { w.write_all(b", ") }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+}

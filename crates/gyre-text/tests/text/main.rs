@@ -1,0 +1,7 @@
+//! Tokens as text: chat templates against the reference renderer, token display.
+
+// Test helpers may unwrap too: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+mod template;
+mod tokens;

@@ -1,0 +1,1790 @@
+//! Inspector state and the one place it changes: [`App::step`].
+//!
+//! The panes share one [`Selection`] — execution, request, replay step and the generation of
+//! the results on screen. An action goes to an overlay, to the app (settings, focus, replay
+//! step) or to the focused pane; panes answer with [`Effect`]s, which change the selection;
+//! then every pane brings its own state in line with it. A pane's state is keyed by what it was
+//! made for, so nothing drawn can belong to an earlier selection.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
+
+use gyre_engine::Results;
+use gyre_engine::admit::{Class, Settings};
+use gyre_engine::export;
+use gyre_engine::lens::{Lens, LensOptions};
+use gyre_engine::load::Batch;
+use gyre_engine::paint::ColorMode;
+use gyre_engine::score::AdvantageMode;
+use gyre_engine::stats::{self, Breakdown, Totals};
+use gyre_text::TokenText;
+
+use super::dashboard::{Dash, Go};
+use super::keys::Command;
+use super::layout::{Areas, NARROW, areas};
+use super::overlay::{self, Edit, ExportPrompt, Field, Overlay, PriorityEditor};
+use super::pane::assessments::AssessmentsPane;
+use super::pane::detail::{DetailPane, Subject};
+use super::pane::executions::ExecutionsPane;
+use super::pane::replay::{ReplayPane, jmax_text, priority_text};
+use super::pane::tokens::{PathView, TokensPane};
+use super::pane::tree::TreePane;
+use super::pane::{Ctx, Effect, Pane};
+use super::search::{Found, Search};
+use super::theme::Theme;
+use super::whatif::{Compare, DEFAULT_SEEDS, Pinned, WhatIf};
+
+/// How long a status message stays.
+pub const MESSAGE_TTL: Duration = Duration::from_secs(6);
+
+/// A loaded batch and what the engine decided about it, shared with workers.
+pub struct Data {
+    /// The records.
+    pub batch: Arc<Batch>,
+    /// The engine's decisions on screen.
+    pub results: Arc<Results>,
+    /// Their batch totals.
+    pub totals: Totals,
+}
+
+/// The one selection every pane follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Execution index.
+    pub exec: usize,
+    /// The request whose path is shown.
+    pub request: Option<u32>,
+    /// Replay step: draws shown as made (`0..=n`).
+    pub step: u32,
+    /// Generation of the results on screen (each re-run makes a new one).
+    pub generation: u64,
+    /// Generation of the batch on screen (a recording read again under `--follow` makes a new
+    /// one): indices into executions, requests and tree nodes hold only within one.
+    pub batch: u64,
+}
+
+/// What is being loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Reading records: bytes.
+    Reading,
+    /// Scoring and admitting: executions.
+    Admitting,
+}
+
+/// Loading state.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Load {
+    /// Working on `phase`: `done` of `total`.
+    Loading {
+        /// The phase.
+        phase: Phase,
+        /// Done so far.
+        done: u64,
+        /// In all.
+        total: u64,
+    },
+    /// Loading failed.
+    Failed(String),
+    /// Data is there.
+    Ready,
+}
+
+/// A status message and when it was set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// The text.
+    pub text: String,
+    /// When.
+    pub at: Instant,
+}
+
+/// What a settings change did: batch and execution figures before and after.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// The change (`J_max 5 → 3`).
+    pub what: String,
+    /// Batch totals before.
+    pub before: Totals,
+    /// Batch totals after.
+    pub after: Totals,
+    /// The selected execution's id.
+    pub exec: String,
+    /// Its totals before.
+    pub exec_before: Totals,
+    /// Its totals after.
+    pub exec_after: Totals,
+}
+
+/// Results of an engine re-run for `settings`.
+#[derive(Debug)]
+pub struct Rerun {
+    /// The batch they were made on.
+    pub batch: Arc<Batch>,
+    /// What they were made with.
+    pub settings: Settings,
+    /// Advantage mode.
+    pub advantage: AdvantageMode,
+    /// The results.
+    pub results: Results,
+    /// Their totals.
+    pub totals: Totals,
+    /// The change that asked for them.
+    pub what: String,
+}
+
+/// What the run loop waits for: a terminal event, or the report of background work.
+#[derive(Debug)]
+pub enum Msg {
+    /// A terminal event (key, mouse, resize).
+    Term(crossterm::event::Event),
+    /// Background work finished (or made progress).
+    Done(Action),
+}
+
+/// Where background work (loading, re-runs, search, exports) reports back.
+#[derive(Clone, Debug)]
+pub struct Jobs(Sender<Msg>);
+
+impl Jobs {
+    /// A handle and the receiving end the run loop (or a test) reads.
+    pub fn channel() -> (Jobs, Receiver<Msg>) {
+        let (tx, rx) = channel();
+        (Jobs(tx), rx)
+    }
+
+    /// Reports an action (ignored once the inspector has quit).
+    pub fn send(&self, a: Action) {
+        let _ = self.0.send(Msg::Done(a));
+    }
+
+    /// Forwards a terminal event; false once nobody listens.
+    pub fn term(&self, ev: crossterm::event::Event) -> bool {
+        self.0.send(Msg::Term(ev)).is_ok()
+    }
+}
+
+/// One change to the state.
+#[derive(Debug)]
+pub enum Action {
+    /// A bound command.
+    Cmd(Command),
+    /// A character typed into an overlay.
+    Input(char),
+    /// Backspace in an overlay's field.
+    Backspace,
+    /// Ctrl-U in an overlay's field.
+    ClearField,
+    /// Ctrl-W in an overlay's field.
+    DeleteWord,
+    /// Mouse click at a cell.
+    Click(u16, u16),
+    /// Mouse wheel at a cell (`true` = down).
+    Wheel(u16, u16, bool),
+    /// The terminal was resized.
+    Resize(u16, u16),
+    /// Loading progress: phase, done, total.
+    Progress(Phase, u64, u64),
+    /// Loading finished (the engine runs here, on the caller's thread).
+    Loaded(Result<Box<Batch>, String>),
+    /// Loading finished and the engine already ran (off the UI thread).
+    Processed(Arc<Batch>, Box<Results>),
+    /// The followed recording grew: its new contents, admitted (`--follow`).
+    Grown(Arc<Batch>, Box<Results>),
+    /// A re-run finished.
+    Rerun(Box<Rerun>),
+    /// The tokenizer to show token text with.
+    Text(TokenText),
+    /// A tokenizer is being loaded (ids are shown meanwhile).
+    TextLoading(String),
+    /// A message for the status line.
+    Message(String),
+    /// An export finished: its path and the status line to show.
+    Exported(PathBuf, String),
+    /// Search hits from a worker.
+    Found(Found),
+    /// The clock: messages older than [`MESSAGE_TTL`] fade.
+    Tick(Instant),
+    /// The lens and sweep of a batch, worked out in the background.
+    WhatIf(Arc<WhatIf>),
+    /// Their progress: done of total.
+    WhatIfProgress(usize, usize),
+}
+
+/// Everything the screen shows, changed only by [`App::step`].
+pub struct App {
+    /// Name of the input, for the title.
+    pub label: String,
+    /// Loading state.
+    pub load: Load,
+    /// The data, once loaded.
+    pub data: Option<Data>,
+    /// Settings asked for (the results on screen may still be of earlier ones: see
+    /// [`App::rerunning`]).
+    pub settings: Settings,
+    /// Advantage mode asked for.
+    pub advantage: AdvantageMode,
+    /// Priority orders `p` cycles through.
+    pub priorities: Vec<Vec<Class>>,
+    /// Terminal size.
+    pub size: (u16, u16),
+    /// Focused pane.
+    pub focus: Pane,
+    /// The focused pane fills the screen.
+    pub zoom: bool,
+    /// Overlay.
+    pub overlay: Overlay,
+    /// Status message.
+    pub message: Option<Message>,
+    /// What the last settings change did.
+    pub change: Option<Change>,
+    /// Palette.
+    pub theme: Theme,
+    /// Token colouring.
+    pub colour: ColorMode,
+    /// Shade alternate tokens.
+    pub boundaries: bool,
+    /// Show the detail pane.
+    pub detail: bool,
+    /// The shared selection.
+    pub sel: Selection,
+    /// Executions pane.
+    pub execs: ExecutionsPane,
+    /// Tree pane.
+    pub tree: TreePane,
+    /// Tokens pane.
+    pub tokens: TokensPane,
+    /// Replay pane.
+    pub replay: ReplayPane,
+    /// Assessments pane.
+    pub assess: AssessmentsPane,
+    /// Detail pane.
+    pub detail_pane: DetailPane,
+    /// Search over every execution.
+    pub search: Search,
+    /// Quit requested.
+    pub quit: bool,
+    /// Token text.
+    pub text: TokenText,
+    /// What the title says about token text.
+    pub tokenizer: String,
+    /// Where exports go.
+    pub cwd: PathBuf,
+    /// Exports still being written, by path.
+    pub exporting: Vec<PathBuf>,
+    /// Where background work reports back; without it, work is done in place.
+    pub jobs: Option<Jobs>,
+    /// Seeds the lens looks through (`--seeds`).
+    pub lens_seeds: u32,
+    /// The latest lens and sweep (it may be of other settings than those on screen: see
+    /// [`App::whatif`]).
+    pub whatif_done: Option<Arc<WhatIf>>,
+    /// The options of the what-if being worked out on a worker.
+    pub whatif_pending: Option<LensOptions>,
+    /// Its progress.
+    pub whatif_progress: Option<(usize, usize)>,
+    /// Settings pinned to compare with (`m`).
+    pub pinned: Option<Pinned>,
+    /// The pin compared with the results on screen, once asked for.
+    pub compare: Option<Compare>,
+    /// The dashboard's breakdown of the results on screen, by generation, once asked for.
+    pub breakdown: Option<(u64, Breakdown)>,
+}
+
+/// The default presets `p` cycles through.
+fn presets() -> Vec<Vec<Class>> {
+    use Class::*;
+    vec![
+        Class::DEFAULT_PRIORITY.to_vec(),
+        vec![Main, Sub, MainSummary, SubSummary],
+        vec![Main, MainSummary],
+        vec![Main],
+        vec![Sub, SubSummary, Main, MainSummary],
+    ]
+}
+
+impl App {
+    /// A new, still loading inspector.
+    pub fn new(label: impl Into<String>, settings: Settings, theme: Theme) -> Self {
+        let mut priorities = presets();
+        if !priorities.contains(&settings.priority) {
+            priorities.insert(0, settings.priority.clone());
+        }
+        App {
+            label: label.into(),
+            load: Load::Loading {
+                phase: Phase::Reading,
+                done: 0,
+                total: 0,
+            },
+            data: None,
+            settings,
+            advantage: AdvantageMode::DrGrpo,
+            priorities,
+            size: (120, 40),
+            focus: Pane::Tokens,
+            zoom: false,
+            overlay: Overlay::None,
+            message: None,
+            change: None,
+            theme,
+            colour: ColorMode::Claims,
+            boundaries: true,
+            detail: true,
+            sel: Selection::default(),
+            execs: ExecutionsPane::default(),
+            tree: TreePane::default(),
+            tokens: TokensPane::default(),
+            replay: ReplayPane::default(),
+            assess: AssessmentsPane::default(),
+            detail_pane: DetailPane::default(),
+            search: Search::default(),
+            quit: false,
+            text: TokenText::none(),
+            tokenizer: "ids (no tokenizer)".into(),
+            cwd: PathBuf::from("."),
+            exporting: Vec::new(),
+            jobs: None,
+            lens_seeds: DEFAULT_SEEDS,
+            whatif_done: None,
+            whatif_pending: None,
+            whatif_progress: None,
+            pinned: None,
+            compare: None,
+            breakdown: None,
+        }
+    }
+
+    /// An inspector on an already loaded batch (the engine runs here).
+    pub fn with_batch(
+        label: impl Into<String>,
+        batch: Batch,
+        settings: Settings,
+        theme: Theme,
+        size: (u16, u16),
+    ) -> Self {
+        let mut app = App::new(label, settings, theme);
+        app.size = size;
+        app.step(Action::Loaded(Ok(Box::new(batch))));
+        app
+    }
+
+    /// Pane rectangles for the current size, detail setting and zoom.
+    pub fn areas(&self) -> Areas {
+        areas(self.size, self.detail, self.zoom.then_some(self.focus))
+    }
+
+    /// The pane context (a read-only view of the shared state), once there is an execution.
+    pub fn ctx(&self) -> Option<Ctx<'_>> {
+        build_ctx(
+            &self.data,
+            &self.sel,
+            &self.text,
+            &self.theme,
+            self.view(),
+            self.extra(),
+        )
+    }
+
+    /// The lens and the pinned results that go with the results on screen.
+    fn extra(&self) -> Extra<'_> {
+        extra(&self.data, &self.whatif_done, &self.pinned, self.lens_seeds)
+    }
+
+    /// The lens and sweep of the results on screen, once worked out.
+    pub fn whatif(&self) -> Option<&WhatIf> {
+        current_whatif(&self.data, &self.whatif_done, self.lens_seeds)
+    }
+
+    /// The pinned results, when they are of the batch on screen.
+    pub fn pinned_results(&self) -> Option<&Results> {
+        current_pin(&self.data, &self.pinned)
+    }
+
+    fn view(&self) -> View {
+        View {
+            areas: self.areas(),
+            focus: self.focus,
+            overlay: self.overlay != Overlay::None,
+            colour: self.colour,
+            boundaries: self.boundaries,
+        }
+    }
+
+    /// Number of draws of the selected execution.
+    pub fn draws(&self) -> u32 {
+        self.data.as_ref().map_or(0, |d| {
+            d.results
+                .admissions
+                .get(self.sel.exec)
+                .map_or(0, |a| a.draws.len() as u32)
+        })
+    }
+
+    /// The path on screen, when there is one for the selection.
+    pub fn path(&self) -> Option<&PathView> {
+        self.tokens.view(&self.sel)
+    }
+
+    /// A re-run is under way: the results on screen are of earlier settings.
+    pub fn rerunning(&self) -> bool {
+        self.data.as_ref().is_some_and(|d| {
+            d.results.settings != self.settings || d.results.advantage_mode != self.advantage
+        })
+    }
+
+    /// What the detail pane is about.
+    pub fn subject(&self) -> Subject {
+        match (self.focus, self.assess.selected, self.sel.request) {
+            (Pane::Assessments, Some(i), _) => Subject::Assessment(i),
+            (_, _, Some(r)) => Subject::Request(r),
+            _ => Subject::Nothing,
+        }
+    }
+
+    fn say(&mut self, text: impl Into<String>) {
+        self.message = Some(Message {
+            text: text.into(),
+            at: Instant::now(),
+        });
+    }
+
+    /// Applies one action, then brings every pane in line with the selection.
+    pub fn step(&mut self, action: Action) {
+        match action {
+            Action::Resize(w, h) => {
+                self.size = (w, h);
+                if let Overlay::Help(s) = self.overlay {
+                    self.overlay = Overlay::Help(
+                        s.min(overlay::help_max_scroll(&self.theme, self.areas().full)),
+                    );
+                }
+                self.tokens.resized();
+            }
+            Action::Progress(phase, done, total) => {
+                if let Load::Loading { .. } = self.load {
+                    self.load = Load::Loading { phase, done, total };
+                }
+            }
+            Action::Loaded(Err(e)) => self.load = Load::Failed(e),
+            Action::Loaded(Ok(batch)) => {
+                let results = gyre_engine::process(&batch, &self.settings, self.advantage);
+                self.loaded(Arc::new(*batch), results)
+            }
+            Action::Processed(batch, results) => {
+                let results = self.current(&batch, *results);
+                self.loaded(batch, results)
+            }
+            Action::Grown(batch, results) => self.grown(batch, *results),
+            Action::Rerun(r) => self.install(*r),
+            Action::Text(t) => {
+                self.tokenizer = t.label().to_string();
+                self.text = t;
+                self.tokens.resized();
+            }
+            Action::TextLoading(name) => {
+                self.tokenizer = format!("ids while {name} loads…");
+            }
+            Action::Message(m) => self.say(m),
+            Action::Exported(path, m) => {
+                self.exporting.retain(|p| *p != path);
+                self.say(m);
+            }
+            Action::Found(f) => self.search.receive(f),
+            Action::Tick(now) => {
+                if self
+                    .message
+                    .as_ref()
+                    .is_some_and(|m| now.duration_since(m.at) >= MESSAGE_TTL)
+                {
+                    self.message = None;
+                }
+            }
+            Action::WhatIf(w) => {
+                if self.whatif_pending.as_ref() == Some(&w.options) {
+                    self.whatif_pending = None;
+                    self.whatif_progress = None;
+                }
+                // One made for settings left behind since would only displace the current one.
+                let current = self.data.as_ref().is_some_and(|d| {
+                    w.is_for(
+                        &d.batch,
+                        &WhatIf::options_for(&d.results.settings, self.lens_seeds),
+                    )
+                });
+                if current {
+                    self.whatif_done = Some(w);
+                }
+            }
+            Action::WhatIfProgress(done, total) => {
+                if self.whatif_pending.is_some() {
+                    self.whatif_progress = Some((done, total));
+                }
+            }
+            Action::Input(c) => self.edit(Edit::Char(c)),
+            Action::Backspace => self.edit(Edit::Backspace),
+            Action::ClearField => self.edit(Edit::Clear),
+            Action::DeleteWord => self.edit(Edit::DeleteWord),
+            Action::Click(x, y) => self.click(x, y),
+            Action::Wheel(x, y, down) => self.wheel(x, y, down),
+            Action::Cmd(c) => self.command(c),
+        }
+        self.keep_focus_shown();
+        self.sync();
+        self.refresh_whatif();
+        self.refresh_compare();
+        self.refresh_breakdown();
+    }
+
+    /// Counts the dashboard's figures for the results on screen while it is open.
+    fn refresh_breakdown(&mut self) {
+        if !matches!(self.overlay, Overlay::Dashboard(_)) {
+            return;
+        }
+        let Some(d) = &self.data else { return };
+        if self
+            .breakdown
+            .as_ref()
+            .is_some_and(|(g, _)| *g == self.sel.generation)
+        {
+            return;
+        }
+        let b = stats::breakdown(&d.batch, &d.results);
+        if let Overlay::Dashboard(dash) = &mut self.overlay {
+            dash.fit(&b);
+        }
+        self.breakdown = Some((self.sel.generation, b));
+    }
+
+    /// The dashboard's breakdown, when it is of the results on screen.
+    pub fn breakdown(&self) -> Option<&Breakdown> {
+        self.breakdown
+            .as_ref()
+            .filter(|(g, _)| *g == self.sel.generation)
+            .map(|(_, b)| b)
+    }
+
+    /// The comparison of the pin with the results on screen, when it is up to date.
+    pub fn comparison(&self) -> Option<&Compare> {
+        self.compare
+            .as_ref()
+            .filter(|c| c.generation == self.sel.generation)
+    }
+
+    /// Whether something on screen reads the lens or the sweep (without workers they are
+    /// worked out only then).
+    fn whatif_wanted(&self) -> bool {
+        self.colour == ColorMode::Lens
+            || matches!(self.overlay, Overlay::Dashboard(_) | Overlay::Why { .. })
+    }
+
+    /// Starts working out the lens and sweep of the results on screen when they are missing:
+    /// on a worker when there is one, else in place when something shows them.
+    fn refresh_whatif(&mut self) {
+        let Some(d) = &self.data else { return };
+        let options = WhatIf::options_for(&d.results.settings, self.lens_seeds);
+        if self.whatif().is_some() || self.whatif_pending.as_ref() == Some(&options) {
+            return;
+        }
+        let batch = Arc::clone(&d.batch);
+        match &self.jobs {
+            Some(jobs) => {
+                let jobs = jobs.clone();
+                self.whatif_pending = Some(options.clone());
+                self.whatif_progress = Some((0, 2 * batch.executions.len()));
+                std::thread::spawn(move || {
+                    let n = (2 * batch.executions.len()).max(1);
+                    let every = (n / 20).max(1);
+                    let w = WhatIf::compute(batch, options, &|done, total| {
+                        if done % every == 0 {
+                            jobs.send(Action::WhatIfProgress(done, total));
+                        }
+                    });
+                    jobs.send(Action::WhatIf(Arc::new(w)));
+                });
+            }
+            None if self.whatif_wanted() => {
+                self.whatif_done = Some(Arc::new(WhatIf::compute(batch, options, &|_, _| {})));
+            }
+            None => {}
+        }
+    }
+
+    /// Compares the pin with the results on screen while the compare view is open.
+    fn refresh_compare(&mut self) {
+        if !matches!(self.overlay, Overlay::Compare(_)) {
+            return;
+        }
+        let (Some(d), Some(p)) = (&self.data, &self.pinned) else {
+            return;
+        };
+        if self
+            .compare
+            .as_ref()
+            .is_some_and(|c| c.generation == self.sel.generation)
+        {
+            return;
+        }
+        self.compare = Some(Compare::new(p, &d.results, self.sel.generation));
+    }
+
+    /// A resize or a zoom toggled off can hide the focused pane: the focus moves to the tokens,
+    /// else to the first pane shown.
+    fn keep_focus_shown(&mut self) {
+        let shown = self.areas().order();
+        if !shown.is_empty() && !shown.contains(&self.focus) {
+            self.focus = if shown.contains(&Pane::Tokens) {
+                Pane::Tokens
+            } else {
+                shown[0]
+            };
+        }
+    }
+
+    /// When the next message fades (the run loop wakes then, and only then, while idle).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.message.as_ref().map(|m| m.at + MESSAGE_TTL)
+    }
+
+    fn loaded(&mut self, batch: Arc<Batch>, results: Results) {
+        let totals = stats::totals(&batch, &results);
+        self.data = Some(Data {
+            batch,
+            results: Arc::new(results),
+            totals,
+        });
+        self.load = Load::Ready;
+        self.new_results();
+        self.sel.batch += 1;
+        // Open on the execution with the most draws (the first such), at draw n/n.
+        let d = self.data.as_ref().expect("just set");
+        let best = (0..d.batch.executions.len())
+            .max_by_key(|&i| (d.results.admissions[i].draws.len(), std::cmp::Reverse(i)));
+        if let Some(best) = best {
+            self.apply(Effect::OpenExec(best));
+        }
+    }
+
+    /// `results` when they were made with the settings asked for, else the engine's under them.
+    fn current(&self, batch: &Batch, results: Results) -> Results {
+        if results.settings == self.settings && results.advantage_mode == self.advantage {
+            results
+        } else {
+            gyre_engine::process(batch, &self.settings, self.advantage)
+        }
+    }
+
+    /// The followed recording grew: the new batch replaces the old one, the selection stays on
+    /// the same execution and request (by id) with every draw shown, and the status line says
+    /// what arrived.
+    fn grown(&mut self, batch: Arc<Batch>, results: Results) {
+        let results = self.current(&batch, results);
+        let Some(old) = self.data.take() else {
+            return self.loaded(batch, results);
+        };
+        let old_exec = old.batch.executions.get(self.sel.exec);
+        let request_id = old_exec
+            .zip(self.sel.request)
+            .and_then(|(e, r)| e.requests.get(r as usize))
+            .map(|r| r.id.clone());
+        let exec = old_exec.and_then(|e| batch.execution_index(&e.id));
+        let requests = |b: &Batch| b.executions.iter().map(|e| e.requests.len()).sum::<usize>();
+        let (execs, reqs) = (
+            (old.batch.executions.len(), batch.executions.len()),
+            (requests(&old.batch), requests(&batch)),
+        );
+        // A rewritten file can also hold less than before: the counts say which.
+        let delta = |(was, now): (usize, usize)| now as i64 - was as i64;
+        let said = format!(
+            "recording {}: {} executions ({:+}), {} requests ({:+})",
+            if execs.1 < execs.0 || reqs.1 < reqs.0 {
+                "rewritten"
+            } else {
+                "grew"
+            },
+            execs.1,
+            delta(execs),
+            reqs.1,
+            delta(reqs),
+        );
+        let totals = stats::totals(&batch, &results);
+        self.data = Some(Data {
+            batch,
+            results: Arc::new(results),
+            totals,
+        });
+        self.new_results();
+        self.sel.batch += 1;
+        // "Why" names a request by its index in the old batch.
+        if matches!(self.overlay, Overlay::Why { .. }) {
+            self.overlay = Overlay::None;
+        }
+        match exec {
+            Some(i) => {
+                let d = self.data.as_ref().expect("just set");
+                self.sel.exec = i;
+                self.sel.step = d.results.admissions[i].draws.len() as u32;
+                let e = &d.batch.executions[i];
+                self.sel.request = request_id
+                    .and_then(|id| e.request_index(&id))
+                    .or_else(|| e.requests.len().checked_sub(1).map(|r| r as u32));
+            }
+            None => {
+                // Gone (or no execution left at all): the first one opens, if any.
+                self.sel = Selection {
+                    generation: self.sel.generation,
+                    batch: self.sel.batch,
+                    ..Selection::default()
+                };
+                self.apply_effect(Effect::OpenExec(0));
+            }
+        }
+        // A pin compares with the old batch: it goes.
+        let said = if self.pinned.take().is_some() {
+            self.compare = None;
+            if self.colour == ColorMode::Flips {
+                self.colour = ColorMode::Claims;
+            }
+            if matches!(self.overlay, Overlay::Compare(_)) {
+                self.overlay = Overlay::None;
+            }
+            format!("{said} · pin dropped (the recording changed under it)")
+        } else {
+            said
+        };
+        // Hits point into the old batch: the same query runs again on the new one.
+        if self.search.active() {
+            let (query, d) = (
+                self.search.query.clone(),
+                self.data.as_ref().expect("just set"),
+            );
+            let batch = Arc::clone(&d.batch);
+            self.search.start(
+                &query,
+                &batch,
+                &self.text,
+                self.sel.exec,
+                self.jobs.as_ref(),
+            );
+        }
+        self.say(said);
+    }
+
+    /// Brings every pane in line with the selection.
+    fn sync(&mut self) {
+        let subject = self.subject();
+        self.with_ctx(|ctx, p| {
+            p.execs.sync(ctx);
+            p.tree.sync(ctx);
+            p.tokens.sync(ctx);
+            p.replay.sync(ctx);
+            p.assess.sync(ctx);
+            p.detail.sync(ctx, subject);
+        });
+        if let Overlay::Why { exec, .. } = self.overlay {
+            if exec != self.sel.exec {
+                self.overlay = Overlay::None;
+            }
+        }
+    }
+
+    /// Runs `f` with the pane context and the panes (disjoint borrows of `self`).
+    fn with_ctx<R>(&mut self, f: impl FnOnce(&Ctx, &mut Panes) -> R) -> Option<R> {
+        let view = self.view();
+        let extra = extra(&self.data, &self.whatif_done, &self.pinned, self.lens_seeds);
+        let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view, extra)?;
+        let mut panes = Panes {
+            execs: &mut self.execs,
+            tree: &mut self.tree,
+            tokens: &mut self.tokens,
+            replay: &mut self.replay,
+            assess: &mut self.assess,
+            detail: &mut self.detail_pane,
+        };
+        Some(f(&ctx, &mut panes))
+    }
+
+    /// Applies an effect (open an execution, show a request at a position, a replay step…)
+    /// and brings the panes in line, as a key or click asking for it would.
+    pub fn apply(&mut self, e: Effect) {
+        self.apply_effect(e);
+        self.sync();
+    }
+
+    /// Applies a pane's effect to the shared selection.
+    fn apply_effect(&mut self, e: Effect) {
+        let Some(d) = self.data.as_ref() else { return };
+        let n_exec = d.batch.executions.len();
+        // An overlay can outlive its execution (`--follow` read the recording shorter).
+        let selected = self.sel.exec < n_exec;
+        match e {
+            Effect::OpenExec(i) if i < n_exec => {
+                let exec = &d.batch.executions[i];
+                let adm = &d.results.admissions[i];
+                // The last draw's leaf, else the committed request, else the last request.
+                let first = adm
+                    .draws
+                    .last()
+                    .map(|dr| dr.chosen)
+                    .or_else(|| {
+                        exec.closure
+                            .as_ref()
+                            .and_then(|c| c.record.committed.as_deref())
+                            .and_then(|id| exec.request_index(id))
+                    })
+                    .or_else(|| exec.requests.len().checked_sub(1).map(|r| r as u32));
+                self.sel.exec = i;
+                self.sel.request = first;
+                self.sel.step = adm.draws.len() as u32;
+            }
+            Effect::OpenExec(_) => {}
+            Effect::SelectRequest(_) | Effect::ShowPos { .. } | Effect::Step(_) if !selected => {}
+            Effect::SelectRequest(r) => {
+                if (r as usize) < d.batch.executions[self.sel.exec].requests.len() {
+                    self.sel.request = Some(r);
+                }
+            }
+            Effect::ShowPos { request, pos } => {
+                self.apply_effect(Effect::SelectRequest(request));
+                self.sync();
+                self.with_ctx(|ctx, p| p.tokens.set_cursor(ctx, pos));
+            }
+            Effect::Jump { exec, request, pos } => {
+                if exec != self.sel.exec {
+                    self.apply_effect(Effect::OpenExec(exec));
+                }
+                self.apply_effect(Effect::ShowPos { request, pos });
+            }
+            Effect::Step(k) => {
+                let adm = &d.results.admissions[self.sel.exec];
+                let k = k.min(adm.draws.len() as u32);
+                self.sel.step = k;
+                if k == 0 {
+                    return;
+                }
+                let draw = &adm.draws[k as usize - 1];
+                let chosen = draw.chosen;
+                let exec = &d.batch.executions[self.sel.exec];
+                // The cursor goes to the first token this draw claimed.
+                let pos = draw
+                    .targets
+                    .first()
+                    .map(|&t| exec.tree.depth_tokens(exec.tree.nodes[t as usize].parent));
+                match pos {
+                    Some(pos) => self.apply_effect(Effect::ShowPos {
+                        request: chosen,
+                        pos,
+                    }),
+                    None => self.apply_effect(Effect::SelectRequest(chosen)),
+                }
+            }
+            Effect::Focus(p) => {
+                if self.areas().order().contains(&p) {
+                    self.focus = p;
+                }
+            }
+            Effect::Message(m) => self.say(m),
+        }
+    }
+
+    fn apply_all(&mut self, effects: Vec<Effect>) {
+        for e in effects {
+            self.apply(e);
+        }
+    }
+
+    fn command(&mut self, c: Command) {
+        if c == Command::Quit {
+            self.quit = true;
+            if let Some(p) = self.exporting.first() {
+                let m = format!("quitting once {} is written…", p.display());
+                self.say(m);
+            }
+            return;
+        }
+        if self.overlay != Overlay::None {
+            self.overlay_command(c);
+            return;
+        }
+        if c == Command::Help {
+            self.overlay = Overlay::Help(0);
+            return;
+        }
+        let Some(d) = self.data.as_ref() else { return };
+        if d.batch.executions.is_empty() {
+            return;
+        }
+        match c {
+            Command::Escape => {
+                if self.search.active() {
+                    self.search.clear();
+                } else if self.message.is_some() {
+                    self.message = None;
+                } else {
+                    self.change = None;
+                }
+            }
+            Command::FocusNext | Command::FocusPrev => {
+                let order = self.areas().order();
+                let i = order.iter().position(|p| *p == self.focus).unwrap_or(0);
+                let n = order.len();
+                if n > 0 {
+                    self.focus = order[if c == Command::FocusNext {
+                        (i + 1) % n
+                    } else {
+                        (i + n - 1) % n
+                    }];
+                }
+            }
+            Command::Jump(n) => match Pane::numbered(n) {
+                // Shown once focused (zoomed, it is the pane shown).
+                Some(p)
+                    if areas(self.size, self.detail, self.zoom.then_some(p))
+                        .order()
+                        .contains(&p) =>
+                {
+                    self.focus = p
+                }
+                Some(Pane::Detail) => self.say(format!(
+                    "the detail pane needs a terminal at least {NARROW} columns wide (z zooms it)"
+                )),
+                _ => {}
+            },
+            Command::Zoom => {
+                self.zoom = !self.zoom;
+                self.tokens.resized();
+            }
+            Command::DrawNext if self.sel.step >= self.draws() => {
+                self.say(format!(
+                    "already at draw {0}/{0}: the admitted state ([ steps back)",
+                    self.draws()
+                ));
+            }
+            Command::DrawPrev if self.sel.step == 0 => {
+                self.say(format!(
+                    "already at draw 0/{}: nothing claimed yet (] steps forward)",
+                    self.draws()
+                ));
+            }
+            Command::DrawNext => self.apply(Effect::Step(self.sel.step + 1)),
+            Command::DrawPrev => self.apply(Effect::Step(self.sel.step - 1)),
+            Command::DrawFirst => self.apply(Effect::Step(0)),
+            Command::DrawLast => self.apply(Effect::Step(self.draws())),
+            Command::ReplayLog => {
+                let m = self.replay.toggle_mode();
+                self.say(m);
+            }
+            Command::Why => self.open_why(),
+            Command::Colour => {
+                self.colour = self.colour.next(self.pinned_results().is_some());
+            }
+            Command::Pin => self.pin(),
+            Command::Compare => {
+                if self.pinned_results().is_some() {
+                    self.overlay = Overlay::Compare(0);
+                } else {
+                    self.say("nothing pinned: m pins the settings on screen, then change them");
+                }
+            }
+            Command::Row => self.overlay = Overlay::Row(0),
+            Command::Dashboard => self.overlay = Overlay::Dashboard(Dash::default()),
+            Command::Boundaries => self.boundaries = !self.boundaries,
+            Command::Detail => {
+                self.detail = !self.detail;
+                if self.detail && self.areas().detail.width == 0 {
+                    self.say(format!(
+                        "the detail pane needs a terminal at least {NARROW} columns wide"
+                    ));
+                }
+                if !self.areas().order().contains(&self.focus) {
+                    self.focus = Pane::Tokens;
+                }
+                self.tokens.resized();
+            }
+            Command::SeedUp | Command::SeedDown => {
+                let old = self.settings.seed;
+                self.settings.seed = if c == Command::SeedUp {
+                    old.wrapping_add(1)
+                } else {
+                    old.wrapping_sub(1)
+                };
+                self.rerun(format!("seed {old} → {}", self.settings.seed));
+            }
+            Command::JmaxUp | Command::JmaxDown => {
+                let old = self.settings.jmax;
+                self.settings.jmax = if c == Command::JmaxUp {
+                    old.saturating_add(1)
+                } else {
+                    old.saturating_sub(1)
+                };
+                if old != self.settings.jmax {
+                    self.rerun(format!(
+                        "J_max {} → {}",
+                        jmax_text(old),
+                        jmax_text(self.settings.jmax)
+                    ));
+                }
+            }
+            Command::Priority => {
+                let old = self.settings.priority.clone();
+                let i = self
+                    .priorities
+                    .iter()
+                    .position(|p| *p == old)
+                    .map_or(0, |i| (i + 1) % self.priorities.len());
+                self.settings.priority = self.priorities[i].clone();
+                self.rerun(format!(
+                    "priority {} → {}",
+                    priority_text(&old),
+                    priority_text(&self.settings.priority)
+                ));
+            }
+            Command::EditPriority => {
+                self.overlay = Overlay::Priority(PriorityEditor::new(&self.settings.priority));
+            }
+            Command::Advantage => {
+                let old = self.advantage;
+                self.advantage = match old {
+                    AdvantageMode::DrGrpo => AdvantageMode::Grpo,
+                    AdvantageMode::Grpo => AdvantageMode::None,
+                    AdvantageMode::None => AdvantageMode::DrGrpo,
+                };
+                self.rerun(format!(
+                    "advantage {} → {}",
+                    advantage_name(old),
+                    advantage_name(self.advantage)
+                ));
+            }
+            Command::Sort => self.execs.next_sort(),
+            Command::Filter => {
+                let effects = self.with_ctx(|ctx, p| p.execs.next_filter(ctx));
+                self.apply_all(effects.unwrap_or_default());
+            }
+            Command::Search => {
+                self.overlay = Overlay::Search {
+                    field: Field::new(self.search.query.clone()),
+                    at: 0,
+                }
+            }
+            Command::SearchNext | Command::SearchPrev => self.search_step(c == Command::SearchNext),
+            Command::Export => {
+                let free = self.proposed_export();
+                self.overlay = Overlay::Export(ExportPrompt {
+                    field: Field::new(free.clone()),
+                    clash: None,
+                    free,
+                });
+            }
+            Command::Goto => {
+                if self.path().is_some() {
+                    self.overlay = Overlay::Goto(Field::default());
+                }
+            }
+            Command::NextTarget
+            | Command::PrevTarget
+            | Command::NextLeftOut
+            | Command::PrevLeftOut
+            | Command::NextContext
+            | Command::PrevContext
+            | Command::NextDivergence
+            | Command::PrevDivergence => {
+                let effects = self.with_ctx(|ctx, p| p.tokens.command(ctx, c));
+                self.apply_all(effects.unwrap_or_default());
+            }
+            _ => self.pane_command(c),
+        }
+    }
+
+    fn pane_command(&mut self, c: Command) {
+        let focus = self.focus;
+        let subject = self.subject();
+        let effects = self.with_ctx(|ctx, p| match focus {
+            Pane::Executions => p.execs.command(ctx, c),
+            Pane::Tree => p.tree.command(ctx, c),
+            Pane::Tokens => p.tokens.command(ctx, c),
+            Pane::Replay => p.replay.command(ctx, c),
+            Pane::Assessments => p.assess.command(ctx, c),
+            Pane::Detail => {
+                let path = p.tokens.view(ctx.sel).map(|v| &v.index);
+                p.detail.command(ctx, subject, path, c)
+            }
+        });
+        self.apply_all(effects.unwrap_or_default());
+    }
+
+    /// `m`: pins the results on screen, or drops the pin.
+    fn pin(&mut self) {
+        if self.pinned.take().is_some() {
+            self.compare = None;
+            if self.colour == ColorMode::Flips {
+                self.colour = ColorMode::Claims;
+            }
+            self.say("pin dropped");
+            return;
+        }
+        if self.rerunning() {
+            self.say("a re-run is under way: pin once it is on screen");
+            return;
+        }
+        let Some(d) = &self.data else { return };
+        let label = self.export_settings();
+        self.pinned = Some(Pinned {
+            batch: Arc::clone(&d.batch),
+            results: Arc::clone(&d.results),
+            label: label.clone(),
+        });
+        self.say(format!(
+            "pinned {label}: change settings, then C compares and c colours the flips"
+        ));
+    }
+
+    /// Enter in the compare view: the chosen execution opens, its flips coloured, the cursor
+    /// on its first flip.
+    fn open_compared(&mut self, at: usize) {
+        let Some(c) = self.comparison() else { return };
+        let listed = super::compare::listed(&c.diff);
+        let Some(&exec) = listed.get(at) else { return };
+        let flip = self
+            .ctx()
+            .and_then(|ctx| super::compare::first_flip(&ctx, &c.diff, exec));
+        self.overlay = Overlay::None;
+        self.colour = ColorMode::Flips;
+        match flip {
+            Some((request, pos)) => self.apply(Effect::Jump { exec, request, pos }),
+            None => self.apply(Effect::OpenExec(exec)),
+        }
+    }
+
+    /// Enter in the dashboard.
+    fn dashboard_go(&mut self, d: Dash) {
+        let go = match (self.ctx(), self.breakdown()) {
+            (Some(ctx), Some(b)) => d.go(&ctx, b),
+            _ => return,
+        };
+        match go {
+            Go::To(e) => {
+                self.overlay = Overlay::None;
+                self.apply(e);
+            }
+            Go::Jmax(j) => {
+                self.overlay = Overlay::None;
+                let old = self.settings.jmax;
+                if old != j {
+                    self.settings.jmax = j;
+                    self.rerun(format!("J_max {} → {}", jmax_text(old), jmax_text(j)));
+                }
+            }
+            Go::Say(m) => self.say(m),
+        }
+    }
+
+    /// The request `y` explains: the one whose output is under the token cursor (tokens
+    /// focused), else the selected one.
+    fn open_why(&mut self) {
+        let under_cursor = (self.focus == Pane::Tokens)
+            .then(|| {
+                let d = self.data.as_ref()?;
+                let v = self.path()?;
+                let exec = &d.batch.executions[self.sel.exec];
+                let (n, _) = v.index.node_at(v.cursor);
+                let node = &exec.tree.nodes[n as usize];
+                (node.kind == gyre_engine::tree::NodeKind::Output).then_some(node.owner)
+            })
+            .flatten();
+        match under_cursor.or(self.sel.request) {
+            Some(request) => {
+                self.overlay = Overlay::Why {
+                    exec: self.sel.exec,
+                    request,
+                    scroll: 0,
+                }
+            }
+            None => self.say("no request selected"),
+        }
+    }
+
+    fn overlay_command(&mut self, c: Command) {
+        let full = self.areas().full;
+        match (&mut self.overlay, c) {
+            (Overlay::Help(_), Command::Help | Command::Escape) => self.overlay = Overlay::None,
+            (Overlay::Help(s), _) => {
+                *s = overlay::scroll(*s, c, overlay::help_max_scroll(&self.theme, full));
+            }
+            (Overlay::Why { .. }, Command::Why | Command::Escape) => self.overlay = Overlay::None,
+            (
+                Overlay::Why {
+                    request, scroll, ..
+                },
+                _,
+            ) => {
+                let (request, s) = (*request, *scroll);
+                let max = self
+                    .ctx()
+                    .map_or(0, |ctx| overlay::why_max_scroll(&ctx, request, full));
+                if let Overlay::Why { scroll, .. } = &mut self.overlay {
+                    *scroll = overlay::scroll(s, c, max);
+                }
+            }
+            (Overlay::Compare(_), Command::Compare | Command::Escape) => {
+                self.overlay = Overlay::None
+            }
+            (Overlay::Compare(at), Command::Enter) => {
+                let at = *at;
+                self.open_compared(at);
+            }
+            (Overlay::Compare(at), _) => {
+                let at = *at;
+                let n = self
+                    .comparison()
+                    .map_or(0, |c| super::compare::listed(&c.diff).len());
+                let last = n.saturating_sub(1);
+                let new = match c {
+                    Command::Up => at.saturating_sub(1),
+                    Command::Down => (at + 1).min(last),
+                    Command::PageUp => at.saturating_sub(10),
+                    Command::PageDown => (at + 10).min(last),
+                    Command::Home => 0,
+                    Command::End => last,
+                    _ => at,
+                };
+                self.overlay = Overlay::Compare(new);
+            }
+            (Overlay::Row(_), Command::Row | Command::Escape) => self.overlay = Overlay::None,
+            (
+                Overlay::Row(_),
+                Command::DrawNext | Command::DrawPrev | Command::DrawFirst | Command::DrawLast,
+            ) => {
+                let n = self.draws();
+                let k = match c {
+                    Command::DrawNext => (self.sel.step + 1).min(n),
+                    Command::DrawPrev => self.sel.step.saturating_sub(1).max(1),
+                    Command::DrawFirst => 1,
+                    _ => n,
+                };
+                self.overlay = Overlay::Row(0);
+                if n > 0 && k != self.sel.step {
+                    self.apply(Effect::Step(k));
+                }
+            }
+            (Overlay::Row(at), _) => {
+                let at = *at;
+                let new = self
+                    .ctx()
+                    .map_or(0, |ctx| super::row::scroll(&ctx, full, at, c));
+                self.overlay = Overlay::Row(new);
+            }
+            (Overlay::Dashboard(_), Command::Dashboard | Command::Escape) => {
+                self.overlay = Overlay::None
+            }
+            (Overlay::Dashboard(d), Command::Enter) => {
+                let d = *d;
+                self.dashboard_go(d);
+            }
+            (Overlay::Dashboard(d), _) => {
+                let mut d = *d;
+                if let Some(b) = self.breakdown() {
+                    d.command(b, c);
+                }
+                self.overlay = Overlay::Dashboard(d);
+            }
+            (Overlay::Search { .. }, Command::Escape) => {
+                // One Esc closes the field and clears the search.
+                self.overlay = Overlay::None;
+                self.search.clear();
+            }
+            (Overlay::Search { at, .. }, Command::Up) => *at = at.saturating_sub(1),
+            (Overlay::Search { at, .. }, Command::Down) => {
+                *at = (*at + 1).min(self.search.hits.len().saturating_sub(1))
+            }
+            (Overlay::Search { at, .. }, Command::Enter) => {
+                let at = *at;
+                self.overlay = Overlay::None;
+                if self.search.hits.is_empty() {
+                    let m = format!("/{}: no match", self.search.query);
+                    self.say(m);
+                    return;
+                }
+                self.search.at = Some(at.min(self.search.hits.len() - 1));
+                self.goto_hit();
+            }
+            (Overlay::Export(p), Command::Escape) if p.clash.is_some() => p.clash = None,
+            (Overlay::Goto(_) | Overlay::Export(_), Command::Escape) => {
+                self.overlay = Overlay::None
+            }
+            (Overlay::Export(p), Command::Enter) if p.clash.is_none() => {
+                let name = p.field.text.trim().to_string();
+                let path = self.export_path(&name);
+                match path {
+                    Some(path) if path.exists() || self.exporting.contains(&path) => {
+                        let free = self.free_name(&name);
+                        if let Overlay::Export(p) = &mut self.overlay {
+                            p.clash = Some(path);
+                            p.free = free;
+                        }
+                    }
+                    _ => {
+                        self.overlay = Overlay::None;
+                        self.export(&name, false);
+                    }
+                }
+            }
+            (Overlay::Goto(f), Command::Enter) => {
+                let text = f.text.trim().to_string();
+                self.overlay = Overlay::None;
+                match text.parse::<u64>() {
+                    Ok(n) if n >= 1 => {
+                        if let Some(r) = self.sel.request {
+                            self.apply(Effect::ShowPos {
+                                request: r,
+                                pos: n - 1,
+                            });
+                            if let Some(v) = self.path() {
+                                let m = format!("position {}/{}", v.cursor + 1, v.index.len);
+                                self.say(m);
+                            }
+                        }
+                    }
+                    _ => self.say(format!("not a position: {text:?} (1 is the first token)")),
+                }
+            }
+            (Overlay::Priority(_), Command::Escape) => self.overlay = Overlay::None,
+            (Overlay::Priority(e), Command::Up | Command::Down) => e.cursor(c == Command::Down),
+            (Overlay::Priority(e), Command::Enter) => {
+                let new = e.priority();
+                self.overlay = Overlay::None;
+                if new != self.settings.priority {
+                    let old = std::mem::replace(&mut self.settings.priority, new);
+                    if !self.priorities.contains(&self.settings.priority) {
+                        self.priorities.push(self.settings.priority.clone());
+                    }
+                    self.rerun(format!(
+                        "priority {} → {}",
+                        priority_text(&old),
+                        priority_text(&self.settings.priority)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A character or edit key while an overlay is open.
+    fn edit(&mut self, e: Edit) {
+        match &mut self.overlay {
+            Overlay::Search { field, at } => {
+                field.edit(e);
+                *at = 0;
+                let q = field.text.clone();
+                if let Some(d) = &self.data {
+                    let batch = Arc::clone(&d.batch);
+                    self.search
+                        .start(&q, &batch, &self.text, self.sel.exec, self.jobs.as_ref());
+                }
+            }
+            Overlay::Goto(f) if !matches!(e, Edit::Char(c) if !c.is_ascii_digit()) => f.edit(e),
+            Overlay::Export(p) if p.clash.is_some() => match e {
+                Edit::Char('o') => {
+                    let name = p.field.text.trim().to_string();
+                    self.overlay = Overlay::None;
+                    self.export(&name, true);
+                }
+                Edit::Char('n') => {
+                    let name = p.free.clone();
+                    self.overlay = Overlay::None;
+                    self.export(&name, false);
+                }
+                _ => {}
+            },
+            Overlay::Export(p) => p.field.edit(e),
+            Overlay::Priority(ed) => match e {
+                Edit::Char('k') => ed.cursor(false),
+                Edit::Char('j') => ed.cursor(true),
+                Edit::Char('K') => ed.shift(false),
+                Edit::Char('J') => ed.shift(true),
+                Edit::Char(' ' | 'x') => {
+                    if let Err(m) = ed.toggle() {
+                        self.say(m);
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn search_step(&mut self, forward: bool) {
+        let n = self.search.hits.len();
+        if n == 0 {
+            self.say(if self.search.active() {
+                "no match"
+            } else {
+                "no search: press / first"
+            });
+            return;
+        }
+        self.search.at = Some(match self.search.at {
+            None => 0,
+            Some(i) if forward => (i + 1) % n,
+            Some(i) => (i + n - 1) % n,
+        });
+        self.goto_hit();
+    }
+
+    fn goto_hit(&mut self) {
+        let Some(d) = &self.data else { return };
+        let Some(at) = self.search.at else { return };
+        let Some(hit) = self.search.hits.get(at).copied() else {
+            return;
+        };
+        let e = Search::target(&d.batch, &hit);
+        let m = format!(
+            "/{}: match {}/{}{}",
+            self.search.query,
+            at + 1,
+            self.search.hits.len(),
+            if self.search.done {
+                ""
+            } else {
+                " (still searching)"
+            }
+        );
+        self.apply(e);
+        self.sync();
+        self.say(m);
+    }
+
+    /// Asks the engine to re-run with the current settings: on a worker when there is one (the
+    /// screen keeps the old results and says "re-running…"), else at once.
+    fn rerun(&mut self, what: String) {
+        let Some(d) = &self.data else { return };
+        let (batch, settings, advantage) =
+            (Arc::clone(&d.batch), self.settings.clone(), self.advantage);
+        let work = move || {
+            let results = gyre_engine::process(&batch, &settings, advantage);
+            let totals = stats::totals(&batch, &results);
+            Rerun {
+                batch,
+                settings,
+                advantage,
+                results,
+                totals,
+                what,
+            }
+        };
+        match &self.jobs {
+            Some(jobs) => {
+                let jobs = jobs.clone();
+                std::thread::spawn(move || jobs.send(Action::Rerun(Box::new(work()))));
+            }
+            None => {
+                let r = work();
+                self.install(r);
+            }
+        }
+    }
+
+    /// Puts re-run results on screen, unless newer settings were asked for since.
+    fn install(&mut self, r: Rerun) {
+        if r.settings != self.settings || r.advantage != self.advantage {
+            return;
+        }
+        let Some(d) = &mut self.data else { return };
+        if !Arc::ptr_eq(&r.batch, &d.batch) {
+            return;
+        }
+        let i = self.sel.exec;
+        let change = d.batch.executions.get(i).map(|e| {
+            let exec_totals =
+                |res: &Results| stats::execution_totals(e, &res.outcomes[i], &res.admissions[i]);
+            Change {
+                what: r.what,
+                before: d.totals,
+                after: r.totals,
+                exec: e.id.clone(),
+                exec_before: exec_totals(&d.results),
+                exec_after: exec_totals(&r.results),
+            }
+        });
+        d.results = Arc::new(r.results);
+        d.totals = r.totals;
+        self.sel.step = d
+            .results
+            .admissions
+            .get(i)
+            .map_or(0, |a| a.draws.len() as u32);
+        self.change = change;
+        self.new_results();
+    }
+
+    /// Results on screen were replaced: what was worked out for the old ones is stale (by
+    /// generation), and the row view, which may now show another (shorter) row, starts again at
+    /// its first response token.
+    fn new_results(&mut self) {
+        self.sel.generation += 1;
+        if let Overlay::Row(at) = &mut self.overlay {
+            *at = 0;
+        }
+    }
+
+    /// `./admitted.jsonl`, or the next free `admitted-N.jsonl`.
+    pub fn proposed_export(&self) -> String {
+        self.free_name("admitted.jsonl")
+    }
+
+    /// `name` when no file (or export under way) has it, else the first free `stem-N.ext`
+    /// beside it: `runs.jsonl.gz` → `runs-1.jsonl.gz`.
+    pub fn free_name(&self, name: &str) -> String {
+        let free = |name: &str| {
+            self.export_path(name)
+                .is_some_and(|p| !p.exists() && !self.exporting.contains(&p))
+        };
+        if free(name) {
+            return name.into();
+        }
+        let file = name.rfind('/').map_or(0, |i| i + 1);
+        let dot = name[file..]
+            .find('.')
+            .filter(|&i| i > 0)
+            .map_or(name.len(), |i| file + i);
+        let (stem, ext) = name.split_at(dot);
+        (1..)
+            .map(|n| format!("{stem}-{n}{ext}"))
+            .find(|n| free(n))
+            .expect("some name is free")
+    }
+
+    fn export_path(&self, name: &str) -> Option<PathBuf> {
+        // `-` would be stdout: the screen itself.
+        if name.is_empty() || name == "-" {
+            return None;
+        }
+        Some(if Path::new(name).is_absolute() {
+            PathBuf::from(name)
+        } else {
+            self.cwd.join(name)
+        })
+    }
+
+    /// The settings line of exports: what `gyre admit` needs to write the same bytes.
+    pub fn export_settings(&self) -> String {
+        let s = self
+            .data
+            .as_ref()
+            .map_or(&self.settings, |d| &d.results.settings);
+        format!(
+            "seed {} · J_max {} · priority {} · advantage {}",
+            s.seed,
+            jmax_text(s.jmax),
+            priority_text(&s.priority),
+            advantage_name(
+                self.data
+                    .as_ref()
+                    .map_or(self.advantage, |d| d.results.advantage_mode)
+            )
+        )
+    }
+
+    fn export(&mut self, name: &str, force: bool) {
+        let Some(path) = self.export_path(name) else {
+            self.say("export cancelled: it needs a file name");
+            return;
+        };
+        if self.rerunning() {
+            self.say("a re-run is under way: export once it is on screen");
+            return;
+        }
+        let Some(d) = &self.data else { return };
+        let (batch, results) = (Arc::clone(&d.batch), Arc::clone(&d.results));
+        let settings = self.export_settings();
+        let write = {
+            let path = path.clone();
+            move || {
+                let m = match export::write_file(&batch, &results, &path, force) {
+                    Ok(rows) => format!(
+                        "exported {rows} rows ({} executions, B = {}) to {} · {settings}",
+                        batch.executions.len(),
+                        results.batch_executions,
+                        path.display(),
+                    ),
+                    Err(e) => format!("export failed: {e}"),
+                };
+                Action::Exported(path, m)
+            }
+        };
+        self.exporting.push(path.clone());
+        match &self.jobs {
+            // A big admitted set takes seconds to write: the screen stays live meanwhile.
+            Some(jobs) => {
+                let jobs = jobs.clone();
+                self.say(format!("exporting to {}…", path.display()));
+                std::thread::spawn(move || jobs.send(write()));
+            }
+            None => {
+                let done = write();
+                self.step(done);
+            }
+        }
+    }
+
+    fn click(&mut self, x: u16, y: u16) {
+        if self.overlay != Overlay::None || self.data.is_none() {
+            return;
+        }
+        let Some(pane) = self.areas().pane_at(x, y) else {
+            return;
+        };
+        self.focus = pane;
+        let effects = self.with_ctx(|ctx, p| match pane {
+            Pane::Executions => p.execs.click(ctx, x, y),
+            Pane::Tree => p.tree.click(ctx, x, y),
+            Pane::Tokens => p.tokens.click(ctx, x, y),
+            Pane::Replay => p.replay.click(ctx, x, y),
+            Pane::Assessments => p.assess.click(ctx, x, y),
+            Pane::Detail => Vec::new(),
+        });
+        self.apply_all(effects.unwrap_or_default());
+    }
+
+    fn wheel(&mut self, x: u16, y: u16, down: bool) {
+        let full = self.areas().full;
+        match self.overlay {
+            Overlay::Help(s) => {
+                let max = overlay::help_max_scroll(&self.theme, full);
+                self.overlay = Overlay::Help(if down {
+                    s.saturating_add(3).min(max)
+                } else {
+                    s.saturating_sub(3)
+                });
+                return;
+            }
+            Overlay::None => {}
+            _ => return,
+        }
+        if self.data.is_none() {
+            return;
+        }
+        let Some(pane) = self.areas().pane_at(x, y) else {
+            return;
+        };
+        let subject = self.subject();
+        let effects = self.with_ctx(|ctx, p| match pane {
+            Pane::Executions => p.execs.wheel(ctx, down),
+            Pane::Tree => p.tree.wheel(ctx, down),
+            Pane::Tokens => p.tokens.wheel(ctx, down),
+            Pane::Replay => p.replay.wheel(ctx, down),
+            Pane::Assessments => p.assess.wheel(ctx, down),
+            Pane::Detail => {
+                let path = p.tokens.view(ctx.sel).map(|v| v.index.clone());
+                let c = if down { Command::Down } else { Command::Up };
+                for _ in 0..3 {
+                    p.detail.command(ctx, subject, path.as_ref(), c);
+                }
+                Vec::new()
+            }
+        });
+        self.apply_all(effects.unwrap_or_default());
+    }
+}
+
+/// The view settings a [`Ctx`] carries.
+#[derive(Clone, Copy)]
+struct View {
+    areas: Areas,
+    focus: Pane,
+    overlay: bool,
+    colour: ColorMode,
+    boundaries: bool,
+}
+
+/// What a [`Ctx`] carries beside the results on screen.
+struct Extra<'a> {
+    lens: Option<&'a Lens>,
+    pinned: Option<&'a Results>,
+}
+
+/// The what-if made for the results on screen, if it is there yet.
+fn current_whatif<'a>(
+    data: &Option<Data>,
+    done: &'a Option<Arc<WhatIf>>,
+    seeds: u32,
+) -> Option<&'a WhatIf> {
+    let d = data.as_ref()?;
+    let want = WhatIf::options_for(&d.results.settings, seeds);
+    done.as_deref().filter(|w| w.is_for(&d.batch, &want))
+}
+
+/// The pinned results, when they are of the batch on screen.
+fn current_pin<'a>(data: &Option<Data>, pinned: &'a Option<Pinned>) -> Option<&'a Results> {
+    let d = data.as_ref()?;
+    pinned
+        .as_ref()
+        .filter(|p| Arc::ptr_eq(&p.batch, &d.batch))
+        .map(|p| &*p.results)
+}
+
+fn extra<'a>(
+    data: &Option<Data>,
+    done: &'a Option<Arc<WhatIf>>,
+    pinned: &'a Option<Pinned>,
+    seeds: u32,
+) -> Extra<'a> {
+    Extra {
+        lens: current_whatif(data, done, seeds).map(|w| &w.lens),
+        pinned: current_pin(data, pinned),
+    }
+}
+
+fn build_ctx<'a>(
+    data: &'a Option<Data>,
+    sel: &'a Selection,
+    text: &'a TokenText,
+    theme: &'a Theme,
+    v: View,
+    extra: Extra<'a>,
+) -> Option<Ctx<'a>> {
+    let d = data.as_ref()?;
+    if sel.exec >= d.batch.executions.len() {
+        return None;
+    }
+    Some(Ctx {
+        batch: &d.batch,
+        results: &d.results,
+        sel,
+        text,
+        theme,
+        areas: v.areas,
+        focus: v.focus,
+        overlay: v.overlay,
+        colour: v.colour,
+        boundaries: v.boundaries,
+        lens: extra.lens,
+        pinned: extra.pinned,
+    })
+}
+
+/// The panes, borrowed apart from the rest of the app.
+pub struct Panes<'a> {
+    /// Executions.
+    pub execs: &'a mut ExecutionsPane,
+    /// Tree.
+    pub tree: &'a mut TreePane,
+    /// Tokens.
+    pub tokens: &'a mut TokensPane,
+    /// Replay.
+    pub replay: &'a mut ReplayPane,
+    /// Assessments.
+    pub assess: &'a mut AssessmentsPane,
+    /// Detail.
+    pub detail: &'a mut DetailPane,
+}
+
+/// The name of an advantage mode, as `gyre admit --advantage` takes it.
+pub fn advantage_name(m: AdvantageMode) -> &'static str {
+    match m {
+        AdvantageMode::DrGrpo => "drgrpo",
+        AdvantageMode::Grpo => "grpo",
+        AdvantageMode::None => "none",
+    }
+}

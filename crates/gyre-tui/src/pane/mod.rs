@@ -1,0 +1,445 @@
+//! The panes: one file each, holding the pane's state, its update from commands, its content
+//! (a pure function of the shared selection and the engine's results) and its drawing.
+//!
+//! Panes never reach into each other. They read the shared [`Ctx`] and answer a command with
+//! [`Effect`]s — "open execution 3", "show request r7 at position 812" — which
+//! [`App`](super::app::App) applies to the one shared [`Selection`](super::app::Selection) before
+//! every pane brings itself in line with it ([`sync`](executions::ExecutionsPane::sync)).
+
+pub mod assessments;
+pub mod detail;
+pub mod executions;
+pub mod replay;
+pub mod tokens;
+pub mod tree;
+pub mod why;
+
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType};
+use unicode_width::UnicodeWidthStr;
+
+use gyre_engine::Results;
+use gyre_engine::admit::Admission;
+use gyre_engine::execution::Execution;
+use gyre_engine::lens::Lens;
+use gyre_engine::load::Batch;
+use gyre_engine::paint::{ColorMode, ExecView};
+use gyre_engine::score::Outcome;
+use gyre_text::TokenText;
+
+use super::app::Selection;
+use super::keys::Command;
+use super::layout::Areas;
+use super::theme::Theme;
+
+/// A pane that can take the focus; numbered as the keys `1`–`6` jump to them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pane {
+    /// The executions list.
+    Executions,
+    /// The request tree.
+    Tree,
+    /// The draw log at the replay step.
+    Replay,
+    /// Assessments and the closure.
+    Assessments,
+    /// The token path.
+    Tokens,
+    /// Fate, tool calls, results, sibling diff.
+    Detail,
+}
+
+impl Pane {
+    /// Every pane, in number order.
+    pub const ALL: [Pane; 6] = [
+        Pane::Executions,
+        Pane::Tree,
+        Pane::Replay,
+        Pane::Assessments,
+        Pane::Tokens,
+        Pane::Detail,
+    ];
+
+    /// The key that jumps here (`1`–`6`).
+    pub fn number(self) -> u8 {
+        Pane::ALL.iter().position(|&p| p == self).unwrap_or(0) as u8 + 1
+    }
+
+    /// The pane numbered `n`.
+    pub fn numbered(n: u8) -> Option<Pane> {
+        Pane::ALL.get((n as usize).checked_sub(1)?).copied()
+    }
+
+    /// Its rectangle in `a` (zero when hidden).
+    pub fn area(self, a: &Areas) -> Rect {
+        match self {
+            Pane::Executions => a.execs,
+            Pane::Tree => a.tree,
+            Pane::Replay => a.replay,
+            Pane::Assessments => a.assess,
+            Pane::Tokens => a.tokens,
+            Pane::Detail => a.detail,
+        }
+    }
+}
+
+/// What every pane may read: the data, the shared selection and the view settings.
+pub struct Ctx<'a> {
+    /// The records.
+    pub batch: &'a Batch,
+    /// The engine's results on screen.
+    pub results: &'a Results,
+    /// The shared selection.
+    pub sel: &'a Selection,
+    /// Token text.
+    pub text: &'a TokenText,
+    /// Palette.
+    pub theme: &'a Theme,
+    /// Pane rectangles.
+    pub areas: Areas,
+    /// The focused pane.
+    pub focus: Pane,
+    /// An overlay has the keys (panes draw unfocused).
+    pub overlay: bool,
+    /// Token colouring.
+    pub colour: ColorMode,
+    /// Alternate token shading.
+    pub boundaries: bool,
+    /// The lens of the results on screen, once computed for their seed and priority.
+    pub lens: Option<&'a Lens>,
+    /// The results under pinned settings, to compare with (same batch).
+    pub pinned: Option<&'a Results>,
+}
+
+impl<'a> Ctx<'a> {
+    /// The selected execution.
+    pub fn exec(&self) -> &'a Execution {
+        &self.batch.executions[self.sel.exec]
+    }
+
+    /// Its scoring outcome.
+    pub fn outcome(&self) -> &'a Outcome {
+        &self.results.outcomes[self.sel.exec]
+    }
+
+    /// Its admission.
+    pub fn admission(&self) -> &'a Admission {
+        &self.results.admissions[self.sel.exec]
+    }
+
+    /// The selected execution as the painter judges it: its outcome, admission, lens and pinned
+    /// admission.
+    pub fn exec_view(&self) -> ExecView<'a> {
+        let i = self.sel.exec;
+        ExecView::new(self.exec(), self.results, i)
+            .with_lens(
+                self.lens.and_then(|l| l.executions.get(i)),
+                self.results.settings.jmax,
+            )
+            .with_pinned(self.pinned.and_then(|p| p.admissions.get(i)))
+    }
+
+    /// Draws made in the selected execution.
+    pub fn draws(&self) -> u32 {
+        self.admission().draws.len() as u32
+    }
+
+    /// A request id, made safe for the terminal.
+    pub fn id(&self, r: u32) -> String {
+        self.exec()
+            .requests
+            .get(r as usize)
+            .map(|q| sanitize(&q.id))
+            .unwrap_or_default()
+    }
+
+    /// Whether `pane` has the keys.
+    pub fn focused(&self, pane: Pane) -> bool {
+        self.focus == pane && !self.overlay
+    }
+
+    /// The bordered block of a pane, thick when focused, its number in the title; a title
+    /// wider than the pane ends in `…` (never a number cut short).
+    pub fn block(&self, pane: Pane, title: impl Into<Line<'static>>) -> Block<'static> {
+        let focused = self.focused(pane);
+        let mut title: Line = title.into();
+        title.spans.insert(
+            0,
+            Span::styled(format!(" {}", pane.number()), self.theme.key()),
+        );
+        let room = pane.area(&self.areas).width.saturating_sub(2) as usize;
+        let title = fit_line(title.spans, room);
+        Block::bordered()
+            .border_type(if focused {
+                BorderType::Thick
+            } else {
+                BorderType::Plain
+            })
+            .border_style(self.theme.border(focused))
+            .title(title)
+    }
+}
+
+/// A change a pane asks for; [`App`](super::app::App) applies it to the shared selection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Open execution `i` (index into the batch).
+    OpenExec(usize),
+    /// Show request `r`'s path, cursor on its output.
+    SelectRequest(u32),
+    /// Show request `r`'s path with the cursor at path position `pos`.
+    ShowPos {
+        /// The request.
+        request: u32,
+        /// Path position.
+        pos: u64,
+    },
+    /// Open execution `exec` on request `request` at `pos`.
+    Jump {
+        /// Execution index.
+        exec: usize,
+        /// The request.
+        request: u32,
+        /// Path position.
+        pos: u64,
+    },
+    /// Show the draw log at step `k`.
+    Step(u32),
+    /// Move the focus.
+    Focus(Pane),
+    /// A status message.
+    Message(String),
+}
+
+/// A piece of a pane's text, optionally something to go to (Enter or a click).
+#[derive(Clone, Debug)]
+pub struct Piece {
+    /// What is drawn.
+    pub span: Span<'static>,
+    /// Where it leads.
+    pub jump: Option<Effect>,
+}
+
+impl Piece {
+    /// Plain text.
+    pub fn text(s: impl Into<String>, style: Style) -> Piece {
+        Piece {
+            span: Span::styled(s.into(), style),
+            jump: None,
+        }
+    }
+
+    /// Text that leads somewhere.
+    pub fn link(s: impl Into<String>, style: Style, jump: Effect) -> Piece {
+        Piece {
+            span: Span::styled(s.into(), style),
+            jump: Some(jump),
+        }
+    }
+}
+
+/// Rows of pieces with a selection among the pieces that lead somewhere: the text of the replay
+/// and assessments panes. Rows are laid out to the pane's width by their builders, so the
+/// number of rows is exact and scrolling stops at the last one.
+#[derive(Clone, Debug, Default)]
+pub struct Links {
+    /// The rows.
+    pub rows: Vec<Vec<Piece>>,
+}
+
+impl Links {
+    /// (row, piece) of every piece that leads somewhere, in reading order.
+    pub fn targets(&self) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        for (r, row) in self.rows.iter().enumerate() {
+            for (k, p) in row.iter().enumerate() {
+                if p.jump.is_some() {
+                    out.push((r, k));
+                }
+            }
+        }
+        out
+    }
+
+    /// The piece at column `x` of row `r`.
+    pub fn at(&self, r: usize, x: u16) -> Option<usize> {
+        let row = self.rows.get(r)?;
+        let mut left = 0u16;
+        for (k, p) in row.iter().enumerate() {
+            let w = p.span.width() as u16;
+            if x >= left && x < left + w {
+                return Some(k);
+            }
+            left += w;
+        }
+        None
+    }
+
+    /// The rows as lines, piece `selected` highlighted with `highlight`.
+    pub fn lines(&self, selected: Option<(usize, usize)>, highlight: Style) -> Vec<Line<'static>> {
+        self.rows
+            .iter()
+            .enumerate()
+            .map(|(r, row)| {
+                Line::from(
+                    row.iter()
+                        .enumerate()
+                        .map(|(k, p)| {
+                            if selected == Some((r, k)) {
+                                p.span.clone().patch_style(highlight)
+                            } else {
+                                p.span.clone()
+                            }
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Pieces laid out over rows of at most `width` columns, each row starting with `indent`.
+pub fn pack(pieces: Vec<Piece>, width: u16, indent: &str) -> Vec<Vec<Piece>> {
+    let width = width.max(1) as usize;
+    let mut rows: Vec<Vec<Piece>> = Vec::new();
+    let mut used = 0usize;
+    for p in pieces {
+        let w = p.span.width() + 1;
+        if rows.is_empty() || (used + w > width && used > indent.len()) {
+            rows.push(vec![Piece::text(indent, Style::new())]);
+            used = indent.len();
+        }
+        let row = rows.last_mut().expect("a row");
+        row.push(p);
+        row.push(Piece::text(" ", Style::new()));
+        used += w;
+    }
+    rows
+}
+
+/// Any text bound for the terminal, made safe.
+pub fn sanitize(s: &str) -> String {
+    gyre_text::sanitize(s).into_owned()
+}
+
+/// `s` cut to `w` columns, ending in `…` when cut.
+pub fn fit(s: &str, w: usize) -> String {
+    if s.width() <= w {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for ch in s.chars() {
+        let cw = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+        if used + cw + 1 > w {
+            break;
+        }
+        used += cw;
+        out.push(ch);
+    }
+    if w > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// Spans cut to `w` columns, ending in `…` when cut.
+pub fn fit_line(spans: Vec<Span<'static>>, w: usize) -> Line<'static> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    for s in spans {
+        let sw = s.width();
+        if used + sw <= w {
+            used += sw;
+            out.push(s);
+            continue;
+        }
+        let room = w.saturating_sub(used);
+        if room > 0 {
+            out.push(Span::styled(fit(&s.content, room), s.style));
+        }
+        break;
+    }
+    Line::from(out)
+}
+
+/// Styled lines wrapped to `width` columns (at spaces where possible), so a pane knows exactly
+/// how many rows its text takes and can scroll to its last line and no further.
+pub fn wrap(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'static>> {
+    let width = width.max(1) as usize;
+    let mut out = Vec::with_capacity(lines.len());
+    for line in lines {
+        if line.width() <= width {
+            out.push(line);
+            continue;
+        }
+        let style = line.style;
+        // Characters with their styles, then rows cut at the last space that fits.
+        let cells: Vec<(char, Style)> = line
+            .spans
+            .iter()
+            .flat_map(|s| s.content.chars().map(move |c| (c, s.style)))
+            .collect();
+        let mut start = 0;
+        while start < cells.len() {
+            let mut used = 0;
+            let mut end = start;
+            let mut last_space = None;
+            while end < cells.len() {
+                let cw = unicode_width::UnicodeWidthChar::width(cells[end].0).unwrap_or(0);
+                if used + cw > width && end > start {
+                    break;
+                }
+                if cells[end].0 == ' ' {
+                    last_space = Some(end);
+                }
+                used += cw;
+                end += 1;
+            }
+            if end < cells.len() {
+                if let Some(sp) = last_space.filter(|&sp| sp > start) {
+                    end = sp + 1;
+                }
+            }
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            for &(c, st) in &cells[start..end] {
+                match spans.last_mut() {
+                    Some(s) if s.style == st => s.content.to_mut().push(c),
+                    _ => spans.push(Span::styled(c.to_string(), st)),
+                }
+            }
+            out.push(Line::from(spans).style(style));
+            start = end;
+        }
+    }
+    out
+}
+
+/// Scroll offset after command `c` for a text of `rows` rows in a pane showing `height` of them:
+/// never past the point where the last row is at the bottom.
+pub fn scroll(v: usize, c: Command, rows: usize, height: usize) -> Option<usize> {
+    let max = rows.saturating_sub(height.max(1));
+    let page = height.max(1);
+    let next = match c {
+        Command::Up => v.saturating_sub(1),
+        Command::Down => v + 1,
+        Command::PageUp => v.saturating_sub(page),
+        Command::PageDown => v + page,
+        Command::Home => 0,
+        Command::End => max,
+        _ => return None,
+    };
+    Some(next.min(max))
+}
+
+/// Inner height of a bordered pane.
+pub fn inner_height(r: Rect) -> usize {
+    r.height.saturating_sub(2) as usize
+}
+
+/// Inner width of a bordered pane.
+pub fn inner_width(r: Rect) -> u16 {
+    r.width.saturating_sub(2)
+}

@@ -1,0 +1,346 @@
+//! Search across every execution: execution ids, request ids and token text on every branch
+//! of every tree. It runs on a worker while the query is typed, sending hits as they are found;
+//! a newer query cancels the older one.
+//!
+//! Token text is matched within a tree node (a run of tokens stored once), so a match that
+//! straddles two nodes of a path is not found.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use gyre_engine::load::Batch;
+use gyre_engine::tree::{NodeId, ROOT};
+use gyre_text::TokenText;
+
+use super::app::{Action, Jobs};
+use super::pane::{Ctx, Effect, sanitize};
+
+/// Most hits kept for one query.
+pub const MAX_HITS: usize = 10_000;
+
+/// One match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hit {
+    /// An execution whose id matches.
+    Execution(usize),
+    /// A request whose id matches.
+    Request {
+        /// Execution index.
+        exec: usize,
+        /// Request index.
+        request: u32,
+    },
+    /// Tokens `start..end` of a tree node whose text matches.
+    Tokens {
+        /// Execution index.
+        exec: usize,
+        /// The node.
+        node: NodeId,
+        /// First token (in the node).
+        start: u32,
+        /// One past the last token.
+        end: u32,
+    },
+}
+
+impl Hit {
+    /// The execution it is in.
+    pub fn exec(&self) -> usize {
+        match *self {
+            Hit::Execution(e) | Hit::Request { exec: e, .. } | Hit::Tokens { exec: e, .. } => e,
+        }
+    }
+}
+
+/// Hits found by a worker for query number `serial`.
+#[derive(Debug)]
+pub struct Found {
+    /// The query they answer.
+    pub serial: u64,
+    /// New hits, in order.
+    pub hits: Vec<Hit>,
+    /// The search is over.
+    pub done: bool,
+    /// It stopped at [`MAX_HITS`].
+    pub capped: bool,
+}
+
+/// The search state.
+#[derive(Debug, Default)]
+pub struct Search {
+    /// The query.
+    pub query: String,
+    /// Hits so far: the execution open when it started first, then the others in order.
+    pub hits: Vec<Hit>,
+    /// The search is over.
+    pub done: bool,
+    /// It stopped at [`MAX_HITS`].
+    pub capped: bool,
+    /// The hit `n`/`N` are at.
+    pub at: Option<usize>,
+    serial: u64,
+    latest: Arc<AtomicU64>,
+}
+
+impl Search {
+    /// Whether there is a query.
+    pub fn active(&self) -> bool {
+        !self.query.is_empty()
+    }
+
+    /// Forgets the query and its hits, and stops any worker.
+    pub fn clear(&mut self) {
+        self.start_serial();
+        self.query.clear();
+        self.hits.clear();
+        self.done = true;
+        self.capped = false;
+        self.at = None;
+    }
+
+    fn start_serial(&mut self) -> u64 {
+        self.serial += 1;
+        self.latest.store(self.serial, Ordering::Relaxed);
+        self.serial
+    }
+
+    /// Starts searching for `query`, on a worker when `jobs` is given (else at once).
+    pub fn start(
+        &mut self,
+        query: &str,
+        batch: &Arc<Batch>,
+        text: &TokenText,
+        first: usize,
+        jobs: Option<&Jobs>,
+    ) {
+        self.clear();
+        if query.is_empty() {
+            return;
+        }
+        self.query = query.to_string();
+        self.done = false;
+        let serial = self.serial;
+        let latest = Arc::clone(&self.latest);
+        let (batch, text) = (Arc::clone(batch), text.clone());
+        let q = query.to_lowercase();
+        match jobs {
+            Some(jobs) => {
+                let jobs = jobs.clone();
+                std::thread::spawn(move || {
+                    run(&batch, &text, &q, first, serial, &latest, &mut |f| {
+                        jobs.send(Action::Found(f))
+                    });
+                });
+            }
+            None => {
+                let mut found = Vec::new();
+                run(&batch, &text, &q, first, serial, &latest, &mut |f| {
+                    found.push(f)
+                });
+                for f in found {
+                    self.receive(f);
+                }
+            }
+        }
+    }
+
+    /// Takes hits from a worker (those of an older query are dropped).
+    pub fn receive(&mut self, f: Found) {
+        if f.serial != self.serial {
+            return;
+        }
+        self.hits.extend(f.hits);
+        self.done = f.done;
+        self.capped |= f.capped;
+    }
+
+    /// One line on how the search stands.
+    pub fn status(&self) -> String {
+        if !self.active() {
+            return "type to search token text, request ids and execution ids".into();
+        }
+        let mut execs: Vec<usize> = self.hits.iter().map(Hit::exec).collect();
+        execs.dedup();
+        execs.sort_unstable();
+        execs.dedup();
+        format!(
+            "{} match{} in {} execution{}{}",
+            self.hits.len(),
+            if self.hits.len() == 1 { "" } else { "es" },
+            execs.len(),
+            if execs.len() == 1 { "" } else { "s" },
+            if !self.done {
+                " · searching…"
+            } else if self.capped {
+                " · stopped at 10000"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// Token hits in execution `exec`, by node (the token pane highlights them).
+    pub fn node_hits(&self, exec: usize) -> HashMap<NodeId, Vec<(u32, u32)>> {
+        let mut out: HashMap<NodeId, Vec<(u32, u32)>> = HashMap::new();
+        for h in &self.hits {
+            if let Hit::Tokens {
+                exec: e,
+                node,
+                start,
+                end,
+            } = *h
+            {
+                if e == exec {
+                    out.entry(node).or_default().push((start, end));
+                }
+            }
+        }
+        out
+    }
+
+    /// Where a hit is: the execution, request and path position to show.
+    pub fn target(batch: &Batch, h: &Hit) -> Effect {
+        match *h {
+            Hit::Execution(e) => Effect::OpenExec(e),
+            Hit::Request { exec, request } => Effect::Jump {
+                exec,
+                request,
+                pos: batch.executions[exec].requests[request as usize].input_len as u64,
+            },
+            Hit::Tokens {
+                exec, node, start, ..
+            } => {
+                let tree = &batch.executions[exec].tree;
+                let n = &tree.nodes[node as usize];
+                Effect::Jump {
+                    exec,
+                    request: n.owner,
+                    pos: tree.depth_tokens(n.parent) + start as u64,
+                }
+            }
+        }
+    }
+
+    /// A hit in one line: `e0003 · r17 · position 813 · "…text…"`.
+    pub fn describe(&self, ctx: &Ctx, h: &Hit) -> String {
+        let exec = &ctx.batch.executions[h.exec()];
+        let eid = sanitize(&exec.id);
+        match *h {
+            Hit::Execution(_) => format!("{eid} · execution id"),
+            Hit::Request { request, .. } => {
+                format!(
+                    "{eid} · {} · request id",
+                    sanitize(&exec.requests[request as usize].id)
+                )
+            }
+            Hit::Tokens {
+                node, start, end, ..
+            } => {
+                let tree = &exec.tree;
+                let n = &tree.nodes[node as usize];
+                let toks = tree.node_tokens(node);
+                let lo = start.saturating_sub(6) as usize;
+                let hi = (end as usize + 10).min(toks.len());
+                let text = ctx.text.decode(&toks[lo..hi]);
+                format!(
+                    "{eid} · {} · position {} · \"{}\"",
+                    sanitize(&exec.requests[n.owner as usize].id),
+                    tree.depth_tokens(n.parent) + start as u64 + 1,
+                    sanitize(&text.replace('\n', " "))
+                )
+            }
+        }
+    }
+}
+
+/// Searches every execution (`first` first) for `q` (lower case), reporting hits through
+/// `found` one execution at a time; stops when `latest` moves past `serial`.
+fn run(
+    batch: &Batch,
+    text: &TokenText,
+    q: &str,
+    first: usize,
+    serial: u64,
+    latest: &AtomicU64,
+    found: &mut dyn FnMut(Found),
+) {
+    let n = batch.executions.len();
+    let order = std::iter::once(first).chain((0..n).filter(|&e| e != first));
+    let mut total = 0usize;
+    for e in order.filter(|&e| e < n) {
+        if latest.load(Ordering::Relaxed) != serial {
+            return;
+        }
+        let exec = &batch.executions[e];
+        let mut hits = Vec::new();
+        if exec.id.to_lowercase().contains(q) {
+            hits.push(Hit::Execution(e));
+        }
+        for (i, r) in exec.requests.iter().enumerate() {
+            if r.id.to_lowercase().contains(q) {
+                hits.push(Hit::Request {
+                    exec: e,
+                    request: i as u32,
+                });
+            }
+        }
+        // Nodes depth first, so hits follow the paths they are on.
+        let tree = &exec.tree;
+        let mut stack = vec![ROOT];
+        let mut lower = String::new();
+        let mut owner: Vec<u32> = Vec::new();
+        while let Some(node) = stack.pop() {
+            stack.extend(tree.nodes[node as usize].children.iter().rev());
+            let toks = tree.node_tokens(node);
+            if toks.is_empty() {
+                continue;
+            }
+            lower.clear();
+            owner.clear();
+            for (k, piece) in text.display_pieces(toks).iter().enumerate() {
+                let l = piece.to_lowercase();
+                owner.extend(std::iter::repeat_n(k as u32, l.len()));
+                lower.push_str(&l);
+            }
+            let mut from = 0;
+            while let Some(i) = lower[from..].find(q) {
+                let s = from + i;
+                let end = s + q.len();
+                hits.push(Hit::Tokens {
+                    exec: e,
+                    node,
+                    start: owner[s],
+                    end: owner[end - 1] + 1,
+                });
+                from = end;
+                while !lower.is_char_boundary(from) {
+                    from += 1;
+                }
+                if total + hits.len() >= MAX_HITS {
+                    break;
+                }
+            }
+            if total + hits.len() >= MAX_HITS {
+                break;
+            }
+        }
+        total += hits.len();
+        let capped = total >= MAX_HITS;
+        found(Found {
+            serial,
+            hits,
+            done: capped,
+            capped,
+        });
+        if capped {
+            return;
+        }
+    }
+    found(Found {
+        serial,
+        hits: Vec::new(),
+        done: true,
+        capped: false,
+    });
+}

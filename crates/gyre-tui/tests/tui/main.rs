@@ -1,0 +1,13 @@
+//! The inspector: snapshots, layouts, views, what-if, the state-machine property test.
+
+// Test helpers may unwrap too: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+mod degrade;
+mod keys;
+mod layout;
+mod snapshots;
+mod state_machine;
+mod views;
+mod whatif;

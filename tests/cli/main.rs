@@ -1,0 +1,28 @@
+//! The `gyre` binary end to end: every subcommand, the README's console blocks, the recording
+//! proxy with real clients, the inspector in tmux.
+
+// Test helpers may unwrap too: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+// Helpers shared with the importers' and the inspector's own test binaries (one copy each).
+#[path = "../../crates/gyre-import/tests/import/common.rs"]
+mod import_common;
+#[cfg(feature = "record")]
+mod proxy;
+#[cfg(feature = "tui")]
+#[path = "../../crates/gyre-tui/tests/tui/common.rs"]
+mod tui_common;
+
+mod cli_edges;
+mod cli_errors;
+mod diff;
+mod import_cli;
+mod lens;
+mod parquet_rows;
+mod readme;
+mod record_proxy;
+mod show;
+mod spec_rules;
+mod tui_e2e;
+mod tui_export;
+mod why;

@@ -1,0 +1,110 @@
+//! Shared by the recording-proxy tests: the stand-in upstream, the proxy binary, the Python
+//! clients.
+
+pub mod standin;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// A running `gyre record`.
+pub struct Proxy {
+    child: Child,
+    /// `http://addr`.
+    pub url: String,
+}
+
+impl Proxy {
+    /// Starts `gyre record --upstream UPSTREAM --tokenizer qwen3 --out OUT --listen
+    /// 127.0.0.1:0 EXTRA…` and waits for the address it prints.
+    pub fn start(upstream: &str, out: &Path, extra: &[&str]) -> Proxy {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gyre"))
+            .args([
+                "record",
+                "--upstream",
+                upstream,
+                "--tokenizer",
+                "qwen3",
+                "--out",
+            ])
+            .arg(out)
+            .args(["--listen", "127.0.0.1:0", "--quiet"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting gyre record");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        Proxy { child, url }
+    }
+
+    /// Sends SIGTERM and waits; the exit status must be success.
+    pub fn stop(mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        assert_eq!(rc, 0);
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "gyre record exited with {status}");
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Python with `openai` and `anthropic` installed: `$GYRE_PYTHON`, else the virtual
+/// environment `.ci/run` makes (`target/py-record`). Missing is a failure, not a skip.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("GYRE_PYTHON") {
+        return p.into();
+    }
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/py-record/bin/python");
+    assert!(
+        p.exists(),
+        "{} is missing: run .ci/run, or `python3 -m venv target/py-record && \
+         target/py-record/bin/pip install -r tests/proxy/requirements.txt`",
+        p.display()
+    );
+    p
+}
+
+/// Runs a scenario of `tests/proxy/clients.py` against `base`; it must succeed.
+pub fn clients(base: &str, scenario: &str, extra: &[&str]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/proxy/clients.py");
+    let out = Command::new(python())
+        .arg(script)
+        .args([base, scenario])
+        .args(extra)
+        .output()
+        .expect("running tests/proxy/clients.py");
+    assert!(
+        out.status.success(),
+        "clients.py {scenario} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs the gyre binary; returns (exit code, stdout, stderr).
+pub fn gyre(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gyre"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

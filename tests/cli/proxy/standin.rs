@@ -1,0 +1,307 @@
+//! A small deterministic stand-in for the policy server: vLLM's token-id `POST /v1/completions`
+//! (`prompt` as ids, `logprobs: 1`, `return_token_ids: true`) and SGLang's `POST /generate`.
+//!
+//! The answer depends only on the prompt. The last user turn (or tool result) decides it:
+//! - `FAIL-STATUS` → HTTP 500; `FAIL-NOIDS` → no `token_ids`; `FAIL-LOGPROBS` → one log-prob
+//!   short; `FAIL-BADID` → a token id outside the vocabulary; `FAIL-SLOW` → answers after 3 s;
+//! - a compaction request (`create a detailed summary of the conversation so far`) → a summary;
+//! - otherwise the first user message's `steps=N` (default 2) decides: while fewer than N tool
+//!   results are in the prompt, a thought, a line of text and one `bash` call (or, when the
+//!   first message says `delegate` and nothing ran yet, a `Task` call); then a final answer.
+//!
+//! Log-probs are a hash of (prompt length, position). Every prompt received is kept, with
+//! whether it was answered normally, so tests can compare it with the recording.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use gyre_text::TokenText;
+use serde_json::{Value, json};
+
+/// One prompt the stand-in received.
+#[derive(Clone, Debug)]
+pub struct Received {
+    /// The prompt ids.
+    pub prompt: Vec<u32>,
+    /// Answered with a normal completion.
+    pub ok: bool,
+}
+
+struct Inner {
+    tok: TokenText,
+    received: Mutex<Vec<Received>>,
+    encoded: Mutex<HashMap<String, Vec<u32>>>,
+}
+
+/// A running stand-in.
+pub struct StandIn {
+    /// Its address.
+    pub addr: SocketAddr,
+    inner: Arc<Inner>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl StandIn {
+    /// Starts a stand-in on a free loopback port.
+    pub fn start() -> StandIn {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let inner = Arc::new(Inner {
+            tok: TokenText::qwen3().unwrap(),
+            received: Mutex::new(Vec::new()),
+            encoded: Mutex::new(HashMap::new()),
+        });
+        let app = Router::new()
+            .route("/v1/completions", post(completions))
+            .route("/generate", post(generate))
+            .route("/v1/models", get(models))
+            .with_state(Arc::clone(&inner));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        runtime.spawn(async move { axum::serve(listener, app).await });
+        StandIn {
+            addr,
+            inner,
+            _runtime: runtime,
+        }
+    }
+
+    /// `http://addr`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every prompt received so far, in order.
+    pub fn received(&self) -> Vec<Received> {
+        self.inner.received.lock().unwrap().clone()
+    }
+}
+
+async fn models() -> Response {
+    axum::Json(json!({"object": "list", "data": [{"id": "standin", "object": "model"}]}))
+        .into_response()
+}
+
+/// What to answer to a prompt.
+enum Plan {
+    Text(String),
+    Fail(&'static str),
+}
+
+const COMPACTION_ASK: &str = "create a detailed summary of the conversation so far";
+
+fn plan(prompt_text: &str) -> Plan {
+    let last_user = prompt_text
+        .rsplit("<|im_start|>user\n")
+        .next()
+        .unwrap_or_default();
+    for marker in [
+        "FAIL-STATUS",
+        "FAIL-NOIDS",
+        "FAIL-LOGPROBS",
+        "FAIL-BADID",
+        "FAIL-SLOW",
+    ] {
+        if last_user.contains(marker) {
+            return Plan::Fail(marker);
+        }
+    }
+    if last_user.contains(COMPACTION_ASK) {
+        return Plan::Text(
+            "<think>\nSummarise.\n</think>\n\n<analysis>\nShort.\n</analysis>\n<summary>\n\
+             1. The user asked for a series of shell steps to be run one by one.\n\
+             2. Every step so far printed its own number and nothing failed.\n</summary><|im_end|>"
+                .into(),
+        );
+    }
+    let first_user = prompt_text
+        .split("<|im_start|>user\n")
+        .nth(1)
+        .unwrap_or_default();
+    let steps = first_user
+        .split("steps=")
+        .nth(1)
+        .and_then(|s| {
+            s.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse::<usize>()
+                .ok()
+        })
+        .unwrap_or(2);
+    let done = prompt_text.matches("<tool_response>").count();
+    if done == 0 && first_user.contains("delegate") && !first_user.contains("Investigate") {
+        return Plan::Text(
+            "<think>\nDelegate it.\n</think>\n\nAsking a helper.\n<tool_call>\n\
+             {\"name\": \"Task\", \"arguments\": {\"description\": \"look\", \"prompt\": \
+             \"Investigate the build and report steps=1 back.\"}}\n</tool_call><|im_end|>"
+                .into(),
+        );
+    }
+    if done < steps {
+        return Plan::Text(format!(
+            "<think>\nStep {done} of {steps}.\n</think>\n\nRunning step {done}.\n<tool_call>\n\
+             {{\"name\": \"bash\", \"arguments\": {{\"command\": \"echo {done}\", \"step\": {done}, \
+             \"options\": {{\"timeout\": 10, \"shell\": \"sh\"}}}}}}\n</tool_call><|im_end|>"
+        ));
+    }
+    Plan::Text(format!(
+        "<think>\nAll {done} done.\n</think>\n\nFinished after {done} steps.<|im_end|>"
+    ))
+}
+
+fn logprob(len: usize, i: usize) -> f64 {
+    let mut h = (len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i as u64 + 1);
+    h ^= h >> 29;
+    h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h ^= h >> 32;
+    -((h % 4000) as f64) / 1000.0 - 0.001
+}
+
+/// Ids, log-probs and finish reason for `prompt`, or the failure to answer with.
+fn answer(
+    inner: &Inner,
+    prompt: &[u32],
+    max_tokens: Option<u64>,
+) -> Result<(Vec<u32>, Vec<f64>, &'static str), &'static str> {
+    let text = inner.tok.decode(prompt);
+    let reply = match plan(&text) {
+        Plan::Fail(m) => return Err(m),
+        Plan::Text(t) => t,
+    };
+    let mut ids = {
+        let mut cache = inner.encoded.lock().unwrap();
+        cache
+            .entry(reply.clone())
+            .or_insert_with(|| inner.tok.encode(&reply).unwrap())
+            .clone()
+    };
+    let mut finish = "stop";
+    if let Some(m) = max_tokens {
+        if (m as usize) < ids.len() {
+            ids.truncate(m as usize);
+            finish = "length";
+        }
+    }
+    let lps = (0..ids.len()).map(|i| logprob(prompt.len(), i)).collect();
+    Ok((ids, lps, finish))
+}
+
+fn prompt_of(v: Option<&Value>) -> Option<Vec<u32>> {
+    v?.as_array()?
+        .iter()
+        .map(|t| t.as_u64().map(|t| t as u32))
+        .collect()
+}
+
+async fn failure(marker: &str) -> Option<Response> {
+    match marker {
+        "FAIL-STATUS" => Some(
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                axum::Json(json!({"object": "error", "message": "engine crashed", "code": 500})),
+            )
+                .into_response(),
+        ),
+        "FAIL-SLOW" => {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            None
+        }
+        _ => None,
+    }
+}
+
+async fn completions(
+    State(inner): State<Arc<Inner>>,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let Some(prompt) = prompt_of(body.get("prompt")) else {
+        return (StatusCode::BAD_REQUEST, "prompt must be token ids").into_response();
+    };
+    assert_eq!(body["logprobs"], 1);
+    assert_eq!(body["return_token_ids"], true);
+    let max_tokens = body.get("max_tokens").and_then(Value::as_u64);
+    let answered = answer(&inner, &prompt, max_tokens);
+    inner.received.lock().unwrap().push(Received {
+        prompt: prompt.clone(),
+        ok: answered.is_ok(),
+    });
+    let marker = answered.as_ref().err().copied();
+    let (mut ids, mut lps, finish) = match answered {
+        Ok(a) => a,
+        Err(marker) => {
+            if let Some(resp) = failure(marker).await {
+                return resp;
+            }
+            (vec![9707, 151645], vec![-0.1, -0.2], "stop")
+        }
+    };
+    let mut choice = json!({"index": 0, "text": inner.tok.decode(&ids), "finish_reason": finish,
+        "stop_reason": null, "prompt_token_ids": prompt});
+    match marker {
+        Some("FAIL-LOGPROBS") => {
+            lps.pop();
+        }
+        Some("FAIL-BADID") => {
+            // With its log-prob: only the id itself is wrong.
+            ids.push(999_999_999);
+            lps.push(-0.5);
+        }
+        _ => {}
+    }
+    choice["logprobs"] = json!({"token_logprobs": lps, "tokens": [], "top_logprobs": []});
+    if marker != Some("FAIL-NOIDS") {
+        choice["token_ids"] = json!(ids);
+    }
+    axum::Json(json!({"id": "cmpl-standin", "object": "text_completion", "model": "standin",
+        "choices": [choice], "usage": {"prompt_tokens": prompt.len(), "completion_tokens": ids.len()}}))
+    .into_response()
+}
+
+async fn generate(
+    State(inner): State<Arc<Inner>>,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let Some(prompt) = prompt_of(body.get("input_ids")) else {
+        return (StatusCode::BAD_REQUEST, "input_ids must be token ids").into_response();
+    };
+    assert_eq!(body["return_logprob"], true);
+    let max_tokens = body
+        .pointer("/sampling_params/max_new_tokens")
+        .and_then(Value::as_u64);
+    let answered = answer(&inner, &prompt, max_tokens);
+    inner.received.lock().unwrap().push(Received {
+        prompt: prompt.clone(),
+        ok: answered.is_ok(),
+    });
+    let Ok((ids, lps, finish)) = answered else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "failure requested").into_response();
+    };
+    let triples: Vec<Value> = ids
+        .iter()
+        .zip(&lps)
+        .map(|(id, lp)| json!([lp, id, null]))
+        .collect();
+    let finish = match finish {
+        "length" => json!({"type": "length", "length": ids.len()}),
+        _ => json!({"type": "stop", "matched": 151645}),
+    };
+    axum::Json(
+        json!({"text": inner.tok.decode(&ids), "meta_info": {"id": "standin",
+        "finish_reason": finish, "prompt_tokens": prompt.len(), "completion_tokens": ids.len(),
+        "output_token_logprobs": triples}}),
+    )
+    .into_response()
+}

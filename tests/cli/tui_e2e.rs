@@ -1,0 +1,286 @@
+//! The real binary in a real terminal (tmux): open, replay, help, export, quit.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    socket: std::path::PathBuf,
+}
+
+impl Tmux {
+    fn available() -> bool {
+        Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    fn start(dir: &Path, cmd: &str) -> Tmux {
+        let socket = dir.join("tmux.sock");
+        let ok = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(["new-session", "-d", "-x", "160", "-y", "45", "-c"])
+            .arg(dir)
+            .arg(cmd)
+            .env_remove("NO_COLOR")
+            .status()
+            .unwrap();
+        assert!(ok.success(), "tmux new-session");
+        Tmux { socket }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            let ok = Command::new("tmux")
+                .arg("-S")
+                .arg(&self.socket)
+                .args(["send-keys", "-t", "0", k])
+                .status()
+                .unwrap();
+            assert!(ok.success());
+            std::thread::sleep(Duration::from_millis(120));
+        }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["capture-pane", "-p", "-t", "0"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, what: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(what) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                panic!("timed out waiting for {what:?}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+fn wait_file(p: &Path) -> String {
+    let start = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(p) {
+            if !s.is_empty() {
+                return s;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no {}",
+            p.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn inspector_in_tmux_replays_exports_and_quits_with_0() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("example.jsonl"),
+        gyre_engine::demo::RECORDING,
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect example.jsonl --jmax 3; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    let s = t.wait_for("draw 3/3");
+    assert!(
+        s.contains("J_max 3") && s.contains("? help") && s.contains("q quit"),
+        "{s}"
+    );
+    t.keys(&["["]);
+    t.wait_for("draw 2/3");
+    t.keys(&["{"]);
+    t.wait_for("nothing claimed yet");
+    t.keys(&["}"]);
+    t.wait_for("draw 3/3");
+    t.keys(&["+"]);
+    t.wait_for("J_max 4");
+    t.keys(&["?"]);
+    t.wait_for("help · Esc closes");
+    t.keys(&["Escape"]);
+    let start = Instant::now();
+    while t.screen().contains("help · Esc closes") {
+        assert!(start.elapsed() < Duration::from_secs(10), "Esc closes help");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t.keys(&["e"]);
+    t.wait_for("admitted.jsonl");
+    t.keys(&["Enter"]);
+    t.wait_for("exported");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+    // The export is what `gyre admit` writes for the same settings.
+    let out = Command::new(bin)
+        .current_dir(dir.path())
+        .args(["admit", "example.jsonl", "--jmax", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::fs::read(dir.path().join("admitted.jsonl")).unwrap(),
+        out.stdout
+    );
+}
+
+#[test]
+fn invalid_input_shows_the_problem_and_exits_2() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.jsonl"), "{\"kind\":\"request\"}\n").unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect bad.jsonl; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    t.wait_for("could not load");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=2");
+}
+
+#[test]
+fn gyre_without_a_terminal_prints_the_text_demo() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gyre")).output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("bundled demo"), "{s}");
+}
+
+#[test]
+fn the_reported_crash_sequence_and_the_new_views_in_a_real_terminal() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect --demo synth; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    t.wait_for("draw 5/5");
+    // `/r14` Enter, Shift-Tab Shift-Tab, `j`: the issue's crash.
+    t.keys(&["/", "r", "1", "4"]);
+    t.wait_for("search every execution");
+    t.keys(&["Enter", "BTab", "BTab", "j", "j", "G"]);
+    t.wait_for("match 1/");
+    // Why was r14 not drawn?
+    t.keys(&["2", "y"]);
+    let s = t.wait_for("(not) drawn?");
+    assert!(s.contains("Fate of"), "{s}");
+    t.keys(&["Escape"]);
+    // The whole draw log, zoomed; a settings change and what it moved.
+    t.keys(&["3", "r", "z"]);
+    t.wait_for("whole log");
+    t.keys(&["z", "-"]);
+    t.wait_for("J_max 5 → 4");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+}
+
+#[test]
+fn follow_shows_a_recording_as_it_grows() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("growing.jsonl");
+    let text = std::str::from_utf8(gyre_engine::demo::RECORDING).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    // e1 complete, and half of e2's first line: a writer caught mid-line.
+    let (head, tail) = lines.split_at(14);
+    let half = tail[0].len() / 2;
+    std::fs::write(&rec, format!("{}{}", head.concat(), &tail[0][..half])).unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect --follow growing.jsonl; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    let s = t.wait_for("e1");
+    assert!(!s.contains("e2") && !s.contains("problem"), "{s}");
+    std::fs::write(&rec, text).unwrap();
+    let s = t.wait_for("recording grew");
+    assert!(s.contains("4 executions (+3)") && s.contains("e4"), "{s}");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+}
+
+/// `--follow` on a recording that is appended to in the middle of the path on screen (a new
+/// request splits its nodes) and then rewritten shorter: the inspector draws the new tree and
+/// path each time and keeps running (both panicked on the next frame).
+#[test]
+fn follow_survives_a_split_path_and_a_shorter_rewrite() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("split.jsonl");
+    let request = |id: &str, input: std::ops::Range<u32>, output: &[u32]| {
+        format!(
+            "{{\"kind\":\"request\",\"execution\":\"e\",\"id\":\"{id}\",\"input\":{:?},\"output\":{output:?},\"logprobs\":{:?}}}\n",
+            input.collect::<Vec<_>>(),
+            vec![-1.0; output.len()]
+        )
+    };
+    let head = "{\"kind\":\"header\",\"format\":\"gyre/1\"}\n{\"kind\":\"execution\",\"execution\":\"e\",\"t\":0}\n";
+    let (r1, r2) = (
+        request("r1", 1..41, &[50, 51, 52]),
+        request("r2", 1..6, &[60]),
+    );
+    let r3 = request("r3", 1..41, &[50, 51, 70]);
+    std::fs::write(&rec, format!("{head}{r1}{r3}")).unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect --follow split.jsonl; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    t.wait_for("Tree · e · 2 requests");
+    // The cursor on a context token of r1's path, the tree focused.
+    t.keys(&["g", "2"]);
+    std::fs::write(&rec, format!("{head}{r1}{r3}{r2}")).unwrap();
+    let s = t.wait_for("Tree · e · 3 requests");
+    assert!(s.contains("r2") && s.contains("recording grew"), "{s}");
+    t.keys(&["j", "5", "G"]);
+    std::fs::write(&rec, format!("{head}{r1}")).unwrap();
+    let s = t.wait_for("Tree · e · 1 request ");
+    assert!(
+        !dir.path().join("exit.txt").exists(),
+        "the inspector exited:\n{s}"
+    );
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+}
