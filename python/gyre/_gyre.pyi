@@ -182,7 +182,7 @@ class Batch:
         advantage: Advantage = "drgrpo",
         stats: Optional["BatchStats"] = None,
     ) -> "Rows":
-        """Scores and admits every execution (SPEC §4-§6)."""
+        """Scores and admits every execution (docs/format.md §4-§6)."""
     def summary(self) -> "ShardSummary": ...
     @property
     def executions(self) -> List[str]: ...

@@ -10,6 +10,7 @@ use gyre_engine::load::{self as engine_load, LoadError as EngineLoadError, LoadO
 use gyre_engine::report;
 use gyre_engine::score::{AdvantageMode, Outcome};
 use gyre_engine::{self as eng, Results, lens, shard, why};
+use gyre_format::named::Named;
 use gyre_format::output::ExistsError;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyRuntimeError};
@@ -163,27 +164,17 @@ fn settings(seed: i128, jmax: i128, priority: Option<&Bound<'_, PyAny>>) -> PyRe
 }
 
 fn advantage_mode(s: &str) -> PyResult<AdvantageMode> {
-    match s {
-        "drgrpo" => Ok(AdvantageMode::DrGrpo),
-        "grpo" => Ok(AdvantageMode::Grpo),
-        "none" => Ok(AdvantageMode::None),
-        other => Err(value_error(format!(
-            "advantage must be \"drgrpo\", \"grpo\" or \"none\", not {other:?}"
-        ))),
-    }
-}
-
-fn advantage_name(mode: AdvantageMode) -> &'static str {
-    match mode {
-        AdvantageMode::DrGrpo => "drgrpo",
-        AdvantageMode::Grpo => "grpo",
-        AdvantageMode::None => "none",
-    }
+    AdvantageMode::parse(s).ok_or_else(|| {
+        value_error(format!(
+            "advantage must be one of {}, not {s:?}",
+            AdvantageMode::names()
+        ))
+    })
 }
 
 #[pymethods]
 impl Batch {
-    /// Scores and admits every execution (SPEC §4–§6) and returns the admitted rows.
+    /// Scores and admits every execution (docs/format.md §4–§6) and returns the admitted rows.
     ///
     /// `seed` keys each execution's draws; `jmax` caps draws per execution (0 = uncapped);
     /// `priority` lists classes highest first (`["main", "sub"]` or `"main,sub"`; classes left
@@ -274,7 +265,7 @@ impl Batch {
     }
 }
 
-/// The admitted rows of a batch (`gyre/admitted-1`, SPEC §8), in execution order then draw
+/// The admitted rows of a batch (`gyre/admitted-1`, docs/format.md §8), in execution order then draw
 /// order: the rows `gyre admit` writes for the same input and settings.
 ///
 /// Iterate for dicts (the export's fields, lists for arrays); `row(i, numpy=True)` or
@@ -476,7 +467,7 @@ impl Rows {
         })
     }
 
-    /// `B`: scored and dummy executions in the batch (SPEC §6).
+    /// `B`: scored and dummy executions in the batch (docs/format.md §6).
     #[getter]
     fn batch_executions(&self) -> u64 {
         self.results.batch_executions
@@ -493,7 +484,7 @@ impl Rows {
             "priority",
             s.priority.iter().map(|c| c.name()).collect::<Vec<_>>(),
         )?;
-        d.set_item("advantage", advantage_name(self.results.advantage_mode))?;
+        d.set_item("advantage", self.results.advantage_mode.name())?;
         Ok(d)
     }
 

@@ -180,7 +180,7 @@ fn list_arg<'py, T>(
         .collect()
 }
 
-/// Writes a gyre/1 recording as a run happens: one method per record kind (SPEC §1).
+/// Writes a gyre/1 recording as a run happens: one method per record kind (docs/format.md §1).
 ///
 /// Every record is checked as `gyre validate` would check it before it is written (a bad one
 /// raises `ValueError` with the reason and nothing is written). A request whose input continues

@@ -1,4 +1,4 @@
-//! `gyre admit`: the admitted set as `gyre/admitted-1` JSONL (SPEC §8).
+//! `gyre admit`: the admitted set as `gyre/admitted-1` JSONL (docs/format.md §8).
 
 use std::io;
 use std::path::PathBuf;
@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use clap::Args;
 use color_eyre::eyre::{Result, WrapErr};
 
-use super::args::{AdmissionArgs, AdvantageArg, InputArgs, load_with_progress};
+use super::args::{AdmissionArgs, InputArgs, load_with_progress, named};
 use gyre_engine::report::plural;
+use gyre_engine::score::AdvantageMode;
 use gyre_engine::{self as eng, export};
 use gyre_format::output::Sink;
 
@@ -20,8 +21,8 @@ pub struct AdmitArgs {
     #[command(flatten)]
     admission: AdmissionArgs,
     /// Advantage within GRPO groups: drgrpo (reward − mean), grpo (÷ std + 1e-6), none.
-    #[arg(long, value_enum, default_value_t = AdvantageArg::Drgrpo)]
-    advantage: AdvantageArg,
+    #[arg(long, value_parser = named::<AdvantageMode>(), default_value = "drgrpo")]
+    advantage: AdvantageMode,
     /// Write here instead of stdout; a name ending in .parquet writes Parquet (list columns),
     /// .zst or .gz compressed JSONL.
     #[arg(long, short)]
@@ -40,7 +41,7 @@ pub fn run(args: AdmitArgs) -> Result<ExitCode> {
         .map(|path| Sink::open(path, args.force))
         .transpose()?;
     let batch = load_with_progress(&args.input)?;
-    let results = eng::process(&batch, &args.admission.settings(), args.advantage.into());
+    let results = eng::process(&batch, &args.admission.settings(), args.advantage);
     match (sink, args.out) {
         (Some(mut sink), Some(path)) => {
             let rows = export::write_as(&batch, &results, &path, &mut sink)?;

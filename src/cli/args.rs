@@ -4,7 +4,7 @@
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -12,7 +12,6 @@ use super::exit::{Invalid, note};
 use gyre_engine::admit::{self, Class, Settings};
 use gyre_engine::load::{self, Batch, LoadOptions};
 use gyre_engine::report::plural;
-use gyre_engine::score::AdvantageMode;
 use gyre_format::named::Named;
 use gyre_text::sanitize;
 
@@ -27,7 +26,7 @@ pub struct InputArgs {
     pub lenient: bool,
 }
 
-/// Admission settings (SPEC §5).
+/// Admission settings (docs/format.md §5).
 #[derive(Args, Debug)]
 pub struct AdmissionArgs {
     /// Seed of the draws (each execution's draws depend only on it and the execution).
@@ -67,27 +66,6 @@ impl AdmissionArgs {
             seed: self.seed,
             jmax: self.jmax,
             priority: self.priority.0.clone(),
-        }
-    }
-}
-
-/// `--advantage`.
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum AdvantageArg {
-    /// reward − group mean (Dr. GRPO).
-    Drgrpo,
-    /// (reward − mean) / (std + 1e-6).
-    Grpo,
-    /// No advantage field.
-    None,
-}
-
-impl From<AdvantageArg> for AdvantageMode {
-    fn from(a: AdvantageArg) -> Self {
-        match a {
-            AdvantageArg::Drgrpo => AdvantageMode::DrGrpo,
-            AdvantageArg::Grpo => AdvantageMode::Grpo,
-            AdvantageArg::None => AdvantageMode::None,
         }
     }
 }

@@ -10,9 +10,9 @@ use serde_json::json;
 
 use super::args::{AdmissionArgs, InputArgs, load_with_progress};
 use super::exit::Invalid;
-use gyre_engine::admit::{Settings, parse_priority};
+use gyre_engine::admit::Settings;
 use gyre_engine::diff::{Side, diff};
-use gyre_engine::report::{diff_json, diff_text, jmax_text, priority_text};
+use gyre_engine::report::{diff_json, diff_text};
 use gyre_engine::score::AdvantageMode;
 use gyre_engine::{Results, process};
 
@@ -40,68 +40,34 @@ pub struct DiffArgs {
     json: bool,
 }
 
-/// `key=value` settings of one side.
+/// `key=value` settings of one side (checked when parsed, applied over the common ones).
 #[derive(Clone, Debug, Default)]
-struct Overrides(Vec<(String, String)>);
+struct Overrides(String);
 
 fn parse_overrides(s: &str) -> Result<Overrides, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part
-            .split_once('=')
-            .ok_or_else(|| format!("{part:?} is not key=value (keys: seed, jmax, priority)"))?;
-        let settings = Settings::default();
-        apply(&mut settings.clone(), k, v)?;
-        out.push((k.to_owned(), v.to_owned()));
-    }
-    Ok(Overrides(out))
-}
-
-fn apply(s: &mut Settings, key: &str, value: &str) -> Result<(), String> {
-    match key {
-        "seed" => {
-            s.seed = value
-                .parse()
-                .map_err(|_| format!("seed={value:?} is not a seed"))?
-        }
-        "jmax" => {
-            s.jmax = value
-                .parse()
-                .map_err(|_| format!("jmax={value:?} is not a count (0 = uncapped)"))?
-        }
-        "priority" => s.priority = parse_priority(&value.replace('>', ","))?,
-        other => {
-            return Err(format!(
-                "unknown key {other:?} (keys: seed, jmax, priority)"
-            ));
-        }
-    }
-    Ok(())
+    Settings::default().with_overrides(s)?;
+    Ok(Overrides(s.to_owned()))
 }
 
 fn settings_of(base: &Settings, o: &Option<Overrides>) -> Settings {
-    let mut s = base.clone();
-    for (k, v) in o.iter().flat_map(|o| &o.0) {
-        apply(&mut s, k, v).expect("checked when parsed");
-    }
-    s
-}
-
-fn describe(s: &Settings, what: &str) -> String {
-    format!(
-        "{what} · seed {} · J_max {} · priority {}",
-        s.seed,
-        jmax_text(s.jmax),
-        priority_text(&s.priority)
+    o.as_ref().map_or_else(
+        || base.clone(),
+        |o| base.with_overrides(&o.0).expect("checked when parsed"),
     )
 }
 
+fn describe(s: &Settings, what: &str) -> String {
+    format!("{what} · {s}")
+}
+
 fn settings_json(s: &Settings, files: &[PathBuf]) -> serde_json::Value {
-    json!({
+    let mut v = json!({
         "files": files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
-        "seed": s.seed, "jmax": s.jmax,
-        "priority": s.priority.iter().map(|c| c.name()).collect::<Vec<_>>(),
-    })
+    });
+    if let (Some(out), serde_json::Value::Object(settings)) = (v.as_object_mut(), s.to_json()) {
+        out.extend(settings);
+    }
+    v
 }
 
 /// Runs `gyre diff`.

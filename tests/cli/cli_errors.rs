@@ -1,6 +1,6 @@
-//! SPEC §1 bad input through the real binary: "Invalid input gets a clear error naming file, line
+//! docs/format.md §1 bad input through the real binary: "Invalid input gets a clear error naming file, line
 //! and field (exit code 2), never a panic and never a partial output", `--lenient`, `validate`,
-//! and compressed inputs. Expectations are written from the SPEC, not from the engine's output.
+//! and compressed inputs. Expectations are written from docs/format.md, not from the engine's output.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -308,7 +308,7 @@ fn token_id_not_an_integer() {
     assert_rejected(&[], &r.to_string(), "output");
 }
 
-/// SPEC §8: "an existing file is not overwritten without --force"; §1: "never a partial output".
+/// docs/format.md §8: "an existing file is not overwritten without --force"; §1: "never a partial output".
 #[test]
 fn existing_out_is_untouched_on_invalid_input_and_without_force() {
     let dir = tempfile::tempdir().unwrap();
@@ -356,7 +356,7 @@ fn existing_out_is_untouched_on_invalid_input_and_without_force() {
     assert_eq!(leftovers, 3, "only bad.jsonl, good.jsonl and the export");
 }
 
-/// SPEC §1: "--lenient turns per-line errors into counted warnings and skips those lines".
+/// docs/format.md §1: "--lenient turns per-line errors into counted warnings and skips those lines".
 #[test]
 fn lenient_skips_bad_lines_with_a_count_and_still_exports() {
     let dir = tempfile::tempdir().unwrap();
@@ -431,7 +431,7 @@ fn lenient_skips_bad_lines_with_a_count_and_still_exports() {
     assert_eq!(s["scored"], 2);
 }
 
-/// SPEC §1: under --lenient, "whole executions whose tree can no longer be built" are skipped.
+/// docs/format.md §1: under --lenient, "whole executions whose tree can no longer be built" are skipped.
 #[test]
 fn lenient_drops_an_execution_whose_tree_cannot_be_built() {
     let dir = tempfile::tempdir().unwrap();
@@ -540,7 +540,7 @@ fn validate_lists_every_problem() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
-/// SPEC §1: "Input is JSON Lines (.jsonl, or .jsonl.gz/.jsonl.zst)": compressed inputs load the
+/// docs/format.md §1: "Input is JSON Lines (.jsonl, or .jsonl.gz/.jsonl.zst)": compressed inputs load the
 /// same as plain, for admit, stats and validate.
 #[test]
 fn gzip_and_zstd_inputs_load_like_plain() {

@@ -1,5 +1,5 @@
-//! SPEC conformance (docs: /work/shared/SPEC.md, gyre/1): one test per rule, on small
-//! hand-written recordings. Every expected value below was worked out by hand from the SPEC text
+//! Format conformance (docs/format.md, gyre/1): one test per rule, on small
+//! hand-written recordings. Every expected value below was worked out by hand from the format text
 //! quoted in the test's doc comment, not by running the engine.
 //!
 //! Token ids used as letters: S=1 U=2 T=3 Q/V=4 W/X=5, outputs a=10 b=11 c=12 d=13 …
@@ -292,7 +292,7 @@ fn stdout_rows(out: &std::process::Output) -> Vec<Value> {
 // ---------------------------------------------------------------------------------------------
 // §2 The shared-prefix tree
 
-/// The SPEC §2 example, r1..r3: "Outputs are never merged: two requests with the same context get
+/// The docs/format.md §2 example, r1..r3: "Outputs are never merged: two requests with the same context get
 /// two output nodes even when their outputs are token-identical". Tree
 /// `root → [S U] → {[a b]₁ → [T] → [c]₂, [a b]₃}`; candidates r2, r3; trainable a b of r1, c,
 /// a b of r3.
@@ -331,7 +331,7 @@ fn s2_identical_independent_outputs_are_separate_nodes() {
     assert_eq!(who(e, "r3", 2), "r3.out[0]");
 }
 
-/// SPEC §2 example: "If a later r4 has input [S U a b V] whose tool span names the call id emitted
+/// docs/format.md §2 example: "If a later r4 has input [S U a b V] whose tool span names the call id emitted
 /// by r3, it continues under [a b]₃". Candidates then: r2 and r4 (r3 has r4 below it).
 #[test]
 fn s2_call_id_association_continues_under_the_emitting_output() {
@@ -378,7 +378,7 @@ fn s2_call_id_association_continues_under_the_emitting_output() {
     assert_eq!(path(e, "r4"), vec![1, 2, 10, 11, 4, 13]);
 }
 
-/// SPEC §2 example: "with no call id it continues under [a b]₁ (earliest)".
+/// docs/format.md §2 example: "with no call id it continues under [a b]₁ (earliest)".
 #[test]
 fn s2_without_call_id_a_tie_goes_to_the_earliest_path() {
     let src = recording(&[
@@ -419,7 +419,7 @@ fn s2_without_call_id_a_tie_goes_to_the_earliest_path() {
     assert_eq!(who(e, "r4", 2), "r1.out[0]");
 }
 
-/// SPEC §2 step 1: the longest prefix wins first; the call id only breaks ties "When several
+/// docs/format.md §2 step 1: the longest prefix wins first; the call id only breaks ties "When several
 /// paths give the same longest match". r6 names r3's call id, but r1's path matches one token
 /// more ([T] already below r1), so r6 continues there.
 #[test]
@@ -461,7 +461,7 @@ fn s2_call_id_only_breaks_ties_the_longest_match_wins() {
     );
 }
 
-/// SPEC §2: placement is by matching token ids ("Matching compares token ids"), and §1 makes the
+/// docs/format.md §2: placement is by matching token ids ("Matching compares token ids"), and §1 makes the
 /// delta and full encodings the same request. So `extends: "r3"` does not by itself pick r3's
 /// branch among token-identical ones: with no call id the tie goes to the earliest (r1).
 #[test]
@@ -495,7 +495,7 @@ fn emits(call: &str, len: usize) -> Value {
     json!({"tool_calls": [{"id": call, "name": "bash", "start": 0, "end": len}]})
 }
 
-/// SPEC §2 step 1 (clarified): "compare them where they part … An emitter above the parting
+/// docs/format.md §2 step 1 (clarified): "compare them where they part … An emitter above the parting
 /// point lies on every tied path and decides nothing: a full-form request names the call ids of
 /// its whole conversation". Every request below names all call ids of its conversation. r2 and
 /// r3 are token-identical retries continuing r1 (whose call_1 lies above where they part); r4
@@ -558,7 +558,7 @@ fn s2_emitters_above_the_parting_point_decide_nothing() {
     assert_eq!(shape(&db.executions[0]), shape(e));
 }
 
-/// The SPEC example extended: r1 and r3 are token-identical retries; r2 continues r1 (tool
+/// The example of docs/format.md extended: r1 and r3 are token-identical retries; r2 continues r1 (tool
 /// result [T]) and r4, r5 continue r3 (tool result [W], placed by call_3: at the first parting
 /// point r3's branch holds its emitter). r4 and r5 are token-identical retries in turn. r6
 /// continues r5 and names call_3 and call_5: where r4 and r5 part, r3 lies above (on both
@@ -612,7 +612,7 @@ fn s2_a_tie_below_an_emitter_on_one_branch_only() {
     assert_eq!(who(e, "r7", 5), "r4.out[0]");
 }
 
-/// SPEC §2 step 2: "If the match ends inside a node, split the node there (identities are kept; a
+/// docs/format.md §2 step 2: "If the match ends inside a node, split the node there (identities are kept; a
 /// request whose output is split still owns both parts)". §5: r1's output has no other policy
 /// output below its end, so r1 stays a candidate. Targets over all draws: r1's 4 tokens + r2's 1.
 #[test]
@@ -686,7 +686,7 @@ fn compaction_recording() -> String {
     ])
 }
 
-/// SPEC §2: "compaction and sub-agents show up as branches near the root". The continuation after
+/// docs/format.md §2: "compaction and sub-agents show up as branches near the root". The continuation after
 /// a summary shares only [S] with the pre-compaction history; the summary tokens it carries did not
 /// match any output on its path, so they are context (source `summary`).
 #[test]
@@ -710,7 +710,7 @@ fn s2_compaction_continuation_branches_near_the_root() {
     assert_eq!(path(e, "r3"), vec![1, 2, 10, 3, 11, 4, 20, 21]);
 }
 
-/// SPEC §2 step 4: "A request with no matching prefix attaches to the root"; §5 classes: a
+/// docs/format.md §2 step 4: "A request with no matching prefix attaches to the root"; §5 classes: a
 /// delegated sub-agent (`agent` other than `main`) is class `sub`.
 #[test]
 fn s2_sub_agent_attaches_to_the_root() {
@@ -747,7 +747,7 @@ fn s2_sub_agent_attaches_to_the_root() {
 // ---------------------------------------------------------------------------------------------
 // §3 Provenance
 
-/// SPEC §2/§3: "input tokens that did not match any output are context even if their span says
+/// docs/format.md §2/§3: "input tokens that did not match any output are context even if their span says
 /// `assistant` (harness-injected or re-serialised content)"; but "a token of I that matched an
 /// earlier output *is* that output token (policy)".
 #[test]
@@ -805,7 +805,7 @@ fn s3_harness_injected_assistant_content_is_context() {
     assert_eq!(u32s(&r2_row["loss_mask"]), vec![1]);
 }
 
-/// SPEC §3: "A token is trainable iff it is an output token of a request with actor: policy …
+/// docs/format.md §3: "A token is trainable iff it is an output token of a request with actor: policy …
 /// critiques, evaluator outputs … are conditioning context only". A critique fed back into a
 /// policy input (not matching the evaluator's path) is context:critique.
 #[test]
@@ -853,7 +853,7 @@ fn s3_evaluator_output_is_never_trainable_and_critique_is_context() {
     assert_eq!(all[0]["exec_targets"], 3);
 }
 
-/// SPEC §5: "Candidates: every policy request … whose output has no other *policy* request's output
+/// docs/format.md §5: "Candidates: every policy request … whose output has no other *policy* request's output
 /// below it". An evaluator continuing on r1's path does not take r1's candidacy away, and its
 /// output is never a target.
 #[test]
@@ -883,7 +883,7 @@ fn s5_evaluator_output_below_does_not_hide_a_candidate() {
     );
 }
 
-/// SPEC §1: "A request that appears after its execution's closure is not part of the execution:
+/// docs/format.md §1: "A request that appears after its execution's closure is not part of the execution:
 /// it is shown, flagged "after closure", and ignored by scoring and admission."
 #[test]
 fn s1_request_after_closure_is_in_the_tree_flagged_and_not_admitted() {
@@ -917,7 +917,7 @@ fn s1_request_after_closure_is_in_the_tree_flagged_and_not_admitted() {
     );
 }
 
-/// SPEC §3: every token answers "why is this (not) a target" with one of `context:<source>`,
+/// docs/format.md §3: every token answers "why is this (not) a target" with one of `context:<source>`,
 /// `evaluator output`, `after closure`, `execution excluded: <reason>`,
 /// `claimed by draw k (leaf R)`, `left out: J_max reached`.
 #[test]
@@ -966,7 +966,7 @@ fn s3_provenance_reasons() {
 // ---------------------------------------------------------------------------------------------
 // §4 Scoring
 
-/// SPEC §4: "the reward is the score of the first valid assessment, in file order, whose artifact
+/// docs/format.md §4: "the reward is the score of the first valid assessment, in file order, whose artifact
 /// and version equal the closure's and whose t ≤ execution.t + budget_s. Failed attempts before it
 /// are kept … Assessments of other versions … never overwrite each other."
 #[test]
@@ -1010,7 +1010,7 @@ fn s4_failed_then_valid_retry_within_budget_is_scored_with_the_valid_one() {
     assert_eq!(all[0]["reward"], 0.75);
 }
 
-/// SPEC §4: "no such assessment → excluded (no valid reward by budget end)"; the bound is
+/// docs/format.md §4: "no such assessment → excluded (no valid reward by budget end)"; the bound is
 /// `t ≤ execution.t + budget_s` (inclusive).
 #[test]
 fn s4_late_valid_assessment_excludes_the_execution() {
@@ -1054,7 +1054,7 @@ fn s4_late_valid_assessment_excludes_the_execution() {
     assert_eq!(all[0]["batch_executions"], 1);
 }
 
-/// SPEC §4: "A valid 0 is a reward like any other"; paper: "a valid zero remains trainable".
+/// docs/format.md §4: "A valid 0 is a reward like any other"; paper: "a valid zero remains trainable".
 #[test]
 fn s4_valid_zero_is_scored_and_its_targets_admitted() {
     let src = recording(&[rq("e1", "r1", &[1, 2], &[10, 11]), scored("e1", 0.0)]);
@@ -1074,7 +1074,7 @@ fn s4_valid_zero_is_scored_and_its_targets_admitted() {
     assert_eq!(all[0]["exec_targets"], 2);
 }
 
-/// SPEC §4: "The reward never depends on … termination status (timeout with a valid assessment is
+/// docs/format.md §4: "The reward never depends on … termination status (timeout with a valid assessment is
 /// scored normally)."
 #[test]
 fn s4_timeout_with_a_valid_assessment_is_scored_normally() {
@@ -1094,7 +1094,7 @@ fn s4_timeout_with_a_valid_assessment_is_scored_normally() {
     assert_eq!(rows(&batch, &results)[0]["reward"], 0.5);
 }
 
-/// SPEC §4: "Assessments of other versions or branches are kept and shown separately; they never
+/// docs/format.md §4: "Assessments of other versions or branches are kept and shown separately; they never
 /// overwrite each other." An assessment of another branch than the committed one is not the
 /// reward even with the closure's artifact and version (docs/decisions.md).
 #[test]
@@ -1125,7 +1125,7 @@ fn s4_assessment_of_another_branch_is_not_the_reward() {
     assert_eq!(branches, [Some("r1"), Some("r2")]);
 }
 
-/// SPEC §4: "closure without an artifact → dummy: no assessable work; reward 0"; §5 "exactly one
+/// docs/format.md §4: "closure without an artifact → dummy: no assessable work; reward 0"; §5 "exactly one
 /// placeholder trajectory, dummy: true, reward 0, no targets"; §6 L_i = 0 → weight 0.
 #[test]
 fn s4_dummy_closure_without_artifact_gives_exactly_one_placeholder_row() {
@@ -1165,7 +1165,7 @@ fn s4_dummy_closure_without_artifact_gives_exactly_one_placeholder_row() {
     }
 }
 
-/// SPEC §4: "no closure record → excluded (open)"; §5 "Excluded executions: no candidates,
+/// docs/format.md §4: "no closure record → excluded (open)"; §5 "Excluded executions: no candidates,
 /// nothing exported"; §6: B counts scored + dummy only.
 #[test]
 fn s4_open_execution_is_excluded_with_no_rows() {
@@ -1193,7 +1193,7 @@ fn s4_open_execution_is_excluded_with_no_rows() {
     );
 }
 
-/// SPEC §1: "An execution record is optional; without one, the execution starts at t = 0 with an
+/// docs/format.md §1: "An execution record is optional; without one, the execution starts at t = 0 with an
 /// unlimited budget."
 #[test]
 fn s1_execution_record_is_optional_with_unlimited_budget() {
@@ -1213,7 +1213,7 @@ fn s1_execution_record_is_optional_with_unlimited_budget() {
     assert_eq!(results.outcomes[0].reward(), Some(0.25));
 }
 
-/// SPEC §4: "for executions sharing a group, advantage = reward − mean over the group's
+/// docs/format.md §4: "for executions sharing a group, advantage = reward − mean over the group's
 /// non-excluded executions (--advantage grpo also divides by the group's standard deviation +
 /// 1e-6; none omits it)". Group g: rewards 1, 0, 0.5, a dummy (0) and an excluded one (ignored):
 /// mean 0.375. Standard deviation read as the sample one (Bessel), as torch.std / GRPO use.
@@ -1276,7 +1276,7 @@ fn s4_group_advantages_drgrpo_grpo_none() {
 // ---------------------------------------------------------------------------------------------
 // §1 Encodings, files, ids
 
-/// SPEC §1: delta encoding "the full input is then r7's full input + r7's output + this record's
+/// docs/format.md §1: delta encoding "the full input is then r7's full input + r7's output + this record's
 /// input"; both encodings describe the same requests, so the export is byte-identical.
 #[test]
 fn s1_delta_and_full_encodings_export_identical_bytes() {
@@ -1321,7 +1321,7 @@ fn s1_delta_and_full_encodings_export_identical_bytes() {
     );
 }
 
-/// SPEC §1: "ids are per execution"; "Records of different executions may interleave in any
+/// docs/format.md §1: "ids are per execution"; "Records of different executions may interleave in any
 /// order"; `extends` resolves within the record's own execution.
 #[test]
 fn s1_ids_are_per_execution_and_records_interleave() {
@@ -1343,7 +1343,7 @@ fn s1_ids_are_per_execution_and_records_interleave() {
     assert_eq!(candidate_ids(&batch, &results, "e2"), strs(&["r1"]));
 }
 
-/// SPEC §1: "Several files may be given; they are read in the order given" (the order decides,
+/// docs/format.md §1: "Several files may be given; they are read in the order given" (the order decides,
 /// e.g., whether a request comes after its closure).
 #[test]
 fn s1_several_files_are_read_in_the_order_given() {
@@ -1365,7 +1365,7 @@ fn s1_several_files_are_read_in_the_order_given() {
     assert_eq!(e.requests[0].id, "r2");
 }
 
-/// SPEC §1: "Unknown fields are kept and ignored; unknown kinds are a warning, not an error."
+/// docs/format.md §1: "Unknown fields are kept and ignored; unknown kinds are a warning, not an error."
 #[test]
 fn s1_unknown_kinds_warn_and_unknown_fields_are_ignored() {
     let src = recording(&[
@@ -1387,7 +1387,7 @@ fn s1_unknown_kinds_warn_and_unknown_fields_are_ignored() {
     assert_eq!(rows(&batch, &results).len(), 1);
 }
 
-/// SPEC §1: token ids are "non-negative integers below 2^32": 0 and 2^32 − 1 are valid.
+/// docs/format.md §1: token ids are "non-negative integers below 2^32": 0 and 2^32 − 1 are valid.
 #[test]
 fn s1_token_id_bounds_are_accepted() {
     let src = recording(&[
@@ -1402,7 +1402,7 @@ fn s1_token_id_bounds_are_accepted() {
 // ---------------------------------------------------------------------------------------------
 // §5 Admission
 
-/// SPEC §5: "Stop when J_max draws were made"; unclaimed trainable tokens answer
+/// docs/format.md §5: "Stop when J_max draws were made"; unclaimed trainable tokens answer
 /// "left out: J_max reached" (§3).
 #[test]
 fn s5_jmax_cut_leaves_tokens_unclaimed() {
@@ -1473,7 +1473,7 @@ fn s5_classes_left_out_of_the_priority_are_never_drawn() {
     );
 }
 
-/// SPEC §5: "--jmax, default 5 … --jmax 0 = uncapped", through the CLI.
+/// docs/format.md §5: "--jmax, default 5 … --jmax 0 = uncapped", through the CLI.
 #[test]
 fn s5_jmax_defaults_to_5_and_0_is_uncapped() {
     let mut lines: Vec<String> = (0..7)
@@ -1516,7 +1516,7 @@ fn four_class_recording() -> String {
     ])
 }
 
-/// SPEC §5: "Default priority, highest first: main > main-summary > sub > sub-summary"; "take the
+/// docs/format.md §5: "Default priority, highest first: main > main-summary > sub > sub-summary"; "take the
 /// highest-priority class that has a candidate with weight > 0" (regardless of weights).
 #[test]
 fn s5_class_priority_default_order() {
@@ -1543,7 +1543,7 @@ fn s5_class_priority_default_order() {
     assert_eq!(draws, vec![1, 2, 3, 4]);
 }
 
-/// SPEC §5: "--priority overrides it", through the CLI.
+/// docs/format.md §5: "--priority overrides it", through the CLI.
 #[test]
 fn s5_priority_override() {
     let dir = tempfile::tempdir().unwrap();
@@ -1563,7 +1563,7 @@ fn s5_priority_override() {
     assert_eq!(leaves, strs(&["s2", "s1", "m1", "r1"]));
 }
 
-/// SPEC §5: "Weight of a candidate: the number of trainable tokens on its path not yet claimed";
+/// docs/format.md §5: "Weight of a candidate: the number of trainable tokens on its path not yet claimed";
 /// "its targets are fixed to the still-unclaimed trainable tokens on its path; then every
 /// trainable token on the path is claimed". Through `gyre replay --json`.
 #[test]
@@ -1611,7 +1611,7 @@ fn s5_weights_are_unclaimed_trainable_tokens_on_the_path() {
     assert_eq!(v["stop"], "exhausted");
 }
 
-/// SPEC §5: "draw one of its candidates with probability proportional to weight". Two retries
+/// docs/format.md §5: "draw one of its candidates with probability proportional to weight". Two retries
 /// with weights 1 and 3: over 4000 seeds the heavier one is drawn first about 3/4 of the time
 /// (standard error 0.007; the bound is over 4 of them).
 #[test]
@@ -1643,7 +1643,7 @@ fn s5_draw_probability_is_proportional_to_weight() {
     );
 }
 
-/// SPEC §5: "the draws of an execution depend only on (--seed, execution id, its records), not on
+/// docs/format.md §5: "the draws of an execution depend only on (--seed, execution id, its records), not on
 /// other executions or on thread scheduling."
 #[test]
 fn s5_draws_depend_only_on_seed_execution_and_its_records() {
@@ -1688,7 +1688,7 @@ fn s5_draws_depend_only_on_seed_execution_and_its_records() {
 // ---------------------------------------------------------------------------------------------
 // §6 Loss normalisation
 
-/// SPEC §6: "L_i = number of admitted targets … coefficient 1/L_i; an execution with L_i = 0
+/// docs/format.md §6: "L_i = number of admitted targets … coefficient 1/L_i; an execution with L_i = 0
 /// contributes zero loss. B = number of non-excluded executions (scored + dummy)"; §8
 /// `exec_targets`, `weight`, `batch_executions`.
 #[test]
@@ -1741,7 +1741,7 @@ fn s6_loss_normalisation_per_execution() {
 // ---------------------------------------------------------------------------------------------
 // §8 Export
 
-/// SPEC §8 on the compaction recording (default settings). Draw 1 is class main (r4, the only
+/// docs/format.md §8 on the compaction recording (default settings). Draw 1 is class main (r4, the only
 /// main candidate), draw 2 main-summary (r3). Row fields:
 /// tokens = leaf's I + O; prompt_len = index of the first target; loss_mask 1 exactly at the
 /// targets; logprobs = recorded value at policy tokens, 0.0 elsewhere; targets runs
@@ -1812,7 +1812,7 @@ fn s8_export_row_invariants() {
     }
 }
 
-/// SPEC §8: logprobs is "null for the whole row when any target lacks a recorded logprob (never
+/// docs/format.md §8: logprobs is "null for the whole row when any target lacks a recorded logprob (never
 /// invented values)"; a row whose targets all have recorded logprobs keeps them even if an earlier
 /// reconstructed output sits in its prompt.
 #[test]
@@ -1845,7 +1845,7 @@ fn s8_logprobs_null_when_a_target_lacks_a_recorded_logprob() {
     assert_eq!(u32s(&second["loss_mask"]), vec![1]);
 }
 
-/// SPEC §2: a context token keeps "the span source it was first seen with": a later request
+/// docs/format.md §2: a context token keeps "the span source it was first seen with": a later request
 /// labelling the same shared tokens differently does not relabel them.
 #[test]
 fn s3_context_source_is_the_one_first_seen() {
@@ -1871,7 +1871,7 @@ fn s3_context_source_is_the_one_first_seen() {
     assert_eq!(reason(&batch, &results, "e1", "r2", 3), "context:tool");
 }
 
-/// SPEC §3 sources: every span source name is carried into the reason `context:<source>`.
+/// docs/format.md §3 sources: every span source name is carried into the reason `context:<source>`.
 #[test]
 fn s3_every_span_source_reads_back_as_its_context_reason() {
     let names = [

@@ -1,10 +1,10 @@
-"""Reference token ids for tests/text_template.rs, computed by transformers itself.
+"""Reference token ids for crates/gyre-text/tests/text/template.rs, computed by transformers itself.
 
 Regenerate (no model download; needs `pip install transformers`):
 
     python3 tests/reference/chat_template_ids.py > /tmp/cases.rs
 
-and paste the printed `CASES` constant into tests/text_template.rs. The conversations are
+and paste the printed `CASES` constant into crates/gyre-text/tests/text/template.rs. The conversations are
 defined here once and printed as JSON literals next to the ids, so the Rust test renders exactly
 the same input.
 """

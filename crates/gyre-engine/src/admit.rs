@@ -1,4 +1,4 @@
-//! Admission (SPEC §5): candidates, role classes, weighted seeded draws and the draw log.
+//! Admission (docs/format.md §5): candidates, role classes, weighted seeded draws and the draw log.
 //!
 //! Randomness: each execution gets its own ChaCha20 stream keyed by
 //! `SHA-256("gyre/1 admission" ‖ seed as u64 little-endian ‖ execution id as UTF-8)`.
@@ -33,7 +33,7 @@ pub enum Class {
 }
 
 impl Class {
-    /// The four classes in the SPEC's default priority.
+    /// The four classes in the format's default priority.
     pub const DEFAULT_PRIORITY: [Class; 4] = [
         Class::Main,
         Class::MainSummary,
@@ -94,6 +94,83 @@ impl Default for Settings {
     }
 }
 
+impl Settings {
+    /// The keys [`Settings::set`] takes.
+    pub const KEYS: &'static str = "seed, jmax, priority";
+
+    /// Sets one `key=value` setting as `gyre diff --a/--b` and the inspector's `:` take it:
+    /// `seed=3`, `jmax=0` (uncapped), `priority=main>sub` (or `main,sub`).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "seed" => {
+                self.seed = value
+                    .parse()
+                    .map_err(|_| format!("seed={value:?} is not a seed"))?
+            }
+            "jmax" => {
+                self.jmax = value
+                    .parse()
+                    .map_err(|_| format!("jmax={value:?} is not a count (0 = uncapped)"))?
+            }
+            "priority" => self.priority = parse_priority(&value.replace('>', ","))?,
+            other => {
+                return Err(format!("unknown key {other:?} (keys: {})", Self::KEYS));
+            }
+        }
+        Ok(())
+    }
+
+    /// These settings with `seed=1,jmax=2,priority=main>sub` (any subset, comma-separated)
+    /// over them; the first bad pair is the error.
+    pub fn with_overrides(&self, pairs: &str) -> Result<Settings, String> {
+        let mut out = self.clone();
+        for part in pairs.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("{part:?} is not key=value (keys: {})", Self::KEYS))?;
+            out.set(k.trim(), v.trim())?;
+        }
+        Ok(out)
+    }
+
+    /// `{"seed": 0, "jmax": 5, "priority": ["main", …]}`: how JSON reports name them.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "seed": self.seed,
+            "jmax": self.jmax,
+            "priority": self.priority.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// `seed 0 · J_max 5 · priority main>main-summary>sub>sub-summary`: the one way a line names
+/// the settings it shows.
+impl fmt::Display for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "seed {} · J_max {} · priority {}",
+            self.seed,
+            jmax_text(self.jmax),
+            priority_text(&self.priority)
+        )
+    }
+}
+
+/// `5`, or `uncapped` for 0.
+pub fn jmax_text(jmax: u32) -> String {
+    if jmax == 0 {
+        "uncapped".into()
+    } else {
+        jmax.to_string()
+    }
+}
+
+/// `main>main-summary>sub>sub-summary`.
+pub fn priority_text(p: &[Class]) -> String {
+    p.iter().map(|c| c.name()).collect::<Vec<_>>().join(">")
+}
+
 /// Parses `main,main-summary,sub,sub-summary` (any order, any subset, no repeats).
 pub fn parse_priority(s: &str) -> Result<Vec<Class>, String> {
     let mut out = Vec::new();
@@ -112,7 +189,7 @@ pub fn parse_priority(s: &str) -> Result<Vec<Class>, String> {
     Ok(out)
 }
 
-/// A candidate leaf (SPEC §5).
+/// A candidate leaf (docs/format.md §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Candidate {
     /// Request index.
@@ -203,7 +280,7 @@ pub struct Admission {
 }
 
 impl Admission {
-    /// `L_i`: admitted targets (SPEC §6).
+    /// `L_i`: admitted targets (docs/format.md §6).
     pub fn targets(&self) -> u64 {
         self.draws.iter().map(|d| d.target_tokens).sum()
     }
@@ -348,7 +425,7 @@ impl Prepared {
         }
     }
 
-    /// Runs the draw loop of SPEC §5 for `exec` (the execution this was prepared from).
+    /// Runs the draw loop of docs/format.md §5 for `exec` (the execution this was prepared from).
     pub fn run(&self, exec: &Execution, settings: &Settings) -> Drawn {
         let tree = &exec.tree;
         let mut claimed_by = vec![None; tree.nodes.len()];
@@ -429,7 +506,7 @@ impl Prepared {
     }
 }
 
-/// Runs admission for one execution (SPEC §5).
+/// Runs admission for one execution (docs/format.md §5).
 pub fn admit(exec: &Execution, outcome: &Outcome, settings: &Settings) -> Admission {
     admit_prepared(exec, &Prepared::new(exec), outcome, settings)
 }

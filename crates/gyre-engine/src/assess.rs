@@ -1,4 +1,4 @@
-//! The whole scoring story of one execution (SPEC §4, read for people): the closure record, the
+//! The whole scoring story of one execution (docs/format.md §4, read for people): the closure record, the
 //! assessments grouped per artifact version with a verdict for each group, and for every
 //! assessment whether it gave the reward and, if not, every reason it did not count.
 //!

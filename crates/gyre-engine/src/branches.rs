@@ -1,4 +1,4 @@
-//! Why the tree branches where it does (SPEC §2, read for people): for each request, the
+//! Why the tree branches where it does (docs/format.md §2, read for people): for each request, the
 //! reason its path leaves the others (a retry, a divergence inside an earlier output, a
 //! sub-agent or compaction at the root…), where a path parts from its nearest sibling branch,
 //! and which context tokens are a harness's re-serialisation of an earlier output.

@@ -13,7 +13,7 @@
 //!   --score 1 --out assets/demo/claude-code.jsonl.zst --force
 //! ```
 //!
-//! `tests/import_claude_code.rs` checks that the bundled file matches a fresh import.
+//! `crates/gyre-import/tests/import/claude_code.rs` checks that the bundled file matches a fresh import.
 
 /// File name shown for the bundled recording.
 pub const NAME: &str = "example.jsonl";

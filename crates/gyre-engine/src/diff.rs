@@ -1,7 +1,7 @@
 //! A/B comparison of two admissions (`gyre diff`): the same recording under two settings, or two
 //! recordings with the same execution ids (say, an import with payload restoration and one
 //! without). Executions are matched by id, tokens by identity: output token `offset` of
-//! request `id` (SPEC §2), so the comparison does not depend on where a token sits in a tree.
+//! request `id` (docs/format.md §2), so the comparison does not depend on where a token sits in a tree.
 
 use std::collections::HashMap;
 

@@ -70,7 +70,7 @@ pub struct Request {
 }
 
 impl Request {
-    /// Whether this request's output is trainable (SPEC §3): policy, part of the execution.
+    /// Whether this request's output is trainable (docs/format.md §3): policy, part of the execution.
     pub fn trainable(&self) -> bool {
         self.actor == Actor::Policy && !self.after_closure
     }
@@ -522,7 +522,7 @@ impl Execution {
         Ok(())
     }
 
-    /// Identity of token `i` of node `n` (SPEC §2): an output token or a context token.
+    /// Identity of token `i` of node `n` (docs/format.md §2): an output token or a context token.
     pub fn identity(&self, n: NodeId, i: u32) -> TokenIdentity {
         let node = &self.tree.nodes[n as usize];
         let offset = node.offset + i;
@@ -576,7 +576,7 @@ fn output_nodes(requests: &[Request], list: &[u32]) -> Vec<NodeId> {
         .collect()
 }
 
-/// Who a token is (SPEC §2).
+/// Who a token is (docs/format.md §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TokenIdentity {
     /// Output token `offset` of request `request` (index).

@@ -1,4 +1,4 @@
-//! Export of admitted sets (SPEC §8, `gyre/admitted-1`): one JSON line per admitted trajectory.
+//! Export of admitted sets (docs/format.md §8, `gyre/admitted-1`): one JSON line per admitted trajectory.
 
 use std::io::{self, Write};
 use std::path::Path;

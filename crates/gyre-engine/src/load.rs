@@ -1,4 +1,4 @@
-//! Loading gyre/1 files (SPEC §1): streamed, plain/gzip/zstd, several files in order, parsed in
+//! Loading gyre/1 files (docs/format.md §1): streamed, plain/gzip/zstd, several files in order, parsed in
 //! parallel and applied to independent executions in parallel.
 //!
 //! A reader thread cuts the input into chunks of whole lines (bounded queue, so memory stays
@@ -176,7 +176,7 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// The first header that names a tokenizer (SPEC §7), with the file and line it came from.
+    /// The first header that names a tokenizer (docs/format.md §7), with the file and line it came from.
     pub fn tokenizer_spec(&self) -> Option<(&Value, &Path, u64)> {
         self.headers.iter().zip(&self.files).find_map(|(h, f)| {
             let (header, line) = h.as_ref()?;
@@ -631,7 +631,7 @@ impl Loader {
         self.warnings.push(at.file, d);
     }
 
-    /// A header's `tokenizer` path must name a regular file of reasonable size (SPEC §7); it is
+    /// A header's `tokenizer` path must name a regular file of reasonable size (docs/format.md §7); it is
     /// only checked here, loaded by whoever shows text.
     fn check_tokenizer(&self, header: &Value, at: LineRef) -> Option<Diagnostic> {
         let spec = header.get("tokenizer")?;

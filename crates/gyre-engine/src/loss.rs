@@ -1,4 +1,4 @@
-//! Loss normalisation (SPEC §6): per-execution denominators and the batch average.
+//! Loss normalisation (docs/format.md §6): per-execution denominators and the batch average.
 
 use super::score::Outcome;
 

@@ -1,4 +1,4 @@
-//! The `gyre/admitted-1` rows as Arrow columns and as a Parquet file (SPEC §8, columnar form).
+//! The `gyre/admitted-1` rows as Arrow columns and as a Parquet file (docs/format.md §8, columnar form).
 //!
 //! One column per export field, same names, same values: `tokens`, `loss_mask` and `logprobs`
 //! are list columns, `targets` a list of `{request, offset, len, pos}` structs. The only change

@@ -1,4 +1,4 @@
-//! Provenance masks (SPEC §3): why any token is, or is not, a target.
+//! Provenance masks (docs/format.md §3): why any token is, or is not, a target.
 
 use std::fmt;
 

@@ -4,7 +4,7 @@
 //! tool calls and results, retries on the same context (some token-identical, continued by call
 //! id), harness-written assistant text, re-serialised tool calls that diverge inside an earlier
 //! output, evaluator critiques fed back as context, sub-agents with their own context,
-//! compaction with a summary call, requests after closure, and every scoring fate of SPEC §4.
+//! compaction with a summary call, requests after closure, and every scoring fate of docs/format.md §4.
 //! Token ids are random (no text): `gyre synth` writes realistic text recordings.
 
 use std::io::{self, Write};

@@ -1,4 +1,4 @@
-//! Recording a run as it happens (SPEC §1): every record is checked as the loader would check
+//! Recording a run as it happens (docs/format.md §1): every record is checked as the loader would check
 //! it before it is written, and a request that continues an earlier one of its execution is
 //! written in delta form (`extends`) automatically.
 //!

@@ -1,4 +1,4 @@
-//! Scoring at closure (SPEC §4) and group advantages.
+//! Scoring at closure (docs/format.md §4) and group advantages.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -75,7 +75,7 @@ pub struct AssessmentView {
     pub is_reward: bool,
 }
 
-/// Scores one execution (SPEC §4).
+/// Scores one execution (docs/format.md §4).
 pub fn score(exec: &Execution) -> Outcome {
     let Some(closure) = &exec.closure else {
         return Outcome::Excluded(Exclusion::Open);
@@ -150,6 +150,30 @@ pub enum AdvantageMode {
     Grpo,
     /// No advantage field.
     None,
+}
+
+impl gyre_format::named::Named for AdvantageMode {
+    const ALL: &'static [Self] = &[
+        AdvantageMode::DrGrpo,
+        AdvantageMode::Grpo,
+        AdvantageMode::None,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            AdvantageMode::DrGrpo => "drgrpo",
+            AdvantageMode::Grpo => "grpo",
+            AdvantageMode::None => "none",
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            AdvantageMode::DrGrpo => "reward − group mean (Dr. GRPO)",
+            AdvantageMode::Grpo => "(reward − mean) / (std + 1e-6)",
+            AdvantageMode::None => "No advantage field",
+        }
+    }
 }
 
 /// Advantage of every execution (`None` when excluded, without a group, or mode `none`).

@@ -1,6 +1,6 @@
 //! Admitting one batch in shards, on as many machines as there are shards.
 //!
-//! Executions are independent (SPEC §5); only `B` (§6) and group advantages (§4) depend on
+//! Executions are independent (docs/format.md §5); only `B` (§6) and group advantages (§4) depend on
 //! other executions. A sharded admission therefore runs in three steps:
 //!
 //! 1. [`split`] each input file into one part per shard: every line goes to the shard of its

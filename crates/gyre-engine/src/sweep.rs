@@ -278,7 +278,7 @@ fn scored_figures(
         let cut = |j: usize| {
             let taken = &drawn.draws[..j.min(drawn.draws.len())];
             let targets: u64 = taken.iter().map(|d| d.target_tokens).sum();
-            // A cap reached leaves the reachable rest to J_max (SPEC §3 reasons), as the
+            // A cap reached leaves the reachable rest to J_max (docs/format.md §3 reasons), as the
             // draw loop checks the cap before looking for weight.
             let capped = j <= drawn.draws.len();
             Figures {

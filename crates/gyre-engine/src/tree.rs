@@ -1,4 +1,4 @@
-//! The shared-prefix tree of one execution (SPEC §2).
+//! The shared-prefix tree of one execution (docs/format.md §2).
 //!
 //! Tokens live once in an arena; nodes are runs of it. Every token keeps its identity through the
 //! node that holds it: a node is either part of one request's output or context first brought in
@@ -156,7 +156,7 @@ impl Tree {
         self.end_pos[n as usize] as u64
     }
 
-    /// Inserts request `owner` (SPEC §2). Its full input is the path from the root to the end
+    /// Inserts request `owner` (docs/format.md §2). Its full input is the path from the root to the end
     /// of `from` followed by `input` (`from` = [`ROOT`]: `input` is the whole full input); its
     /// output is `output`.
     ///
@@ -167,7 +167,7 @@ impl Tree {
     ///
     /// `emitters` gives the output nodes of the requests that emitted a call id the request's
     /// tool spans name; asked only when paths tie, they break the tie where the paths part
-    /// (see [`Tree::break_tie`]).
+    /// (`Tree::break_tie`).
     pub fn insert(
         &mut self,
         owner: u32,
@@ -337,7 +337,7 @@ impl Tree {
     }
 
     /// Longest path matching a prefix of `input`. Ties (several paths matching equally far) are
-    /// compared where they part (SPEC §2): a branch whose subtree holds an emitter's output
+    /// compared where they part (docs/format.md §2): a branch whose subtree holds an emitter's output
     /// wins, else the earliest created branch.
     fn longest_match(
         &self,

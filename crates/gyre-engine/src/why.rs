@@ -1,4 +1,4 @@
-//! "Why was this path (not) drawn?" — the fate of one request under admission (SPEC §5).
+//! "Why was this path (not) drawn?" — the fate of one request under admission (docs/format.md §5).
 //!
 //! [`why`] answers for any request of an execution: whether it is a candidate leaf (and if not,
 //! which policy output lies below it), how it stood at every draw (class drawn from, its
@@ -107,7 +107,7 @@ pub struct Why {
     pub request: String,
     /// Its class, for a policy request of the execution.
     pub class: Option<Class>,
-    /// It is a candidate leaf (SPEC §5: a policy request with no policy output below it).
+    /// It is a candidate leaf (docs/format.md §5: a policy request with no policy output below it).
     pub candidate: bool,
     /// What became of it.
     pub fate: Fate,

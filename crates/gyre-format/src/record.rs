@@ -1,4 +1,4 @@
-//! gyre/1 input records (SPEC §1): one JSON object per line, parsed and checked line by line.
+//! gyre/1 input records (docs/format.md §1): one JSON object per line, parsed and checked line by line.
 //!
 //! Parsing is split from tree building: a line is checked on its own here (types, lengths,
 //! offsets); checks that need the execution's history (duplicate ids, `extends`) happen when
@@ -10,7 +10,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Where a context token came from, as labelled by a request's `spans` (SPEC §1).
+/// Where a context token came from, as labelled by a request's `spans` (docs/format.md §1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Source {
     /// System prompt.
@@ -58,7 +58,7 @@ impl Source {
         }
     }
 
-    /// Parses a record's source name; `None` for names the SPEC does not define.
+    /// Parses a record's source name; `None` for names the format does not define.
     pub fn parse(s: &str) -> Option<Source> {
         Source::ALL.into_iter().find(|src| src.name() == s)
     }
@@ -243,7 +243,7 @@ pub enum Record {
     Assessment(Box<AssessmentRecord>),
     /// A `closure` line.
     Closure(Box<ClosureRecord>),
-    /// A line whose `kind` the SPEC does not define (a warning, not an error).
+    /// A line whose `kind` the format does not define (a warning, not an error).
     Unknown(String),
 }
 

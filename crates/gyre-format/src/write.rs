@@ -1,4 +1,4 @@
-//! Writing gyre/1 records (SPEC §1): one borrowed type per record kind and one line writer,
+//! Writing gyre/1 records (docs/format.md §1): one borrowed type per record kind and one line writer,
 //! shared by every producer (`gyre synth`, `gyre import`, the property-test generator, the
 //! engine's `Recorder` and the bindings built on it).
 //!
@@ -35,7 +35,7 @@ pub enum Line<'a> {
 pub struct HeaderOut<'a> {
     /// Always `gyre/1`.
     pub format: Gyre1,
-    /// Tokenizer (SPEC §7): a bundled name, `{"path": …}` or `{"vocab": […]}`.
+    /// Tokenizer (docs/format.md §7): a bundled name, `{"path": …}` or `{"vocab": […]}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<&'a Value>,
     /// Free-form metadata.

@@ -1,4 +1,4 @@
-//! Labelled tokenisation: rendered chat text → token ids plus SPEC §1 spans (on top of
+//! Labelled tokenisation: rendered chat text → token ids plus docs/format.md §1 spans (on top of
 //! [`CachedEncoder`]).
 
 use eyre::Result;

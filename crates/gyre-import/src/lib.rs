@@ -1,12 +1,12 @@
 //! `gyre import`: gyre/1 records from the logs real harnesses write (docs/import.md).
 //!
 //! Every source is one [`Importer`] ([`IMPORTERS`] lists them):
-//! - [`claude_code`]: a Claude Code session (`~/.claude/projects/<project>/<session>.jsonl`,
+//! - `claude_code`: a Claude Code session (`~/.claude/projects/<project>/<session>.jsonl`,
 //!   its `subagents/` files, compaction and sub-agents);
-//! - [`swe_agent`]: a SWE-agent `.traj` trajectory (1.x, and 0.x / EnIGMA);
-//! - [`openhands`]: an OpenHands event stream, session `events/` folder or evaluation
+//! - `swe_agent`: a SWE-agent `.traj` trajectory (1.x, and 0.x / EnIGMA);
+//! - `openhands`: an OpenHands event stream, session `events/` folder or evaluation
 //!   `output.jsonl`;
-//! - [`vllm`]: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
+//! - `vllm`: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
 //!   exact records, not reconstructed.
 //!
 //! The first three have no token ids in their logs: their records are rebuilt by rendering the
@@ -15,22 +15,22 @@
 //! reuses the recorded output tokens of the earlier responses it contains (payload
 //! restoration); `restore: false` re-renders history instead.
 //!
-//! An import checks what its inputs look like first ([`sniff`]), reads them into typed values
+//! An import checks what its inputs look like first (`sniff`), reads them into typed values
 //! (field paths in every error), and writes through the engine's validating recorder
-//! ([`write`]), so its output always loads.
+//! ([`write`](mod@write)), so its output always loads.
 
-pub mod claude_code;
+mod claude_code;
 pub mod convo;
-pub mod encode;
+mod encode;
 pub mod error;
 pub mod input;
-pub mod openai;
-pub mod openhands;
-pub mod session;
-pub mod sniff;
-pub mod swe_agent;
-pub mod timestamp;
-pub mod vllm;
+mod openai;
+mod openhands;
+mod session;
+mod sniff;
+mod swe_agent;
+mod timestamp;
+mod vllm;
 pub mod write;
 
 use std::path::{Path, PathBuf};

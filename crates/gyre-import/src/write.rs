@@ -1,5 +1,5 @@
 //! Writing imported records: every line goes through the engine's validating
-//! [`Recorder`](gyre_engine::recorder::Recorder), so nothing the loader would refuse reaches
+//! [`Recorder`], so nothing the loader would refuse reaches
 //! the output (which is only renamed into place once every record has passed), and requests
 //! that continue an earlier one are delta-encoded automatically.
 

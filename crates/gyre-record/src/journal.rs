@@ -528,7 +528,7 @@ impl Journal {
         self.payloads.insert(p);
     }
 
-    /// Writes a `closure` from a SPEC §1 body (`t` defaults to now); the execution's outputs
+    /// Writes a `closure` from a docs/format.md §1 body (`t` defaults to now); the execution's outputs
     /// are forgotten.
     pub fn closure(&mut self, body: &Value) -> Result<(), ApiError> {
         let line = record_line(body, "closure")?;
@@ -553,7 +553,7 @@ impl Journal {
         Ok(())
     }
 
-    /// Writes an `assessment` from a SPEC §1 body (`t` defaults to now).
+    /// Writes an `assessment` from a docs/format.md §1 body (`t` defaults to now).
     pub fn assessment(&mut self, body: &Value) -> Result<(), ApiError> {
         let line = record_line(body, "assessment")?;
         let Record::Assessment(a) = parse_line(&line).map_err(line_error)?.record else {
@@ -623,7 +623,7 @@ fn record_line(body: &Value, kind: &str) -> Result<Vec<u8>, ApiError> {
     let Value::Object(map) = body else {
         return Err(ApiError::new(
             ErrorKind::InvalidRequest,
-            format!("the body must be a JSON object (a SPEC §1 {kind} record)"),
+            format!("the body must be a JSON object (a docs/format.md §1 {kind} record)"),
         ));
     };
     let mut map = map.clone();

@@ -120,7 +120,7 @@ pub(crate) const TASKS: &[Task] = &[
         files: &[
             (
                 "src/csv.rs",
-                "use gyre_record::Record;\n\n/// Splits `input` into records, one per line.\npub fn parse(input: &str) -> Vec<Record> {\n    let mut out = Vec::new();\n    let mut line = String::new();\n    for c in input.chars() {\n        if c == '\\n' {\n            out.push(Record::from_line(&line));\n            line.clear();\n        } else {\n            line.push(c);\n        }\n    }\n    out\n}\n",
+                "use crate::record::Record;\n\n/// Splits `input` into records, one per line.\npub fn parse(input: &str) -> Vec<Record> {\n    let mut out = Vec::new();\n    let mut line = String::new();\n    for c in input.chars() {\n        if c == '\\n' {\n            out.push(Record::from_line(&line));\n            line.clear();\n        } else {\n            line.push(c);\n        }\n    }\n    out\n}\n",
             ),
             (
                 "tests/import.rs",

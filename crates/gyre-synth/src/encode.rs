@@ -1,4 +1,4 @@
-//! Tokenising rendered chat text into ids plus SPEC §1 `spans`, labelled by the message texts
+//! Tokenising rendered chat text into ids plus docs/format.md §1 `spans`, labelled by the message texts
 //! the simulator wrote (on top of the shared [`CachedEncoder`]).
 
 use eyre::{Result, bail};

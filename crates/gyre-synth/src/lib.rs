@@ -1,4 +1,4 @@
-//! `gyre synth`: a simulated Claude-Code-style harness that writes gyre/1 records (SPEC §1) the
+//! `gyre synth`: a simulated Claude-Code-style harness that writes gyre/1 records (docs/format.md §1) the
 //! way a recorder inside a real harness would.
 //!
 //! Every execution works on a coding task of its GRPO group. The main agent thinks, writes and
@@ -6,7 +6,7 @@
 //! (restoring the model's own output tokens, except where it deliberately re-serialises a tool
 //! call); it delegates to sub-agents, compacts the context with a summary call when it grows
 //! past `context` tokens, samples parallel retries, asks an evaluator for a critique, and ends
-//! the execution with one of the scoring fates of SPEC §4. Messages go through the Qwen3 chat
+//! the execution with one of the scoring fates of docs/format.md §4. Messages go through the Qwen3 chat
 //! template and tokenizer, so every token decodes to readable text.
 //!
 //! Same options ⇒ same bytes: all randomness comes from ChaCha8 seeded with `seed`, one stream
@@ -117,7 +117,7 @@ pub fn write_synth_with_progress(
     Ok(g.summary)
 }
 
-/// How an execution ends (SPEC §4).
+/// How an execution ends (docs/format.md §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fate {
     Scored,

@@ -1,8 +1,8 @@
-//! Tokens as text (SPEC §7): terminal-safe strings, token ids → text, chat templates.
+//! Tokens as text (docs/format.md §7): terminal-safe strings, token ids → text, chat templates.
 
-pub mod encode;
+mod encode;
 pub mod resolve;
-pub mod template;
+mod template;
 pub mod tokenizer;
 
 pub use encode::CachedEncoder;

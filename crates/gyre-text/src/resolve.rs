@@ -1,4 +1,4 @@
-//! Which tokenizer shows a recording's ids as text (SPEC §7): `--tokenizer`, else the header's.
+//! Which tokenizer shows a recording's ids as text (docs/format.md §7): `--tokenizer`, else the header's.
 
 use std::path::Path;
 

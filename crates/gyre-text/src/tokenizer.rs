@@ -1,4 +1,4 @@
-//! Token ids → display text (SPEC §7).
+//! Token ids → display text (docs/format.md §7).
 //!
 //! A [`TokenText`] is chosen by name (`qwen3`, bundled), by a HuggingFace `tokenizer.json` path,
 //! by an inline vocabulary from the recording's header, or is the `⟨id⟩` fallback. Display
@@ -130,7 +130,7 @@ impl TokenText {
         )
     }
 
-    /// From the header's `tokenizer` value (SPEC §7): `"qwen3"`, `{"path": "tok.json"}` (relative
+    /// From the header's `tokenizer` value (docs/format.md §7): `"qwen3"`, `{"path": "tok.json"}` (relative
     /// paths are resolved against `base_dir`, the recording's directory) or `{"vocab": [...]}`.
     pub fn from_header(value: &serde_json::Value, base_dir: &Path) -> Result<Self> {
         use serde_json::Value;
@@ -225,7 +225,7 @@ impl TokenText {
     }
 
     /// Per-token display text, one entry per id, not yet sanitised (see
-    /// [`sanitize`](crate::sanitize)).
+    /// [`sanitize`](fn@crate::sanitize)).
     ///
     /// Byte-level BPE can split one character over several tokens. The rule: the bytes of all
     /// tokens are read as one stream; each complete character is shown by the token holding its

@@ -28,13 +28,16 @@ use super::overlay::{self, Edit, ExportPrompt, Field, Overlay, PriorityEditor};
 use super::pane::assessments::AssessmentsPane;
 use super::pane::detail::{DetailPane, Subject};
 use super::pane::executions::ExecutionsPane;
-use super::pane::replay::{ReplayPane, jmax_text, priority_text};
+use super::pane::replay::ReplayPane;
 use super::pane::tokens::{PathView, TokensPane};
 use super::pane::tree::TreePane;
-use super::pane::{Ctx, Effect, Pane};
+use super::pane::{Ctx, Effect, Pane, PaneView};
+use super::path::PathIndex;
 use super::search::{Found, Search};
 use super::theme::Theme;
 use super::whatif::{Compare, DEFAULT_SEEDS, Pinned, WhatIf};
+use gyre_engine::admit::{jmax_text, priority_text};
+use gyre_format::named::Named;
 
 /// How long a status message stays.
 pub const MESSAGE_TTL: Duration = Duration::from_secs(6);
@@ -378,19 +381,41 @@ impl App {
 
     /// The pane context (a read-only view of the shared state), once there is an execution.
     pub fn ctx(&self) -> Option<Ctx<'_>> {
+        let path = self.path().map(|v| &v.index);
         build_ctx(
             &self.data,
             &self.sel,
             &self.text,
             &self.theme,
             self.view(),
-            self.extra(),
+            self.extra_for(path),
         )
     }
 
-    /// The lens and the pinned results that go with the results on screen.
-    fn extra(&self) -> Extra<'_> {
-        extra(&self.data, &self.whatif_done, &self.pinned, self.lens_seeds)
+    /// What goes with the results on screen: the lens, the pinned results, the subject, the
+    /// search, and `path` (the token path on screen).
+    fn extra_for<'a>(&'a self, path: Option<&'a PathIndex>) -> Extra<'a> {
+        extra(
+            &self.data,
+            &self.whatif_done,
+            &self.pinned,
+            self.lens_seeds,
+            self.subject(),
+            path,
+            &self.search,
+        )
+    }
+
+    /// The state of pane `p`, for drawing (`Panes::split` is the mutable side).
+    pub fn pane(&self, p: Pane) -> &dyn PaneView {
+        match p {
+            Pane::Executions => &self.execs,
+            Pane::Tree => &self.tree,
+            Pane::Replay => &self.replay,
+            Pane::Assessments => &self.assess,
+            Pane::Tokens => &self.tokens,
+            Pane::Detail => &self.detail_pane,
+        }
     }
 
     /// The lens and sweep of the results on screen, once worked out.
@@ -774,15 +799,9 @@ impl App {
 
     /// Brings every pane in line with the selection.
     fn sync(&mut self) {
-        let subject = self.subject();
-        self.with_ctx(|ctx, p| {
-            p.execs.sync(ctx);
-            p.tree.sync(ctx);
-            p.tokens.sync(ctx);
-            p.replay.sync(ctx);
-            p.assess.sync(ctx);
-            p.detail.sync(ctx, subject);
-        });
+        for pane in Pane::ALL {
+            self.on_pane(pane, |ctx, p| p.sync(ctx));
+        }
         if let Overlay::Why { exec, .. } = self.overlay {
             if exec != self.sel.exec {
                 self.overlay = Overlay::None;
@@ -790,10 +809,51 @@ impl App {
         }
     }
 
-    /// Runs `f` with the pane context and the panes (disjoint borrows of `self`).
+    /// Runs `f` on pane `which` with its context (disjoint borrows of `self`).
+    fn on_pane<R>(
+        &mut self,
+        which: Pane,
+        f: impl FnOnce(&Ctx, &mut dyn PaneView) -> R,
+    ) -> Option<R> {
+        let view = self.view();
+        let subject = self.subject();
+        let extra = extra(
+            &self.data,
+            &self.whatif_done,
+            &self.pinned,
+            self.lens_seeds,
+            subject,
+            None,
+            &self.search,
+        );
+        let mut panes = Panes {
+            execs: &mut self.execs,
+            tree: &mut self.tree,
+            tokens: &mut self.tokens,
+            replay: &mut self.replay,
+            assess: &mut self.assess,
+            detail: &mut self.detail_pane,
+        };
+        let (path, pane) = panes.split(which, &self.sel);
+        let extra = Extra { path, ..extra };
+        let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view, extra)?;
+        Some(f(&ctx, pane))
+    }
+
+    /// Runs `f` with the pane context and the panes, for what one pane alone does (disjoint
+    /// borrows of `self`).
     fn with_ctx<R>(&mut self, f: impl FnOnce(&Ctx, &mut Panes) -> R) -> Option<R> {
         let view = self.view();
-        let extra = extra(&self.data, &self.whatif_done, &self.pinned, self.lens_seeds);
+        let subject = self.subject();
+        let extra = extra(
+            &self.data,
+            &self.whatif_done,
+            &self.pinned,
+            self.lens_seeds,
+            subject,
+            None,
+            &self.search,
+        );
         let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view, extra)?;
         let mut panes = Panes {
             execs: &mut self.execs,
@@ -1053,8 +1113,8 @@ impl App {
                 };
                 self.rerun(format!(
                     "advantage {} → {}",
-                    advantage_name(old),
-                    advantage_name(self.advantage)
+                    Named::name(old),
+                    Named::name(self.advantage)
                 ));
             }
             Command::Sort => self.execs.next_sort(),
@@ -1090,7 +1150,7 @@ impl App {
             | Command::PrevContext
             | Command::NextDivergence
             | Command::PrevDivergence => {
-                let effects = self.with_ctx(|ctx, p| p.tokens.command(ctx, c));
+                let effects = self.on_pane(Pane::Tokens, |ctx, p| p.command(ctx, c));
                 self.apply_all(effects.unwrap_or_default());
             }
             _ => self.pane_command(c),
@@ -1098,19 +1158,7 @@ impl App {
     }
 
     fn pane_command(&mut self, c: Command) {
-        let focus = self.focus;
-        let subject = self.subject();
-        let effects = self.with_ctx(|ctx, p| match focus {
-            Pane::Executions => p.execs.command(ctx, c),
-            Pane::Tree => p.tree.command(ctx, c),
-            Pane::Tokens => p.tokens.command(ctx, c),
-            Pane::Replay => p.replay.command(ctx, c),
-            Pane::Assessments => p.assess.command(ctx, c),
-            Pane::Detail => {
-                let path = p.tokens.view(ctx.sel).map(|v| &v.index);
-                p.detail.command(ctx, subject, path, c)
-            }
-        });
+        let effects = self.on_pane(self.focus, |ctx, p| p.command(ctx, c));
         self.apply_all(effects.unwrap_or_default());
     }
 
@@ -1574,11 +1622,8 @@ impl App {
             .as_ref()
             .map_or(&self.settings, |d| &d.results.settings);
         format!(
-            "seed {} · J_max {} · priority {} · advantage {}",
-            s.seed,
-            jmax_text(s.jmax),
-            priority_text(&s.priority),
-            advantage_name(
+            "{s} · advantage {}",
+            Named::name(
                 self.data
                     .as_ref()
                     .map_or(self.advantage, |d| d.results.advantage_mode)
@@ -1636,14 +1681,7 @@ impl App {
             return;
         };
         self.focus = pane;
-        let effects = self.with_ctx(|ctx, p| match pane {
-            Pane::Executions => p.execs.click(ctx, x, y),
-            Pane::Tree => p.tree.click(ctx, x, y),
-            Pane::Tokens => p.tokens.click(ctx, x, y),
-            Pane::Replay => p.replay.click(ctx, x, y),
-            Pane::Assessments => p.assess.click(ctx, x, y),
-            Pane::Detail => Vec::new(),
-        });
+        let effects = self.on_pane(pane, |ctx, p| p.click(ctx, x, y));
         self.apply_all(effects.unwrap_or_default());
     }
 
@@ -1668,22 +1706,7 @@ impl App {
         let Some(pane) = self.areas().pane_at(x, y) else {
             return;
         };
-        let subject = self.subject();
-        let effects = self.with_ctx(|ctx, p| match pane {
-            Pane::Executions => p.execs.wheel(ctx, down),
-            Pane::Tree => p.tree.wheel(ctx, down),
-            Pane::Tokens => p.tokens.wheel(ctx, down),
-            Pane::Replay => p.replay.wheel(ctx, down),
-            Pane::Assessments => p.assess.wheel(ctx, down),
-            Pane::Detail => {
-                let path = p.tokens.view(ctx.sel).map(|v| v.index.clone());
-                let c = if down { Command::Down } else { Command::Up };
-                for _ in 0..3 {
-                    p.detail.command(ctx, subject, path.as_ref(), c);
-                }
-                Vec::new()
-            }
-        });
+        let effects = self.on_pane(pane, |ctx, p| p.wheel(ctx, down));
         self.apply_all(effects.unwrap_or_default());
     }
 }
@@ -1702,6 +1725,9 @@ struct View {
 struct Extra<'a> {
     lens: Option<&'a Lens>,
     pinned: Option<&'a Results>,
+    subject: Subject,
+    path: Option<&'a PathIndex>,
+    search: &'a Search,
 }
 
 /// The what-if made for the results on screen, if it is there yet.
@@ -1715,6 +1741,26 @@ fn current_whatif<'a>(
     done.as_deref().filter(|w| w.is_for(&d.batch, &want))
 }
 
+/// What a [`Ctx`] carries beside the results on screen (field by field, so the panes can be
+/// borrowed apart).
+fn extra<'a>(
+    data: &Option<Data>,
+    done: &'a Option<Arc<WhatIf>>,
+    pinned: &'a Option<Pinned>,
+    seeds: u32,
+    subject: Subject,
+    path: Option<&'a PathIndex>,
+    search: &'a Search,
+) -> Extra<'a> {
+    Extra {
+        lens: current_whatif(data, done, seeds).map(|w| &w.lens),
+        pinned: current_pin(data, pinned),
+        subject,
+        path,
+        search,
+    }
+}
+
 /// The pinned results, when they are of the batch on screen.
 fn current_pin<'a>(data: &Option<Data>, pinned: &'a Option<Pinned>) -> Option<&'a Results> {
     let d = data.as_ref()?;
@@ -1722,18 +1768,6 @@ fn current_pin<'a>(data: &Option<Data>, pinned: &'a Option<Pinned>) -> Option<&'
         .as_ref()
         .filter(|p| Arc::ptr_eq(&p.batch, &d.batch))
         .map(|p| &*p.results)
-}
-
-fn extra<'a>(
-    data: &Option<Data>,
-    done: &'a Option<Arc<WhatIf>>,
-    pinned: &'a Option<Pinned>,
-    seeds: u32,
-) -> Extra<'a> {
-    Extra {
-        lens: current_whatif(data, done, seeds).map(|w| &w.lens),
-        pinned: current_pin(data, pinned),
-    }
 }
 
 fn build_ctx<'a>(
@@ -1761,6 +1795,9 @@ fn build_ctx<'a>(
         boundaries: v.boundaries,
         lens: extra.lens,
         pinned: extra.pinned,
+        subject: extra.subject,
+        path: extra.path,
+        search: extra.search,
     })
 }
 
@@ -1780,11 +1817,20 @@ pub struct Panes<'a> {
     pub detail: &'a mut DetailPane,
 }
 
-/// The name of an advantage mode, as `gyre admit --advantage` takes it.
-pub fn advantage_name(m: AdvantageMode) -> &'static str {
-    match m {
-        AdvantageMode::DrGrpo => "drgrpo",
-        AdvantageMode::Grpo => "grpo",
-        AdvantageMode::None => "none",
+impl Panes<'_> {
+    /// Pane `which`, with the token path on screen for it to read (none for the tokens pane,
+    /// which owns it): the one place a [`Pane`] is mapped to its state.
+    fn split(&mut self, which: Pane, sel: &Selection) -> (Option<&PathIndex>, &mut dyn PaneView) {
+        fn path<'a>(tokens: &'a TokensPane, sel: &Selection) -> Option<&'a PathIndex> {
+            tokens.view(sel).map(|v| &v.index)
+        }
+        match which {
+            Pane::Tokens => (None, &mut *self.tokens),
+            Pane::Executions => (path(self.tokens, sel), &mut *self.execs),
+            Pane::Tree => (path(self.tokens, sel), &mut *self.tree),
+            Pane::Replay => (path(self.tokens, sel), &mut *self.replay),
+            Pane::Assessments => (path(self.tokens, sel), &mut *self.assess),
+            Pane::Detail => (path(self.tokens, sel), &mut *self.detail),
+        }
     }
 }

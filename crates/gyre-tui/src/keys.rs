@@ -659,7 +659,7 @@ pub const EDIT_KEYS: &[(&str, &str)] = &[
 pub const GLOSSARY: &[(&str, &str)] = &[
     (
         "L_i",
-        "targets admitted in execution i; each target's loss is divided by it (SPEC §6)",
+        "targets admitted in execution i; each target's loss is divided by it (docs/format.md §6)",
     ),
     (
         "B",

@@ -8,16 +8,16 @@
 
 pub mod app;
 pub mod compare;
-pub mod dashboard;
+mod dashboard;
 pub mod follow;
 pub mod keys;
-pub mod layout;
+mod layout;
 pub mod overlay;
 pub mod pane;
 pub mod path;
 pub mod row;
-pub mod search;
-pub mod text;
+mod search;
+mod text;
 pub mod theme;
 pub mod ui;
 pub mod whatif;

@@ -134,7 +134,7 @@ impl Theme {
         }
     }
 
-    /// The style of a token tone; the same hues `gyre show` writes (see [`crate::show::ansi`]).
+    /// The style of a token tone; the same hues `gyre show` writes (the binary's `show::ansi`).
     pub fn tone(&self, tone: Tone) -> Style {
         use Source::*;
         let s = Style::new();

@@ -12,12 +12,13 @@ use ratatui::widgets::{Block, Clear, Gauge, Paragraph, Widget, Wrap};
 use gyre_engine::paint::{ColorMode, Tone};
 use gyre_engine::stats::Totals;
 
-use super::app::{App, Change, Load, Phase, advantage_name};
+use super::app::{App, Change, Load, Phase};
 use super::keys;
 use super::layout::{MIN_SIZE, big_enough};
 use super::overlay::{self, Overlay, centered};
-use super::pane::replay::{jmax_text, priority_text};
-use super::pane::{fit, fit_line, sanitize};
+use super::pane::{Pane, fit, fit_line, sanitize};
+use gyre_engine::admit::{jmax_text, priority_text};
+use gyre_format::named::Named;
 
 /// Draws the whole screen. A terminal resized since the app last heard of it (the event is on
 /// its way) gets the app's screen cut to what fits, never a draw outside its buffer.
@@ -75,27 +76,16 @@ pub fn draw(app: &App, buf: &mut Buffer) {
         .render(area, buf);
         return;
     };
-    if a.execs.width > 0 {
-        app.execs.render(&ctx, a.execs, buf);
-    }
-    if a.tree.width > 0 {
-        app.tree.render(&ctx, a.tree, buf);
-    }
-    if a.replay.width > 0 {
-        app.replay.render(&ctx, a.replay, buf);
-    }
-    if a.assess.width > 0 {
-        app.assess.render(&ctx, a.assess, buf);
-    }
     let path = app.path();
-    if a.tokens.width > 0 {
-        let hits = app.search.node_hits(app.sel.exec);
-        app.tokens.render(&ctx, &hits, a.tokens, buf);
-        super::pane::why::render(&ctx, path, a.why, buf);
+    for pane in Pane::ALL {
+        let area = pane.area(&a);
+        if area.width > 0 {
+            app.pane(pane).render(&ctx, area, buf);
+        }
     }
-    if a.detail.width > 0 {
-        app.detail_pane
-            .render(&ctx, app.subject(), path.map(|v| &v.index), a.detail, buf);
+    // The why line under the token path belongs to no pane (it never takes the focus).
+    if a.tokens.width > 0 {
+        super::pane::why::render(&ctx, path, a.why, buf);
     }
     status(app, a.status, a.hints, buf);
     match &app.overlay {
@@ -268,7 +258,7 @@ fn title(app: &App, area: Rect, buf: &mut Buffer) {
             spans.push(sep());
             spans.push(Span::raw(format!(
                 "adv {}",
-                advantage_name(d.results.advantage_mode)
+                d.results.advantage_mode.name()
             )));
             if app.rerunning() {
                 spans.push(Span::styled(" · re-running…", t.warn()));

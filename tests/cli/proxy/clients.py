@@ -1,4 +1,4 @@
-"""Unmodified `openai` and `anthropic` clients driving `gyre record` (tests/record_proxy.rs).
+"""Unmodified `openai` and `anthropic` clients driving `gyre record` (tests/cli/record_proxy.rs).
 
 usage: clients.py BASE_URL SCENARIO [STATE_FILE]
 

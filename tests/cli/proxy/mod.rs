@@ -73,21 +73,21 @@ pub fn python() -> PathBuf {
     assert!(
         p.exists(),
         "{} is missing: run .ci/run, or `python3 -m venv target/py-record && \
-         target/py-record/bin/pip install -r tests/proxy/requirements.txt`",
+         target/py-record/bin/pip install -r tests/cli/proxy/requirements.txt`",
         p.display()
     );
     p
 }
 
-/// Runs a scenario of `tests/proxy/clients.py` against `base`; it must succeed.
+/// Runs a scenario of `tests/cli/proxy/clients.py` against `base`; it must succeed.
 pub fn clients(base: &str, scenario: &str, extra: &[&str]) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/proxy/clients.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/proxy/clients.py");
     let out = Command::new(python())
         .arg(script)
         .args([base, scenario])
         .args(extra)
         .output()
-        .expect("running tests/proxy/clients.py");
+        .expect("running tests/cli/proxy/clients.py");
     assert!(
         out.status.success(),
         "clients.py {scenario} failed:\n{}\n{}",

@@ -11,24 +11,11 @@ pub use replay::{draw_runs, replay_json, replay_text};
 pub use stats::stats_table;
 pub use sweep::{sweep_json, sweep_text};
 
-use crate::admit::Class;
 use crate::score::Outcome;
 
 pub use gyre_format::note::plural;
 
-/// `main>main-summary>sub>sub-summary`.
-pub fn priority_text(p: &[Class]) -> String {
-    p.iter().map(|c| c.name()).collect::<Vec<_>>().join(">")
-}
-
-/// `5`, or `uncapped` for 0.
-pub fn jmax_text(jmax: u32) -> String {
-    if jmax == 0 {
-        "uncapped".into()
-    } else {
-        jmax.to_string()
-    }
-}
+pub use crate::admit::{jmax_text, priority_text};
 
 /// `scored, reward 0.5`, `dummy (no assessable work), reward 0`, `excluded: open`.
 pub fn outcome_text(o: &Outcome) -> String {

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{jmax_text, outcome_text, plural, priority_text};
+use super::{outcome_text, plural};
 use crate::Results;
 use crate::admit::Stop;
 use crate::export;
@@ -26,13 +26,10 @@ pub fn replay_text(batch: &Batch, results: &Results, i: usize) -> String {
     let outcome = &results.outcomes[i];
     let s = &results.settings;
     let mut t = format!(
-        "execution {} · {} · {} · seed {} · J_max {} · priority {}\n",
+        "execution {} · {} · {} · {s}\n",
         sanitize(&exec.id),
         outcome_text(outcome),
         plural(adm.candidates.len(), "candidate"),
-        s.seed,
-        jmax_text(s.jmax),
-        priority_text(&s.priority)
     );
     let n = adm.draws.len();
     let runs_of = draw_runs(batch, results, i);

@@ -1,4 +1,4 @@
-//! Property tests on generated recordings (SPEC §2–§8 invariants).
+//! Property tests on generated recordings (docs/format.md §2–§8 invariants).
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -185,7 +185,7 @@ proptest! {
 
     /// A delta record is inserted from the end of the request it extends, searching only the
     /// forks above it; that must place every token exactly as matching its full input from the
-    /// root does (SPEC §1: the two encodings are the same request).
+    /// root does (docs/format.md §1: the two encodings are the same request).
     #[test]
     fn full_and_delta_encodings_build_the_same_trees((opts, _settings) in options()) {
         let execs = recgen::generate(&opts);

@@ -1,4 +1,4 @@
-//! SPEC §2 step 1 against a reference written from the SPEC text alone: a trie with one node per
+//! docs/format.md §2 step 1 against a reference written from the format text alone: a trie with one node per
 //! token, every path searched for the longest match, ties compared where they part (a branch
 //! whose subtree holds an emitter's output, else the earliest created). Generated executions are
 //! made of token-identical retries, continuations whose tool results name the call they answer,
@@ -28,7 +28,7 @@ struct Node {
     who: Who,
 }
 
-/// The SPEC's tree, one token per node.
+/// The format's tree, one token per node.
 struct Trie {
     nodes: Vec<Node>,
     /// Per request: the node of its last output token (its attach point when the output is empty).
@@ -105,7 +105,7 @@ impl Trie {
         n
     }
 
-    /// SPEC §2 step 1: among tied ends, compare where the paths part; a branch holding an
+    /// docs/format.md §2 step 1: among tied ends, compare where the paths part; a branch holding an
     /// emitter's output wins, else the earliest created; repeat below the chosen branch.
     fn choose(&self, ends: Vec<usize>, emitters: &[usize]) -> usize {
         if ends.len() == 1 {

@@ -180,7 +180,7 @@ fn smaller_sessions() {
         let s = stats(&batch);
         assert_eq!(s.candidates, c_restore, "{file}");
         assert_eq!(s.divergences_in_outputs, 0, "{file}");
-        // No --score: SPEC §4 excludes the execution for lack of a reward.
+        // No --score: docs/format.md §4 excludes the execution for lack of a reward.
         assert_eq!(s.excluded, 1, "{file}");
         check_requests(&out, &tok);
         let (_d, out, _) = claude_code(&fixture(file), false, None);

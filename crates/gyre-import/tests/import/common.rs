@@ -133,7 +133,7 @@ pub fn requests(path: &Path) -> Vec<(Value, Vec<u32>)> {
     out
 }
 
-/// Checks SPEC-level properties of every request: spans label every token of the written
+/// Checks format-level properties of every request: spans label every token of the written
 /// input, tool-call offsets decode to the rendered call of that name.
 pub fn check_requests(path: &Path, tok: &TokenText) {
     for (r, _) in requests(path) {

@@ -1,4 +1,4 @@
-//! `gyre synth` output read back by the engine: every intended fate is the fate SPEC §4 gives,
+//! `gyre synth` output read back by the engine: every intended fate is the fate docs/format.md §4 gives,
 //! and the features the simulator promises show up in the trees.
 
 use gyre_engine::admit::Settings;
@@ -69,7 +69,7 @@ fn synth_fates_and_features_as_the_engine_sees_them() {
     );
 }
 
-/// SPEC §2 (tie-break by call id, clarified): in a simulated harness every request names the
+/// docs/format.md §2 (tie-break by call id, clarified): in a simulated harness every request names the
 /// call ids of its whole conversation, and token-identical retries are common. A request whose
 /// tool span names a call emitted by a request whose whole path is a prefix of its input goes
 /// through that emitter's output, whichever retry it was (seen: `--executions 24 --seed 3`,

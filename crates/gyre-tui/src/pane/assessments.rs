@@ -11,7 +11,7 @@ use crate::keys::Command;
 use gyre_engine::assess::{self, Miss, Scoring, Verdict, rel, value_text};
 use gyre_engine::score::Outcome;
 
-use super::{Ctx, Effect, Links, Pane, Piece, fit, inner_height, inner_width, sanitize};
+use super::{Ctx, Effect, Links, Pane, PaneView, Piece, fit, inner_height, inner_width, sanitize};
 
 /// The assessments pane's state.
 #[derive(Clone, Debug, Default)]
@@ -25,25 +25,6 @@ pub struct AssessmentsPane {
 }
 
 impl AssessmentsPane {
-    /// A new execution starts at the reward (else the first assessment).
-    pub fn sync(&mut self, ctx: &Ctx) {
-        let key = (ctx.sel.exec, ctx.sel.generation);
-        if self.key == Some(key) {
-            return;
-        }
-        let new_exec = self.key.is_none_or(|k| k.0 != key.0);
-        self.key = Some(key);
-        let exec = ctx.exec();
-        if new_exec || self.selected.is_some_and(|i| i >= exec.assessments.len()) {
-            self.selected = match ctx.outcome() {
-                Outcome::Scored { assessment, .. } => Some(*assessment),
-                _ => (!exec.assessments.is_empty()).then_some(0),
-            };
-            self.scroll = 0;
-        }
-        self.follow(ctx);
-    }
-
     /// Scrolls the selected assessment into view.
     fn follow(&mut self, ctx: &Ctx) {
         let (links, order) = content(ctx, inner_width(ctx.areas.assess));
@@ -61,9 +42,30 @@ impl AssessmentsPane {
         }
         self.scroll = self.scroll.min(links.rows.len().saturating_sub(h));
     }
+}
+
+impl PaneView for AssessmentsPane {
+    /// A new execution starts at the reward (else the first assessment).
+    fn sync(&mut self, ctx: &Ctx) {
+        let key = (ctx.sel.exec, ctx.sel.generation);
+        if self.key == Some(key) {
+            return;
+        }
+        let new_exec = self.key.is_none_or(|k| k.0 != key.0);
+        self.key = Some(key);
+        let exec = ctx.exec();
+        if new_exec || self.selected.is_some_and(|i| i >= exec.assessments.len()) {
+            self.selected = match ctx.outcome() {
+                Outcome::Scored { assessment, .. } => Some(*assessment),
+                _ => (!exec.assessments.is_empty()).then_some(0),
+            };
+            self.scroll = 0;
+        }
+        self.follow(ctx);
+    }
 
     /// Keys while focused: Up/Down between assessments, Enter goes to the branch assessed.
-    pub fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
+    fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
         let (links, order) = content(ctx, inner_width(ctx.areas.assess));
         let h = inner_height(ctx.areas.assess).max(1);
         let at = self
@@ -102,7 +104,7 @@ impl AssessmentsPane {
     }
 
     /// A click selects the assessment there and goes to its branch.
-    pub fn click(&mut self, ctx: &Ctx, _x: u16, y: u16) -> Vec<Effect> {
+    fn click(&mut self, ctx: &Ctx, _x: u16, y: u16) -> Vec<Effect> {
         let a = ctx.areas.assess;
         let Some(cy) = y.checked_sub(a.y + 1) else {
             return Vec::new();
@@ -123,13 +125,13 @@ impl AssessmentsPane {
     }
 
     /// The wheel moves the selection.
-    pub fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
+    fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
         self.command(ctx, if down { Command::Down } else { Command::Up });
         Vec::new()
     }
 
     /// Draws the pane.
-    pub fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         let (links, order) = content(ctx, inner_width(area));
         let sel = self
             .selected

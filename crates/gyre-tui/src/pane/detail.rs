@@ -28,7 +28,7 @@ use gyre_engine::score::Outcome;
 use gyre_engine::why::{self, Fate, prob_text};
 use gyre_text::TokenText;
 
-use super::{Ctx, Effect, Pane, inner_height, inner_width, sanitize, wrap};
+use super::{Ctx, Effect, Pane, PaneView, inner_height, inner_width, sanitize, wrap};
 
 /// Most tokens decoded for one payload.
 const MAX_PAYLOAD_TOKENS: u64 = 4000;
@@ -151,28 +151,14 @@ pub struct DetailPane {
 }
 
 impl DetailPane {
-    /// A new subject starts at the top.
-    pub fn sync(&mut self, ctx: &Ctx, subject: Subject) {
-        let key = (ctx.sel.exec, subject);
-        if self.key != Some(key) {
-            self.key = Some(key);
-            self.scroll = 0;
-        }
-    }
-
-    /// The pane's lines for `subject`, made once per subject.
-    fn cached(
-        &self,
-        ctx: &Ctx,
-        subject: Subject,
-        path: Option<&PathIndex>,
-    ) -> Rc<Vec<Line<'static>>> {
+    /// The pane's lines for the context's subject, made once per subject.
+    fn cached(&self, ctx: &Ctx) -> Rc<Vec<Line<'static>>> {
         let key: LinesKey = (
             ctx.sel.exec,
-            subject,
+            ctx.subject,
             ctx.sel.generation,
             ctx.text.label().to_string(),
-            path.is_some(),
+            ctx.path.is_some(),
         );
         let mut cache = self.cache.borrow_mut();
         if let Some((k, lines)) = cache.as_ref() {
@@ -180,41 +166,48 @@ impl DetailPane {
                 return Rc::clone(lines);
             }
         }
-        let lines = Rc::new(lines(ctx, subject, path));
+        let lines = Rc::new(lines(ctx, ctx.subject, ctx.path));
         *cache = Some((key, Rc::clone(&lines)));
         lines
     }
+}
+
+impl PaneView for DetailPane {
+    /// A new subject starts at the top.
+    fn sync(&mut self, ctx: &Ctx) {
+        let key = (ctx.sel.exec, ctx.subject);
+        if self.key != Some(key) {
+            self.key = Some(key);
+            self.scroll = 0;
+        }
+    }
 
     /// Keys while focused: scrolling, to the last line and no further.
-    pub fn command(
-        &mut self,
-        ctx: &Ctx,
-        subject: Subject,
-        path: Option<&PathIndex>,
-        c: Command,
-    ) -> Vec<Effect> {
+    fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
         let a = ctx.areas.detail;
-        let rows = wrap(self.cached(ctx, subject, path).to_vec(), inner_width(a)).len();
+        let rows = wrap(self.cached(ctx).to_vec(), inner_width(a)).len();
         if let Some(s) = super::scroll(self.scroll, c, rows, inner_height(a)) {
             self.scroll = s;
         }
         Vec::new()
     }
 
+    /// Three lines a notch.
+    fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
+        let c = if down { Command::Down } else { Command::Up };
+        for _ in 0..3 {
+            self.command(ctx, c);
+        }
+        Vec::new()
+    }
+
     /// Draws the pane.
-    pub fn render(
-        &self,
-        ctx: &Ctx,
-        subject: Subject,
-        path: Option<&PathIndex>,
-        area: Rect,
-        buf: &mut Buffer,
-    ) {
-        let title = match subject {
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+        let title = match ctx.subject {
             Subject::Assessment(_) => " Detail · assessment ",
             _ => " Detail · fate · tool calls · results · sibling diff ",
         };
-        let rows = wrap(self.cached(ctx, subject, path).to_vec(), inner_width(area));
+        let rows = wrap(self.cached(ctx).to_vec(), inner_width(area));
         let scroll = self
             .scroll
             .min(rows.len().saturating_sub(inner_height(area)));

@@ -12,7 +12,7 @@ use ratatui::widgets::{
 use gyre_engine::admit::Stop;
 use gyre_engine::score::Outcome;
 
-use super::{Ctx, Effect, Pane, fit, sanitize};
+use super::{Ctx, Effect, Pane, PaneView, fit, sanitize};
 use crate::keys::Command;
 
 /// Sort orders of the executions list.
@@ -130,8 +130,35 @@ pub struct ExecutionsPane {
 }
 
 impl ExecutionsPane {
+    /// Next sort order; the selection stays on its execution.
+    pub fn next_sort(&mut self) {
+        self.sort = self.sort.next();
+    }
+
+    /// Next filter; when it hides the open execution, the first one it keeps opens.
+    pub fn next_filter(&mut self, ctx: &Ctx) -> Vec<Effect> {
+        self.filter = self.filter.next();
+        let rows = rows(ctx, self.sort, self.filter);
+        match rows.first() {
+            Some(&first) if !rows.contains(&ctx.sel.exec) => vec![Effect::OpenExec(first)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn open_row(&mut self, ctx: &Ctx, row: usize) -> Vec<Effect> {
+        match self.rows.get(row) {
+            Some(&i) if i != ctx.sel.exec || ctx.sel.request.is_none() => {
+                self.row = row;
+                vec![Effect::OpenExec(i)]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl PaneView for ExecutionsPane {
     /// Brings the list in line with the results and the selected execution.
-    pub fn sync(&mut self, ctx: &Ctx) {
+    fn sync(&mut self, ctx: &Ctx) {
         let key = (ctx.sel.generation, self.sort, self.filter);
         if self.key != Some(key) {
             self.key = Some(key);
@@ -150,23 +177,8 @@ impl ExecutionsPane {
         self.offset = self.offset.min(self.rows.len().saturating_sub(h));
     }
 
-    /// Next sort order; the selection stays on its execution.
-    pub fn next_sort(&mut self) {
-        self.sort = self.sort.next();
-    }
-
-    /// Next filter; when it hides the open execution, the first one it keeps opens.
-    pub fn next_filter(&mut self, ctx: &Ctx) -> Vec<Effect> {
-        self.filter = self.filter.next();
-        let rows = rows(ctx, self.sort, self.filter);
-        match rows.first() {
-            Some(&first) if !rows.contains(&ctx.sel.exec) => vec![Effect::OpenExec(first)],
-            _ => Vec::new(),
-        }
-    }
-
     /// Keys while focused.
-    pub fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
+    fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
         if self.rows.is_empty() {
             return Vec::new();
         }
@@ -185,18 +197,8 @@ impl ExecutionsPane {
         self.open_row(ctx, row)
     }
 
-    fn open_row(&mut self, ctx: &Ctx, row: usize) -> Vec<Effect> {
-        match self.rows.get(row) {
-            Some(&i) if i != ctx.sel.exec || ctx.sel.request.is_none() => {
-                self.row = row;
-                vec![Effect::OpenExec(i)]
-            }
-            _ => Vec::new(),
-        }
-    }
-
     /// A click at a cell of the pane.
-    pub fn click(&mut self, ctx: &Ctx, _x: u16, y: u16) -> Vec<Effect> {
+    fn click(&mut self, ctx: &Ctx, _x: u16, y: u16) -> Vec<Effect> {
         let a = ctx.areas.execs;
         // Border and header row above the first execution.
         if y < a.y + 2 {
@@ -206,7 +208,7 @@ impl ExecutionsPane {
     }
 
     /// The wheel over the pane: three rows at a time.
-    pub fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
+    fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
         if self.rows.is_empty() {
             return Vec::new();
         }
@@ -219,7 +221,7 @@ impl ExecutionsPane {
     }
 
     /// Draws the list.
-    pub fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         let t = ctx.theme;
         let d = ctx.batch;
         let r = ctx.results;

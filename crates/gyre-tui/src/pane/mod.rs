@@ -1,10 +1,15 @@
 //! The panes: one file each, holding the pane's state, its update from commands, its content
 //! (a pure function of the shared selection and the engine's results) and its drawing.
 //!
+//! Every pane implements [`PaneView`]; [`Pane`] names them and [`Pane::ALL`] orders them, and
+//! the app dispatches keys, clicks, the wheel, syncing and drawing through the trait, so a new
+//! pane is one file plus its entry in [`Pane`], its rectangle in the layout and its field in the
+//! app ([`App::pane`](super::app::App::pane)).
+//!
 //! Panes never reach into each other. They read the shared [`Ctx`] and answer a command with
 //! [`Effect`]s — "open execution 3", "show request r7 at position 812" — which
-//! [`App`](super::app::App) applies to the one shared [`Selection`](super::app::Selection) before
-//! every pane brings itself in line with it ([`sync`](executions::ExecutionsPane::sync)).
+//! [`App`](super::app::App) applies to the one shared [`Selection`] before
+//! every pane brings itself in line with it ([`PaneView::sync`]).
 
 pub mod assessments;
 pub mod detail;
@@ -14,6 +19,7 @@ pub mod tokens;
 pub mod tree;
 pub mod why;
 
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -32,7 +38,10 @@ use gyre_text::TokenText;
 use super::app::Selection;
 use super::keys::Command;
 use super::layout::Areas;
+use super::path::PathIndex;
+use super::search::Search;
 use super::theme::Theme;
+use detail::Subject;
 
 /// A pane that can take the focus; numbered as the keys `1`–`6` jump to them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -85,6 +94,27 @@ impl Pane {
     }
 }
 
+/// One pane: its state, its answer to keys, clicks and the wheel, and its drawing, each a
+/// function of the shared [`Ctx`] and the pane's own state.
+pub trait PaneView {
+    /// Brings the pane in line with the shared selection (after every step).
+    fn sync(&mut self, ctx: &Ctx);
+
+    /// A key while the pane has the focus.
+    fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect>;
+
+    /// A click at `(x, y)` inside the pane (it has just taken the focus).
+    fn click(&mut self, _ctx: &Ctx, _x: u16, _y: u16) -> Vec<Effect> {
+        Vec::new()
+    }
+
+    /// The wheel over the pane.
+    fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect>;
+
+    /// Draws the pane into `area`.
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer);
+}
+
 /// What every pane may read: the data, the shared selection and the view settings.
 pub struct Ctx<'a> {
     /// The records.
@@ -111,6 +141,12 @@ pub struct Ctx<'a> {
     pub lens: Option<&'a Lens>,
     /// The results under pinned settings, to compare with (same batch).
     pub pinned: Option<&'a Results>,
+    /// What the detail pane is about.
+    pub subject: Subject,
+    /// The token path on screen (the tokens pane's; `None` for the tokens pane itself).
+    pub path: Option<&'a PathIndex>,
+    /// The search and its matches.
+    pub search: &'a Search,
 }
 
 impl<'a> Ctx<'a> {

@@ -9,12 +9,13 @@ use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Paragraph, Widget};
 
 use crate::keys::Command;
-use gyre_engine::admit::{Class, Draw, Stop};
+use gyre_engine::admit::{Class, Draw, Stop, jmax_text};
 use gyre_engine::export::draw_targets;
+use gyre_engine::report::plural;
 use gyre_engine::score::Outcome;
 use gyre_engine::why::prob_text;
 
-use super::{Ctx, Effect, Links, Pane, Piece, fit, inner_height, inner_width, pack};
+use super::{Ctx, Effect, Links, Pane, PaneView, Piece, fit, inner_height, inner_width, pack};
 
 /// What the pane shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -41,10 +42,43 @@ pub struct ReplayPane {
 }
 
 impl ReplayPane {
+    fn clamp(&mut self, links: &Links, h: usize) {
+        self.scroll = self.scroll.min(links.rows.len().saturating_sub(h));
+        if self.selected.is_some_and(|(r, k)| {
+            links
+                .rows
+                .get(r)
+                .and_then(|row| row.get(k))
+                .is_none_or(|p| p.jump.is_none())
+        }) {
+            self.selected = None;
+        }
+    }
+
+    /// Switches between the draw at the step and the whole log.
+    pub fn toggle_mode(&mut self) -> &'static str {
+        self.mode = match self.mode {
+            Mode::Step => Mode::Log,
+            Mode::Log => Mode::Step,
+        };
+        match self.mode {
+            Mode::Step => "replay: the draw at the replay step",
+            Mode::Log => "replay: the whole draw log (as gyre replay prints it)",
+        }
+    }
+
+    fn scroll_by(&mut self, c: Command, links: &Links, h: usize) {
+        if let Some(s) = super::scroll(self.scroll, c, links.rows.len(), h) {
+            self.scroll = s;
+        }
+    }
+}
+
+impl PaneView for ReplayPane {
     /// Brings scroll and selection in line with the selection: on a new draw, the drawn
     /// candidate is selected and scrolled into view; when the pane changes size, the selected
     /// link stays in view.
-    pub fn sync(&mut self, ctx: &Ctx) {
+    fn sync(&mut self, ctx: &Ctx) {
         let width = inner_width(ctx.areas.replay);
         let h = inner_height(ctx.areas.replay).max(1);
         let key = (
@@ -75,33 +109,8 @@ impl ReplayPane {
         self.clamp(&links, h);
     }
 
-    fn clamp(&mut self, links: &Links, h: usize) {
-        self.scroll = self.scroll.min(links.rows.len().saturating_sub(h));
-        if self.selected.is_some_and(|(r, k)| {
-            links
-                .rows
-                .get(r)
-                .and_then(|row| row.get(k))
-                .is_none_or(|p| p.jump.is_none())
-        }) {
-            self.selected = None;
-        }
-    }
-
-    /// Switches between the draw at the step and the whole log.
-    pub fn toggle_mode(&mut self) -> &'static str {
-        self.mode = match self.mode {
-            Mode::Step => Mode::Log,
-            Mode::Log => Mode::Step,
-        };
-        match self.mode {
-            Mode::Step => "replay: the draw at the replay step",
-            Mode::Log => "replay: the whole draw log (as gyre replay prints it)",
-        }
-    }
-
     /// Keys while focused: Up/Down go from link to link, pages scroll, Enter follows.
-    pub fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
+    fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
         let (links, _) = content(ctx, self.mode, inner_width(ctx.areas.replay));
         let h = inner_height(ctx.areas.replay).max(1);
         let targets = links.targets();
@@ -147,14 +156,8 @@ impl ReplayPane {
         Vec::new()
     }
 
-    fn scroll_by(&mut self, c: Command, links: &Links, h: usize) {
-        if let Some(s) = super::scroll(self.scroll, c, links.rows.len(), h) {
-            self.scroll = s;
-        }
-    }
-
     /// A click selects and follows the link there.
-    pub fn click(&mut self, ctx: &Ctx, x: u16, y: u16) -> Vec<Effect> {
+    fn click(&mut self, ctx: &Ctx, x: u16, y: u16) -> Vec<Effect> {
         let a = ctx.areas.replay;
         let (Some(cx), Some(cy)) = (x.checked_sub(a.x + 1), y.checked_sub(a.y + 1)) else {
             return Vec::new();
@@ -171,7 +174,7 @@ impl ReplayPane {
     }
 
     /// The wheel scrolls three rows.
-    pub fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
+    fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
         let (links, _) = content(ctx, self.mode, inner_width(ctx.areas.replay));
         let h = inner_height(ctx.areas.replay).max(1);
         let c = if down { Command::Down } else { Command::Up };
@@ -182,7 +185,7 @@ impl ReplayPane {
     }
 
     /// Draws the pane.
-    pub fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         let (k, n) = (ctx.sel.step, ctx.draws());
         let (links, _) = content(ctx, self.mode, inner_width(area));
         let title = match self.mode {
@@ -198,20 +201,6 @@ impl ReplayPane {
             .block(ctx.block(Pane::Replay, title))
             .render(area, buf);
     }
-}
-
-/// `J_max` as shown: a number, or `uncapped` for 0.
-pub fn jmax_text(j: u32) -> String {
-    if j == 0 {
-        "uncapped".into()
-    } else {
-        j.to_string()
-    }
-}
-
-/// A priority as `main>main-summary>…`.
-pub fn priority_text(p: &[Class]) -> String {
-    p.iter().map(|c| c.name()).collect::<Vec<_>>().join(">")
 }
 
 /// The pane's rows at `width` columns, and the drawn candidate's link (the one to show first).
@@ -232,8 +221,8 @@ pub fn content(ctx: &Ctx, mode: Mode, width: u16) -> (Links, Option<(usize, usiz
             Piece::text(
                 fit(
                     &format!(
-                        " · {} candidates · seed {} · J_max {}",
-                        adm.candidates.len(),
+                        " · {} · seed {} · J_max {}",
+                        plural(adm.candidates.len(), "candidate"),
                         s.seed,
                         jmax_text(s.jmax)
                     ),
@@ -244,13 +233,10 @@ pub fn content(ctx: &Ctx, mode: Mode, width: u16) -> (Links, Option<(usize, usiz
         ]),
         Mode::Log => rows.push(line(
             format!(
-                "execution {} · {} · {} candidates · seed {} · J_max {} · priority {}",
+                "execution {} · {} · {} · {s}",
                 ctx.exec().id,
                 outcome_text(outcome),
-                adm.candidates.len(),
-                s.seed,
-                jmax_text(s.jmax),
-                priority_text(&s.priority)
+                plural(adm.candidates.len(), "candidate"),
             ),
             t.strong(),
         )),
@@ -519,8 +505,4 @@ fn draw_rows(
         })
         .collect();
     rows.extend(pack(spans, width, "  "));
-}
-
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }

@@ -19,7 +19,7 @@ use gyre_engine::paint::{ColorMode, Tone};
 use gyre_engine::provenance::{Reason, node_reason};
 use gyre_engine::tree::{NodeId, NodeKind};
 
-use super::{Ctx, Effect, Pane};
+use super::{Ctx, Effect, Pane, PaneView};
 
 /// What a path view was made for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,43 +103,6 @@ impl TokensPane {
         self.view.as_mut().filter(|v| v.key == want)
     }
 
-    /// Brings the view in line with the selection: a new path for a new (batch, execution,
-    /// request), the same path and cursor for new results of the same one.
-    pub fn sync(&mut self, ctx: &Ctx) {
-        let Some(want) = PathKey::of(ctx.sel) else {
-            self.view = None;
-            return;
-        };
-        let exec = ctx.exec();
-        match &mut self.view {
-            Some(v) if v.key == want => {}
-            Some(v)
-                if PathKey {
-                    generation: want.generation,
-                    ..v.key
-                } == want =>
-            {
-                v.key = want
-            }
-            _ => {
-                let index = PathIndex::new(exec, want.request);
-                let input = exec.requests[want.request as usize].input_len as u64;
-                self.view = Some(PathView {
-                    key: want,
-                    cursor: input.min(index.len.saturating_sub(1)),
-                    index,
-                    top: RowStart::default(),
-                });
-                self.follow = true;
-                self.center(ctx);
-            }
-        }
-        if self.follow {
-            self.follow = false;
-            self.keep_visible(ctx);
-        }
-    }
-
     /// The pane changed size: keep the cursor on screen.
     pub fn resized(&mut self) {
         self.follow = true;
@@ -192,63 +155,6 @@ impl TokensPane {
             v.top = top;
         }
         self.follow = false;
-    }
-
-    /// Keys while focused.
-    pub fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
-        let h = inner(ctx).1 as i64;
-        let Some(v) = self.view(ctx.sel).filter(|v| v.index.len > 0) else {
-            return Vec::new();
-        };
-        let len = v.index.len;
-        let cursor = v.cursor;
-        let new = match c {
-            Command::Left => cursor.saturating_sub(1),
-            Command::Right => (cursor + 1).min(len - 1),
-            Command::Home => 0,
-            Command::End => len - 1,
-            Command::Up => self.cursor_by_rows(ctx, -1),
-            Command::Down => self.cursor_by_rows(ctx, 1),
-            Command::PageUp | Command::PageDown => {
-                let delta = if c == Command::PageUp { -h } else { h };
-                let new = self.cursor_by_rows(ctx, delta);
-                let top = {
-                    let mut l = Self::layout(ctx, v);
-                    l.move_rows(v.top, delta)
-                };
-                if let Some(v) = self.view_mut(ctx.sel) {
-                    v.top = top;
-                }
-                new
-            }
-            Command::NextSegment => {
-                let (seg, _) = v.index.locate(cursor);
-                if seg + 1 < v.index.nodes.len() {
-                    v.index.seg_start(seg + 1).min(len - 1)
-                } else {
-                    cursor
-                }
-            }
-            Command::PrevSegment => {
-                let (seg, off) = v.index.locate(cursor);
-                if off > 0 || seg == 0 {
-                    v.index.seg_start(seg)
-                } else {
-                    v.index.seg_start(seg - 1)
-                }
-            }
-            Command::NextTarget => return self.run(ctx, Run::Target, true),
-            Command::PrevTarget => return self.run(ctx, Run::Target, false),
-            Command::NextLeftOut => return self.run(ctx, Run::LeftOut, true),
-            Command::PrevLeftOut => return self.run(ctx, Run::LeftOut, false),
-            Command::NextContext => return self.run(ctx, Run::Context, true),
-            Command::PrevContext => return self.run(ctx, Run::Context, false),
-            Command::NextDivergence => return self.run(ctx, Run::Divergence, true),
-            Command::PrevDivergence => return self.run(ctx, Run::Divergence, false),
-            _ => return Vec::new(),
-        };
-        self.set_cursor(ctx, new);
-        Vec::new()
     }
 
     /// Moves the cursor to the start of the next (previous) run of `kind`.
@@ -385,9 +291,105 @@ impl TokensPane {
             .find(|c| c.x <= inner_x)
             .map(|c| c.pos)
     }
+}
+
+impl PaneView for TokensPane {
+    /// Brings the view in line with the selection: a new path for a new (batch, execution,
+    /// request), the same path and cursor for new results of the same one.
+    fn sync(&mut self, ctx: &Ctx) {
+        let Some(want) = PathKey::of(ctx.sel) else {
+            self.view = None;
+            return;
+        };
+        let exec = ctx.exec();
+        match &mut self.view {
+            Some(v) if v.key == want => {}
+            Some(v)
+                if PathKey {
+                    generation: want.generation,
+                    ..v.key
+                } == want =>
+            {
+                v.key = want
+            }
+            _ => {
+                let index = PathIndex::new(exec, want.request);
+                let input = exec.requests[want.request as usize].input_len as u64;
+                self.view = Some(PathView {
+                    key: want,
+                    cursor: input.min(index.len.saturating_sub(1)),
+                    index,
+                    top: RowStart::default(),
+                });
+                self.follow = true;
+                self.center(ctx);
+            }
+        }
+        if self.follow {
+            self.follow = false;
+            self.keep_visible(ctx);
+        }
+    }
+
+    /// Keys while focused.
+    fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
+        let h = inner(ctx).1 as i64;
+        let Some(v) = self.view(ctx.sel).filter(|v| v.index.len > 0) else {
+            return Vec::new();
+        };
+        let len = v.index.len;
+        let cursor = v.cursor;
+        let new = match c {
+            Command::Left => cursor.saturating_sub(1),
+            Command::Right => (cursor + 1).min(len - 1),
+            Command::Home => 0,
+            Command::End => len - 1,
+            Command::Up => self.cursor_by_rows(ctx, -1),
+            Command::Down => self.cursor_by_rows(ctx, 1),
+            Command::PageUp | Command::PageDown => {
+                let delta = if c == Command::PageUp { -h } else { h };
+                let new = self.cursor_by_rows(ctx, delta);
+                let top = {
+                    let mut l = Self::layout(ctx, v);
+                    l.move_rows(v.top, delta)
+                };
+                if let Some(v) = self.view_mut(ctx.sel) {
+                    v.top = top;
+                }
+                new
+            }
+            Command::NextSegment => {
+                let (seg, _) = v.index.locate(cursor);
+                if seg + 1 < v.index.nodes.len() {
+                    v.index.seg_start(seg + 1).min(len - 1)
+                } else {
+                    cursor
+                }
+            }
+            Command::PrevSegment => {
+                let (seg, off) = v.index.locate(cursor);
+                if off > 0 || seg == 0 {
+                    v.index.seg_start(seg)
+                } else {
+                    v.index.seg_start(seg - 1)
+                }
+            }
+            Command::NextTarget => return self.run(ctx, Run::Target, true),
+            Command::PrevTarget => return self.run(ctx, Run::Target, false),
+            Command::NextLeftOut => return self.run(ctx, Run::LeftOut, true),
+            Command::PrevLeftOut => return self.run(ctx, Run::LeftOut, false),
+            Command::NextContext => return self.run(ctx, Run::Context, true),
+            Command::PrevContext => return self.run(ctx, Run::Context, false),
+            Command::NextDivergence => return self.run(ctx, Run::Divergence, true),
+            Command::PrevDivergence => return self.run(ctx, Run::Divergence, false),
+            _ => return Vec::new(),
+        };
+        self.set_cursor(ctx, new);
+        Vec::new()
+    }
 
     /// A click: the cursor goes to the token there.
-    pub fn click(&mut self, ctx: &Ctx, x: u16, y: u16) -> Vec<Effect> {
+    fn click(&mut self, ctx: &Ctx, x: u16, y: u16) -> Vec<Effect> {
         if let Some(pos) = self.token_at(ctx, x, y) {
             if let Some(v) = self.view_mut(ctx.sel) {
                 v.cursor = pos;
@@ -397,7 +399,7 @@ impl TokensPane {
     }
 
     /// The wheel scrolls three rows, leaving the cursor where it is.
-    pub fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
+    fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
         if let Some(v) = self.view(ctx.sel) {
             let top = Self::layout(ctx, v).move_rows(v.top, if down { 3 } else { -3 });
             if let Some(v) = self.view_mut(ctx.sel) {
@@ -407,14 +409,9 @@ impl TokensPane {
         Vec::new()
     }
 
-    /// Draws the path; `hits` are search matches by node (token ranges inside the node).
-    pub fn render(
-        &self,
-        ctx: &Ctx,
-        hits: &HashMap<NodeId, Vec<(u32, u32)>>,
-        area: Rect,
-        buf: &mut Buffer,
-    ) {
+    /// Draws the path, search matches marked.
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+        let hits = ctx.search.node_hits(ctx.sel.exec);
         let t = ctx.theme;
         let v = self.view(ctx.sel);
         let title = match v {

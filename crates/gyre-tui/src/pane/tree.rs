@@ -14,7 +14,7 @@ use gyre_engine::branches::{self, Link, Place};
 use gyre_engine::execution::Execution;
 use gyre_engine::record::{Actor, Purpose};
 
-use super::{Ctx, Effect, Pane, fit_line, sanitize};
+use super::{Ctx, Effect, Pane, PaneView, fit_line, sanitize};
 use crate::keys::Command;
 
 /// Identifiers at or above this are chain headers, not requests.
@@ -192,41 +192,6 @@ pub struct TreePane {
 }
 
 impl TreePane {
-    /// Brings the tree in line with the selected execution and request.
-    pub fn sync(&mut self, ctx: &Ctx) {
-        if self.exec != Some((ctx.sel.batch, ctx.sel.exec)) {
-            self.exec = Some((ctx.sel.batch, ctx.sel.exec));
-            self.rtree = RequestTree::new(ctx.exec());
-            self.opened.clear();
-            for p in &self.rtree.paths {
-                for k in 1..p.len() {
-                    self.opened.insert(p[..k].to_vec());
-                }
-            }
-            for k in 0..self.rtree.roots.len() {
-                self.opened.insert(vec![HEADER_BASE + k as u32]);
-            }
-            self.selected.clear();
-            *self.state.borrow_mut() = TreeState::default();
-        }
-        if self.rtree.request_of(&self.selected) != ctx.sel.request {
-            match ctx
-                .sel
-                .request
-                .and_then(|r| self.rtree.paths.get(r as usize))
-            {
-                Some(p) => {
-                    let p = p.clone();
-                    for k in 1..p.len() {
-                        self.opened.insert(p[..k].to_vec());
-                    }
-                    self.selected = p;
-                }
-                None => self.selected.clear(),
-            }
-        }
-    }
-
     /// The request of the selected item.
     pub fn selected_request(&self) -> Option<u32> {
         self.rtree.request_of(&self.selected)
@@ -265,8 +230,51 @@ impl TreePane {
             .collect()
     }
 
+    fn toggle(&mut self, p: Vec<u32>) {
+        if self.rtree.has_children(&p) && !self.opened.remove(&p) {
+            self.opened.insert(p);
+        }
+    }
+}
+
+impl PaneView for TreePane {
+    /// Brings the tree in line with the selected execution and request.
+    fn sync(&mut self, ctx: &Ctx) {
+        if self.exec != Some((ctx.sel.batch, ctx.sel.exec)) {
+            self.exec = Some((ctx.sel.batch, ctx.sel.exec));
+            self.rtree = RequestTree::new(ctx.exec());
+            self.opened.clear();
+            for p in &self.rtree.paths {
+                for k in 1..p.len() {
+                    self.opened.insert(p[..k].to_vec());
+                }
+            }
+            for k in 0..self.rtree.roots.len() {
+                self.opened.insert(vec![HEADER_BASE + k as u32]);
+            }
+            self.selected.clear();
+            *self.state.borrow_mut() = TreeState::default();
+        }
+        if self.rtree.request_of(&self.selected) != ctx.sel.request {
+            match ctx
+                .sel
+                .request
+                .and_then(|r| self.rtree.paths.get(r as usize))
+            {
+                Some(p) => {
+                    let p = p.clone();
+                    for k in 1..p.len() {
+                        self.opened.insert(p[..k].to_vec());
+                    }
+                    self.selected = p;
+                }
+                None => self.selected.clear(),
+            }
+        }
+    }
+
     /// Keys while focused.
-    pub fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
+    fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
         let rows = self.visible();
         if rows.is_empty() {
             return Vec::new();
@@ -307,14 +315,8 @@ impl TreePane {
         self.select(rows[target].clone())
     }
 
-    fn toggle(&mut self, p: Vec<u32>) {
-        if self.rtree.has_children(&p) && !self.opened.remove(&p) {
-            self.opened.insert(p);
-        }
-    }
-
     /// A click at a cell: selects the item there (a second click toggles it).
-    pub fn click(&mut self, _ctx: &Ctx, x: u16, y: u16) -> Vec<Effect> {
+    fn click(&mut self, _ctx: &Ctx, x: u16, y: u16) -> Vec<Effect> {
         let hit = self
             .state
             .borrow()
@@ -332,7 +334,7 @@ impl TreePane {
     }
 
     /// The wheel over the pane.
-    pub fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
+    fn wheel(&mut self, ctx: &Ctx, down: bool) -> Vec<Effect> {
         let c = if down { Command::Down } else { Command::Up };
         let mut out = Vec::new();
         for _ in 0..3 {
@@ -342,7 +344,7 @@ impl TreePane {
     }
 
     /// Draws the tree.
-    pub fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         let exec = ctx.exec();
         let adm = ctx.admission();
         let t = ctx.theme;

@@ -1,5 +1,5 @@
 //! The why line: who the token under the cursor is and the engine's reason it is (not) a
-//! target (SPEC §3), in words.
+//! target (docs/format.md §3), in words.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
