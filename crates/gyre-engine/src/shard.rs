@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::Results;
 use super::admit::Settings;
 use super::load::{self, Batch};
+use super::record::Id;
 use super::score::{self, AdvantageMode};
 
 /// The shard of execution `id` among `shards`: FNV-1a (64-bit) of its UTF-8 bytes, modulo
@@ -37,31 +38,6 @@ pub fn shard_of(id: &str, shards: u32) -> u32 {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     });
     (h % shards.max(1) as u64) as u32
-}
-
-/// An id as the loader reads it: a string, or an integer written as its decimal text.
-struct Id(String);
-
-impl<'de> Deserialize<'de> for Id {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Id;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string or integer id")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Id, E> {
-                Ok(Id(v.to_owned()))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Id, E> {
-                Ok(Id(v.to_string()))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Id, E> {
-                Ok(Id(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
-    }
 }
 
 /// The two fields that route a line. Everything else is skipped unread, so a line the loader

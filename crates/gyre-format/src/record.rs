@@ -286,9 +286,11 @@ pub struct Parsed {
     pub warnings: Vec<String>,
 }
 
-/// An id may be written as a string or an integer; both become a string.
+/// An id as gyre/1 reads it: a string, or an integer written as its decimal text (the one id
+/// deserializer: the reader and the shard router both use it, so they file a line under the
+/// same execution).
 #[derive(Debug)]
-struct Id(String);
+pub struct Id(pub String);
 
 impl<'de> Deserialize<'de> for Id {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

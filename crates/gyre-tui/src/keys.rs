@@ -608,8 +608,8 @@ pub fn hints() -> Vec<(String, &'static str)> {
 /// `docs/keys.md`, generated from the table.
 pub fn markdown() -> String {
     let mut s = String::from(
-        "# gyre inspector keys\n\nGenerated from the key-binding table (`src/tui/keys.rs`) by \
-         `cargo test --test tui_keys`; do not edit by hand.\n",
+        "# gyre inspector keys\n\nGenerated from the key-binding table (`crates/gyre-tui/src/keys.rs`) by \
+         `cargo test -p gyre-tui --test tui`; do not edit by hand.\n",
     );
     let mut group = "";
     for b in BINDINGS {

@@ -267,7 +267,7 @@ fn inline_sidechain_layout_matches_subagents_dir() {
     );
 }
 
-/// The bundled demo is a fresh import of the big session (regenerate it as src/import/demo.rs
+/// The bundled demo is a fresh import of the big session (regenerate it as crates/gyre-engine/src/demo.rs
 /// says when the importer changes).
 #[test]
 fn bundled_demo_is_current() {

@@ -1,0 +1,56 @@
+//! The search field and its results from every execution.
+
+use crate::pane::{Ctx, sanitize};
+use crate::search::Search;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Widget};
+
+use super::{Field, boxed, centered};
+
+/// Draws the search field with the results so far.
+pub fn search(ctx: &Ctx, s: &Search, field: &Field, at: usize, full: Rect, buf: &mut Buffer) {
+    let t = ctx.theme;
+    let width = (full.width * 8 / 10).max(full.width.min(76));
+    let height = (full.height * 7 / 10).max(full.height.min(10));
+    let area = centered(full, width, height);
+    Clear.render(area, buf);
+    let block = boxed(" search every execution ");
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled("/", t.key()),
+            Span::raw(sanitize(&field.text)),
+            Span::styled("█", t.dim()),
+        ]),
+        Line::styled(s.status(), t.dim()),
+    ];
+    let room = (inner.height as usize).saturating_sub(3);
+    let first = at.saturating_sub(room.saturating_sub(1));
+    for (i, h) in s.hits.iter().enumerate().skip(first).take(room) {
+        let style = if i == at {
+            t.selected(true)
+        } else {
+            ratatui::style::Style::new()
+        };
+        lines.push(Line::styled(
+            crate::pane::fit(&s.describe(ctx, h), inner.width as usize),
+            style,
+        ));
+    }
+    let hint = Line::styled(
+        "↑↓ choose · Enter goes there (n/N: next/previous) · Esc clears the search",
+        t.dim(),
+    );
+    Paragraph::new(lines).render(inner, buf);
+    if inner.height > 0 {
+        let last = Rect {
+            y: inner.bottom() - 1,
+            height: 1,
+            ..inner
+        };
+        Paragraph::new(hint).render(last, buf);
+    }
+}
