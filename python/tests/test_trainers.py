@@ -332,3 +332,78 @@ def test_skyrl_refuses_reductions_that_cannot_keep_it(rows):
     ]
     last = [r["execution"] for r, end in zip(step, out["is_last_step"]) if end]
     assert last == list(dict.fromkeys(r["execution"] for r in step))
+
+
+# --- slime and prime-rl: their reductions as written (not on the package registry) -------------
+
+
+def slime_step_loss(samples, log_ratios, world, rng):
+    """slime at THUDM/slime 624b824a: `rollout_mask_sums` (slime/ray/rollout.py) is the loss-mask
+    total of the step's samples with the sample's rollout_id; get_sum_of_sample_mean
+    (backends/megatron_utils/cp_utils.py) sums each sample's masked loss over that denominator;
+    loss.py scales by num_microbatches / step_global_batch_size × dp size, and Megatron averages
+    over micro-batches and data-parallel ranks. Samples are dealt to ranks and micro-batches
+    without regard to rollouts (first-fit packing may split one)."""
+    totals = {}
+    for s in samples:
+        totals[s["rollout_id"]] = totals.get(s["rollout_id"], 0) + sum(s["loss_mask"])
+    step_rollouts = len(totals)
+    order = rng.permutation(len(samples))
+    ranks = np.array_split(order, world)
+    total = 0.0
+    for rank in ranks:
+        mbs = [m for m in np.array_split(rank, 2) if len(m)] or [rank]
+        for mb in mbs:
+            part = 0.0
+            for k in mb:
+                s = samples[k]
+                ell = surrogate(s["metadata"]["gyre_advantage"], log_ratios[k])
+                part += float(np.sum(ell * np.asarray(s["loss_mask"]))) / max(totals[s["rollout_id"]], 1)
+            loss = part * len(mbs) / step_rollouts * world
+            total += loss / len(mbs) / world
+    return total
+
+
+def test_slime_per_rollout_mean_keeps_the_contract(rows):
+    for k, step in enumerate(rows.steps(executions=5)):
+        lr = noise(step, 300 + k)
+        samples = slime(step)
+        recs = list(step)
+        by_row = [lr[(r["execution"], r["draw"])] for r in recs]
+        assert [s["response_length"] for s in samples] == [len(r["loss_mask"]) for r in recs]
+        assert len({s["rollout_id"] for s in samples}) == step.batch_executions
+        raw, trained = slime.reward_post_process(None, samples)
+        assert raw == [r["reward"] for r in recs] and trained == [r["advantage"] or 0.0 for r in recs]
+        for world in (1, 2):
+            got = slime_step_loss(samples, by_row, world, np.random.default_rng(k))
+            assert got == pytest.approx(contract_loss(step, lr), rel=1e-9, abs=1e-12)
+
+
+def prime_rl_step_loss(samples, log_ratios_full):
+    """prime-rl at PrimeIntellect-ai/prime-rl 559b4477: src/prime_rl/trainer/rl/train.py counts
+    rl_scale, the tokens with mask and a non-zero rl weight over every micro-batch and rank;
+    loss.py compute_loss multiplies each token's loss by its rl weight, sums, divides by rl_scale;
+    with rl_scale global, the sum over ranks and micro-batches is one sum over the step."""
+    rl_scale = max(sum(int(np.sum(np.asarray(s["mask"]) & (np.asarray(s["rl_weights"]) != 0))) for s in samples), 1)
+    total = 0.0
+    for k, s in enumerate(samples):
+        mask = np.asarray(s["mask"]) & (np.asarray(s["rl_weights"]) != 0)
+        ell = np.zeros(len(mask))
+        for t in np.nonzero(mask)[0]:
+            ell[t] = surrogate(s["advantages"][t], log_ratios_full[k][t])
+        total += float(np.sum(ell * np.asarray(s["rl_weights"]) * mask)) / rl_scale
+    return total
+
+
+def test_prime_rl_rl_weights_keep_the_contract(rows):
+    for k, step in enumerate(rows.steps(executions=5)):
+        lr = noise(step, 400 + k)
+        samples = prime_rl(step)
+        recs = list(step)
+        full = []
+        for r, s in zip(recs, samples):
+            f = np.zeros(len(s["token_ids"]))
+            f[r["prompt_len"] :] = lr[(r["execution"], r["draw"])]
+            full.append(f)
+            assert s["token_ids"] == r["tokens"]
+        assert prime_rl_step_loss(samples, full) == pytest.approx(contract_loss(step, lr), rel=1e-9, abs=1e-12)
