@@ -16,4 +16,3 @@ step) or one rank's shard of a step (``step.shard(world_size=K)[rank]``). docs/t
 per trainer, the settings to use and the ones that break the contract.
 """
 
-__all__ = ["verl", "slime", "skyrl", "prime_rl", "trl"]
