@@ -19,6 +19,8 @@ use pyo3::types::PyCapsule;
 struct RowBatches {
     batch: Arc<Batch>,
     results: Arc<Results>,
+    /// A step's or shard's executions and `B`; `None` for the whole batch.
+    view: Option<(Arc<Vec<usize>>, u64)>,
     ranges: std::vec::IntoIter<Range<usize>>,
     schema: SchemaRef,
 }
@@ -30,8 +32,11 @@ impl Iterator for RowBatches {
         let range = self.ranges.next()?;
         // Called from the consumer through C: a panic must become an error, not unwind.
         Some(
-            catch_unwind(AssertUnwindSafe(|| {
-                parquet::range_batch(&self.batch, &self.results, range)
+            catch_unwind(AssertUnwindSafe(|| match &self.view {
+                None => parquet::range_batch(&self.batch, &self.results, range),
+                Some((execs, b)) => {
+                    parquet::view_batch(&self.batch, &self.results, &execs[range], *b)
+                }
             }))
             .map_err(|_| ArrowError::ComputeError("gyre internal error building rows".into())),
         )
@@ -44,17 +49,24 @@ impl RecordBatchReader for RowBatches {
     }
 }
 
-/// A capsule named `arrow_array_stream` holding a stream over every row.
+/// A capsule named `arrow_array_stream` holding a stream over every row (of the whole batch, or
+/// of the executions of `view` with its `B`).
 pub fn stream_capsule(
     py: Python<'_>,
     batch: Arc<Batch>,
     results: Arc<Results>,
+    view: Option<(Arc<Vec<usize>>, u64)>,
 ) -> PyResult<Bound<'_, PyAny>> {
+    let ranges = match &view {
+        None => parquet::batch_ranges(&batch, &results),
+        Some((execs, _)) => parquet::view_ranges(&batch, &results, execs),
+    };
     let reader = RowBatches {
-        ranges: parquet::batch_ranges(&batch, &results).into_iter(),
+        ranges: ranges.into_iter(),
         schema: parquet::schema(results.advantage_mode),
         batch,
         results,
+        view,
     };
     let stream = FFI_ArrowArrayStream::new(Box::new(reader));
     Ok(PyCapsule::new_with_value(py, stream, c"arrow_array_stream")?.into_any())

@@ -9,7 +9,7 @@ use gyre_engine::export::{self, Row};
 use gyre_engine::load::{self as engine_load, LoadError as EngineLoadError, LoadOptions};
 use gyre_engine::report;
 use gyre_engine::score::{AdvantageMode, Outcome};
-use gyre_engine::{self as eng, Results, lens, shard, why};
+use gyre_engine::{self as eng, Results, lens, shard, steps, why};
 use gyre_format::named::Named;
 use gyre_format::output::ExistsError;
 use numpy::PyArray1;
@@ -277,34 +277,107 @@ impl Batch {
 pub struct Rows {
     batch: Arc<engine_load::Batch>,
     results: Arc<Results>,
-    /// `starts[i]`: index of execution `i`'s first row; `starts[n]` = number of rows.
+    /// The executions these rows come from, ascending: every execution of the batch, or those of
+    /// one step or one rank's shard of it.
+    execs: Arc<Vec<usize>>,
+    /// Whether this is the whole batch (not a step or shard).
+    whole: bool,
+    /// `B` of these rows' loss: the batch's, or the step's.
+    b: u64,
+    /// `starts[k]`: index of the first row of `execs[k]`; `starts[n]` = number of rows.
     starts: Vec<usize>,
+    /// Rows and targets of the step these rows belong to (their own for a batch or a step; the
+    /// whole step's for one rank's shard): the global counts a trainer normalises by.
+    step_rows: usize,
+    step_targets: u64,
 }
 
 impl Rows {
     fn new(batch: Arc<engine_load::Batch>, results: Results) -> Self {
-        let mut starts = Vec::with_capacity(batch.executions.len() + 1);
+        let execs = Arc::new((0..batch.executions.len()).collect());
+        let b = results.batch_executions;
+        Rows::view(batch, Arc::new(results), execs, b, true, None)
+    }
+
+    fn view(
+        batch: Arc<engine_load::Batch>,
+        results: Arc<Results>,
+        execs: Arc<Vec<usize>>,
+        b: u64,
+        whole: bool,
+        step: Option<(usize, u64)>,
+    ) -> Self {
+        let mut starts = Vec::with_capacity(execs.len() + 1);
         let mut n = 0;
         starts.push(0);
-        for i in 0..batch.executions.len() {
+        for &i in execs.iter() {
             n += export::row_size(&batch, &results, i).0;
             starts.push(n);
         }
+        let (step_rows, step_targets) = step.unwrap_or_else(|| {
+            let targets = execs
+                .iter()
+                .map(|&i| steps::execution_targets(&results, i))
+                .sum();
+            (n, targets)
+        });
         Rows {
             batch,
-            results: Arc::new(results),
+            results,
+            execs,
+            whole,
+            b,
             starts,
+            step_rows,
+            step_targets,
         }
+    }
+
+    /// A step (`shard` false) or one rank's shard of these rows: the executions
+    /// `step.executions` with `step`'s `B`; a shard keeps these rows' step counts.
+    fn sub(&self, step: steps::Step, shard: bool) -> Rows {
+        Rows::view(
+            Arc::clone(&self.batch),
+            Arc::clone(&self.results),
+            Arc::new(step.executions),
+            step.batch_executions,
+            false,
+            shard.then_some((self.step_rows, self.step_targets)),
+        )
     }
 
     fn len(&self) -> usize {
         *self.starts.last().unwrap_or(&0)
     }
 
-    /// The execution holding row `i`, and the row's index among its rows.
+    /// The rows of `execs[k]`, with this view's `B`.
+    fn exec_rows(&self, k: usize) -> Vec<Row> {
+        let mut rows = export::execution_rows(&self.batch, &self.results, self.execs[k]);
+        for r in &mut rows {
+            r.batch_executions = self.b;
+        }
+        rows
+    }
+
+    /// The position (in `execs`) of the execution holding row `i`, and the row's index among
+    /// its rows.
     fn locate(&self, i: usize) -> (usize, usize) {
-        let exec = self.starts.partition_point(|&s| s <= i) - 1;
-        (exec, i - self.starts[exec])
+        let k = self.starts.partition_point(|&s| s <= i) - 1;
+        (k, i - self.starts[k])
+    }
+
+    /// This view's counted executions, as a step of its own `B`.
+    fn as_step(&self) -> steps::Step {
+        let executions: Vec<usize> = self
+            .execs
+            .iter()
+            .copied()
+            .filter(|&i| self.results.outcomes[i].counts())
+            .collect();
+        steps::Step {
+            executions,
+            batch_executions: self.b,
+        }
     }
 
     fn index(&self, key: &str) -> PyResult<usize> {
@@ -411,8 +484,8 @@ impl Rows {
                     "row {i} out of range ({n} rows)"
                 )));
             }
-            let (exec, k) = self.locate(j as usize);
-            let row = export::execution_rows(&self.batch, &self.results, exec).swap_remove(k);
+            let (k, r) = self.locate(j as usize);
+            let row = self.exec_rows(k).swap_remove(r);
             Ok(row_dict(py, row, numpy)?.unbind())
         })
     }
@@ -452,7 +525,14 @@ impl Rows {
     ) -> PyResult<Bound<'py, PyAny>> {
         // The schema is fixed; a requested one is a hint the protocol lets producers ignore.
         let _ = requested_schema;
-        guard(|| stream_capsule(py, Arc::clone(&self.batch), Arc::clone(&self.results)))
+        guard(|| {
+            stream_capsule(
+                py,
+                Arc::clone(&self.batch),
+                Arc::clone(&self.results),
+                (!self.whole).then(|| (Arc::clone(&self.execs), self.b)),
+            )
+        })
     }
 
     /// Writes the rows to `path` as `gyre admit --out path` does: Parquet for `.parquet`, JSONL
@@ -461,16 +541,138 @@ impl Rows {
     #[pyo3(signature = (path, *, force=false))]
     fn write(&self, py: Python<'_>, path: PathBuf, force: bool) -> PyResult<u64> {
         guard(|| {
+            if !self.whole {
+                return Err(value_error(
+                    "a step or shard is a view of the batch's rows: write the batch (its rows, \
+                     with the batch's B), or pyarrow.parquet.write_table(step.to_arrow(), path)",
+                ));
+            }
             let (batch, results) = (&self.batch, &self.results);
             py.detach(|| export::write_file(batch, results, &path, force))
                 .map_err(|e| write_error(e, &path))
         })
     }
 
-    /// `B`: scored and dummy executions in the batch (docs/format.md §6).
+    /// `B` of these rows' loss (docs/format.md §6): scored and dummy executions in the batch, or in the
+    /// step for a step (and its shards).
     #[getter]
     fn batch_executions(&self) -> u64 {
-        self.results.batch_executions
+        self.b
+    }
+
+    /// Whether these are the whole batch's rows (not a step's or a shard's).
+    #[getter]
+    fn is_batch(&self) -> bool {
+        self.whole
+    }
+
+    /// Ids of the executions these rows come from (counted or not), in row order.
+    #[getter]
+    fn execution_ids(&self) -> Vec<String> {
+        self.execs
+            .iter()
+            .map(|&i| self.batch.executions[i].id.clone())
+            .collect()
+    }
+
+    /// Tokens of these rows (prompt and response: what a forward pass reads).
+    #[getter]
+    fn tokens(&self) -> u64 {
+        self.execs
+            .iter()
+            .map(|&i| steps::row_tokens(&self.batch, &self.results, i))
+            .sum()
+    }
+
+    /// Trained tokens of these rows: `Σ loss_mask` = `Σ_i L_i`.
+    #[getter]
+    fn targets(&self) -> u64 {
+        self.execs
+            .iter()
+            .map(|&i| steps::execution_targets(&self.results, i))
+            .sum()
+    }
+
+    /// Rows of the step these rows belong to: `len(self)`, except for one rank's shard, where
+    /// it is the whole step's (the global batch size a data-parallel trainer divides by).
+    #[getter]
+    fn step_rows(&self) -> usize {
+        self.step_rows
+    }
+
+    /// Trained tokens of the step these rows belong to: `self.targets`, except for one rank's
+    /// shard, where it is the whole step's (the global token count a trainer divides by).
+    #[getter]
+    fn step_targets(&self) -> u64 {
+        self.step_targets
+    }
+
+    /// The loss coefficient of every response token, one float64 array per row over
+    /// `tokens[prompt_len:]`: `loss_mask * weight / B` (docs/format.md §6), `B` these rows'. The loss is
+    /// `Σ_rows Σ_t coefficient · ℓ_t` (`gyre.torch.loss`), whatever the per-token loss.
+    fn coefficients<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyArray1<f64>>>> {
+        guard(|| {
+            let b = self.b;
+            let (batch, results, execs) = (&self.batch, &self.results, &self.execs);
+            let per_row: Vec<Vec<f64>> = py.detach(|| {
+                use rayon::prelude::*;
+                execs
+                    .par_iter()
+                    .flat_map_iter(|&i| {
+                        export::execution_rows(batch, results, i)
+                            .into_iter()
+                            .map(|r| steps::coefficients(&r.loss_mask, r.weight, b))
+                    })
+                    .collect()
+            });
+            Ok(per_row
+                .into_iter()
+                .map(|c| PyArray1::from_vec(py, c))
+                .collect())
+        })
+    }
+
+    /// The rows in optimizer steps of `executions` counted executions each (the last step holds
+    /// the rest): whole executions, in order, each step with its own `B` (the executions it
+    /// holds). Excluded executions have no rows and belong to no step.
+    #[pyo3(signature = (*, executions))]
+    fn steps(&self, executions: i64) -> PyResult<Vec<Rows>> {
+        guard(|| {
+            if executions < 1 {
+                return Err(value_error(format!(
+                    "executions must be a positive integer, not {executions}"
+                )));
+            }
+            let step = self.as_step();
+            Ok(steps::steps(&step.executions, executions as usize)
+                .into_iter()
+                .map(|s| self.sub(s, false))
+                .collect())
+        })
+    }
+
+    /// These rows dealt to `world_size` data-parallel ranks: whole executions per rank, balanced
+    /// by row tokens, every rank with these rows' `B` (so the ranks' summed losses are this
+    /// step's loss). A rank may get no execution when there are fewer executions than ranks.
+    #[pyo3(signature = (*, world_size))]
+    fn shard(&self, world_size: i64) -> PyResult<Vec<Rows>> {
+        guard(|| {
+            if !(1..=1 << 20).contains(&world_size) {
+                return Err(value_error(format!(
+                    "world_size must be an integer in 1..=1048576, not {world_size}"
+                )));
+            }
+            let step = self.as_step();
+            let (batch, results) = (&self.batch, &self.results);
+            Ok(steps::shard(
+                &step,
+                |e| steps::row_tokens(batch, results, e),
+                world_size as usize,
+            )
+            .into_iter()
+            .map(|s| self.sub(s, true))
+            .collect())
+        })
     }
 
     /// The admission settings: `seed`, `jmax`, `priority`, `advantage`.
@@ -494,7 +696,8 @@ impl Rows {
     fn executions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
             let out = PyList::empty(py);
-            for (i, e) in self.batch.executions.iter().enumerate() {
+            for (k, &i) in self.execs.iter().enumerate() {
+                let e = &self.batch.executions[i];
                 let outcome = &self.results.outcomes[i];
                 let adm = &self.results.admissions[i];
                 let targets = adm.targets();
@@ -508,7 +711,7 @@ impl Rows {
                     "requests": e.requests.len(),
                     "candidates": adm.candidates.len(),
                     "draws": adm.draws.len(),
-                    "rows": self.starts[i + 1] - self.starts[i],
+                    "rows": self.starts[k + 1] - self.starts[k],
                     "exec_targets": targets,
                     "weight": eng::loss::target_weight(targets),
                 });
@@ -530,10 +733,7 @@ impl Rows {
             if let Some(obj) = v.as_object_mut() {
                 obj.insert("group".into(), json!(self.batch.executions[i].group()));
                 obj.insert("advantage".into(), json!(self.results.advantages[i]));
-                obj.insert(
-                    "batch_executions".into(),
-                    json!(self.results.batch_executions),
-                );
+                obj.insert("batch_executions".into(), json!(self.b));
             }
             from_json(py, &v)
         })
@@ -596,10 +796,11 @@ impl Rows {
     fn __repr__(&self) -> String {
         let s = &self.results.settings;
         format!(
-            "Rows({} rows from {} executions, B = {}, seed {}, J_max {}, priority {})",
+            "Rows({}{} rows from {} executions, B = {}, seed {}, J_max {}, priority {})",
+            if self.whole { "" } else { "step or shard: " },
             self.len(),
-            self.batch.executions.len(),
-            self.results.batch_executions,
+            self.execs.len(),
+            self.b,
             s.seed,
             report::jmax_text(s.jmax),
             report::priority_text(&s.priority)
@@ -640,11 +841,10 @@ impl RowIter {
                 if let Some(row) = self.pending.next() {
                     return Ok(Some(row_dict(py, row, self.numpy)?.unbind()));
                 }
-                if self.next_exec >= rows.batch.executions.len() {
+                if self.next_exec >= rows.execs.len() {
                     return Ok(None);
                 }
-                self.pending =
-                    export::execution_rows(&rows.batch, &rows.results, self.next_exec).into_iter();
+                self.pending = rows.exec_rows(self.next_exec).into_iter();
                 self.next_exec += 1;
             }
         })

@@ -21,6 +21,7 @@ pub mod recorder;
 pub mod score;
 pub mod shard;
 pub mod stats;
+pub mod steps;
 pub mod sweep;
 pub mod tree;
 pub mod why;

@@ -230,6 +230,44 @@ pub fn range_batch(batch: &Batch, results: &Results, range: Range<usize>) -> Rec
     record_batch(&rows, results.advantage_mode)
 }
 
+/// Positions in `executions` (a subset of the batch's executions, as [`crate::steps`]
+/// makes) split into consecutive ranges of bounded record batches, as [`batch_ranges`] does for
+/// the whole batch.
+pub fn view_ranges(batch: &Batch, results: &Results, executions: &[usize]) -> Vec<Range<usize>> {
+    let mut ranges = Vec::new();
+    let (mut start, mut rows, mut tokens) = (0, 0usize, 0u64);
+    for (k, &i) in executions.iter().enumerate() {
+        let (r, t) = export::row_size(batch, results, i);
+        if k > start && (rows + r > BATCH_ROWS || tokens + t > BATCH_TOKENS) {
+            ranges.push(start..k);
+            (start, rows, tokens) = (k, 0, 0);
+        }
+        rows += r;
+        tokens += t;
+    }
+    if start < executions.len() {
+        ranges.push(start..executions.len());
+    }
+    ranges
+}
+
+/// The rows of `executions` (built in parallel) as one record batch, with `batch_executions`
+/// set to `b` (a step's `B`).
+pub fn view_batch(batch: &Batch, results: &Results, executions: &[usize], b: u64) -> RecordBatch {
+    let rows: Vec<Row> = executions
+        .par_iter()
+        .flat_map_iter(|&i| {
+            export::execution_rows(batch, results, i)
+                .into_iter()
+                .map(|mut r| {
+                    r.batch_executions = b;
+                    r
+                })
+        })
+        .collect();
+    record_batch(&rows, results.advantage_mode)
+}
+
 /// Writes every row of the batch as Parquet to `out` (execution order, then draw order);
 /// returns the number of rows. Columns are zstd-compressed; the file's key-value metadata
 /// names the format (`gyre` = `gyre/admitted-1`).
