@@ -37,6 +37,7 @@ pub fn ansi(tone: Tone) -> &'static str {
         Tone::Policy => "\x1b[1;92m",
         Tone::Evaluator => "\x1b[91m",
         Tone::AfterClosure => "\x1b[9;90m",
+        Tone::NotTrainable => "\x1b[2;32m",
         Tone::ThisDraw => "\x1b[1;30;102m",
         Tone::Claimed => "\x1b[32m",
         Tone::Unclaimed => "\x1b[97m",

@@ -392,6 +392,7 @@ impl Recorder {
                 })
                 .collect();
             let line = RequestOut {
+                not_trainable: None,
                 execution: &execution,
                 id: &id,
                 agent,

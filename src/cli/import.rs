@@ -279,8 +279,20 @@ fn report(source: &dyn Source, s: &Summary, out: &Path) {
     } else {
         String::new()
     };
+    let untrained: String = s
+        .not_trainable
+        .iter()
+        .map(|(why, n)| {
+            format!(
+                ", {} of {} outputs not trainable ({})",
+                n,
+                s.requests,
+                sanitize(why)
+            )
+        })
+        .collect();
     say(&format!(
-        "gyre: imported {}: {}, {}, {} input + {} output tokens{delta}, {}{}",
+        "gyre: imported {}: {}, {}, {} input + {} output tokens{delta}{untrained}, {}{}",
         source.about().name,
         plural(s.executions as usize, "execution"),
         plural(s.requests as usize, "request"),

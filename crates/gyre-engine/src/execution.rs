@@ -61,6 +61,8 @@ pub struct Request {
     pub meta: Option<Value>,
     /// Appeared after its execution's closure: shown, never scored or admitted.
     pub after_closure: bool,
+    /// Why its output is not trainable although the policy sampled it (`not_trainable`).
+    pub not_trainable: Option<Box<str>>,
     /// Where the record is.
     pub at: LineRef,
     /// Length of the `input` array as written (the new tokens, for delta records).
@@ -70,9 +72,10 @@ pub struct Request {
 }
 
 impl Request {
-    /// Whether this request's output is trainable (docs/format.md §3): policy, part of the execution.
+    /// Whether this request's output is trainable (docs/format.md §3): policy, part of the execution,
+    /// not marked `not_trainable`.
     pub fn trainable(&self) -> bool {
-        self.actor == Actor::Policy && !self.after_closure
+        self.actor == Actor::Policy && !self.after_closure && self.not_trainable.is_none()
     }
 
     /// Whether the record was rebuilt from logs rather than recorded (`meta.reconstructed`).
@@ -515,6 +518,7 @@ impl Execution {
             model: r.model,
             meta: r.meta,
             after_closure: self.closure.is_some(),
+            not_trainable: r.not_trainable.map(String::into_boxed_str),
             at,
             encoded_len,
             spans_start,

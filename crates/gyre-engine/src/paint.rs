@@ -72,6 +72,8 @@ pub enum Tone {
     Evaluator,
     /// Output of a request after closure.
     AfterClosure,
+    /// Policy output marked `not_trainable` (hidden thinking).
+    NotTrainable,
     /// A target of the draw being shown.
     ThisDraw,
     /// Claimed by an earlier draw.
@@ -110,6 +112,7 @@ impl Tone {
             Reason::Excluded(_) | Reason::Dummy => Tone::Excluded,
             Reason::EvaluatorOutput => Tone::Evaluator,
             Reason::AfterClosure => Tone::AfterClosure,
+            Reason::NotTrainable(_) => Tone::NotTrainable,
             Reason::Context(_) => Tone::Context(Source::Context),
         }
     }
@@ -121,6 +124,7 @@ impl Tone {
             Tone::Policy => "policy".into(),
             Tone::Evaluator => "evaluator".into(),
             Tone::AfterClosure => "after closure".into(),
+            Tone::NotTrainable => "not trainable".into(),
             Tone::ThisDraw => "target of this draw".into(),
             Tone::Claimed => "claimed".into(),
             Tone::Unclaimed => "unclaimed trainable".into(),
@@ -305,6 +309,8 @@ impl<'a> ExecView<'a> {
                 let r = &self.exec.requests[request as usize];
                 if r.after_closure {
                     Tone::AfterClosure
+                } else if r.not_trainable.is_some() {
+                    Tone::NotTrainable
                 } else if r.actor == Actor::Evaluator {
                     Tone::Evaluator
                 } else {
@@ -324,6 +330,7 @@ impl<'a> ExecView<'a> {
                 match self.reason(n, i, None) {
                     r @ (Reason::EvaluatorOutput
                     | Reason::AfterClosure
+                    | Reason::NotTrainable(_)
                     | Reason::Excluded(_)
                     | Reason::Dummy) => Tone::of_reason(&r, None),
                     _ if mode == ColorMode::Lens => match self.lens {

@@ -17,6 +17,8 @@ pub enum Reason {
     EvaluatorOutput,
     /// Output of a request recorded after the execution's closure.
     AfterClosure,
+    /// Policy output the record marks `not_trainable`, with its reason.
+    NotTrainable(Box<str>),
     /// Trainable, but the execution is excluded.
     Excluded(Exclusion),
     /// Trainable, but the execution is a zero-reward dummy (no targets).
@@ -42,6 +44,7 @@ impl fmt::Display for Reason {
             Reason::Context(s) => write!(f, "context:{s}"),
             Reason::EvaluatorOutput => f.write_str("evaluator output"),
             Reason::AfterClosure => f.write_str("after closure"),
+            Reason::NotTrainable(why) => write!(f, "not trainable: {why}"),
             Reason::Excluded(e) => write!(f, "execution excluded: {e}"),
             Reason::Dummy => f.write_str("dummy execution: no targets"),
             Reason::Claimed { draw, leaf } => write!(f, "claimed by draw {draw} (leaf {leaf})"),
@@ -77,6 +80,9 @@ pub fn node_reason(
     let req = &exec.requests[node.owner as usize];
     if req.after_closure {
         return Some(Reason::AfterClosure);
+    }
+    if let Some(why) = &req.not_trainable {
+        return Some(Reason::NotTrainable(why.clone()));
     }
     if req.actor == Actor::Evaluator {
         return Some(Reason::EvaluatorOutput);

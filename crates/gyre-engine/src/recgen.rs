@@ -478,6 +478,7 @@ pub fn write_record(
             let mut reconstructed = Map::new();
             reconstructed.insert("reconstructed".into(), Value::Bool(true));
             emit(&Line::Request(RequestOut {
+                not_trainable: None,
                 execution: id,
                 id: &r.id,
                 agent: &r.agent,

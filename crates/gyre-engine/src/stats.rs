@@ -391,6 +391,7 @@ pub fn breakdown(batch: &Batch, results: &Results) -> Breakdown {
                             ("policy, not a target", Some("excluded: no valid reward"))
                         }
                         Some(Dummy) => ("policy, not a target", Some("dummy execution")),
+                        Some(NotTrainable(_)) => ("not trainable", None),
                         Some(Context(_) | NotYetClaimed) | None => continue,
                     };
                     count(&mut provenance, kind, len, at(0));

@@ -214,6 +214,12 @@ pub fn why(exec: &Execution, outcome: &Outcome, admission: &Admission, request: 
             None,
             Some("recorded after the closure: not part of the execution".to_string()),
         )
+    } else if let Some(why) = &r.not_trainable {
+        (
+            Fate::NotCandidate,
+            None,
+            Some(format!("not trainable: {why}")),
+        )
     } else if let Outcome::Excluded(e) = outcome {
         (Fate::Excluded, None, Some(e.to_string()))
     } else if let Outcome::Dummy = outcome {

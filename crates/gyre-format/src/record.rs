@@ -135,6 +135,9 @@ pub struct RequestRecord {
     pub purpose: Purpose,
     /// Policy or evaluator.
     pub actor: Actor,
+    /// Why a policy output is not trainable (`not_trainable`: the log does not hold all of
+    /// what the model generated, e.g. hidden thinking).
+    pub not_trainable: Option<String>,
     /// Tool calls made by the output.
     pub tool_calls: Vec<ToolCall>,
     /// Finish reason, when recorded.
@@ -360,6 +363,7 @@ struct RawLine<'a> {
     purpose: Option<Cow<'a, str>>,
     #[serde(borrow)]
     actor: Option<Cow<'a, str>>,
+    not_trainable: Option<String>,
     tool_calls: Option<Vec<RawToolCall>>,
     finish: Option<String>,
     model: Option<String>,
@@ -700,6 +704,16 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
             Actor::Evaluator
         }
     };
+    if raw
+        .not_trainable
+        .as_deref()
+        .is_some_and(|r| r.trim().is_empty())
+    {
+        return Err(LineError::new(
+            "not_trainable must say why (a non-empty string)",
+            "not_trainable",
+        ));
+    }
     Ok(RequestRecord {
         execution,
         id,
@@ -711,6 +725,7 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         agent: raw.agent.map(|a| a.0).unwrap_or_else(|| "main".to_owned()),
         purpose,
         actor,
+        not_trainable: raw.not_trainable,
         tool_calls,
         finish: raw.finish,
         t: raw.t,

@@ -89,6 +89,9 @@ pub struct RequestOut<'a> {
     /// `evaluator` for evaluator calls; `policy` is the default and left out.
     #[serde(skip_serializing_if = "is_policy", serialize_with = "actor_name")]
     pub actor: Actor,
+    /// Why the output is not trainable although the policy sampled it (docs/format.md §1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_trainable: Option<&'a str>,
     /// Request time, seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub t: Option<f64>,
@@ -359,6 +362,7 @@ mod tests {
             agent: "main",
             purpose: Purpose::Summary,
             actor: Actor::Policy,
+            not_trainable: None,
             t: Some(1.5),
             model: None,
             extends: Some("r1"),
@@ -393,6 +397,7 @@ mod tests {
             agent: "main",
             purpose: Purpose::Task,
             actor: Actor::Policy,
+            not_trainable: None,
             t: None,
             model: None,
             extends: None,

@@ -31,6 +31,9 @@ pub struct Turn {
     pub source: Source,
     /// For an assistant turn that is a recorded response: the index of its request.
     pub response: Option<usize>,
+    /// Images the provider saw in this message that the log shows only as `[image]` (the usage
+    /// check allows for them).
+    pub images: u32,
 }
 
 impl Turn {
@@ -41,6 +44,7 @@ impl Turn {
             msg,
             source,
             response: None,
+            images: 0,
         }
     }
 }

@@ -94,7 +94,12 @@ pub struct Log {
     lenient: bool,
     problems: Vec<Diagnostic>,
     problem_count: u64,
+    /// Warnings that say a figure is off (the usage check): shown first.
+    important: Vec<String>,
     warnings: Vec<String>,
+    /// Repeated warnings of one kind: the first one's text and how many there were, in the
+    /// order the kinds first came.
+    groups: Vec<(&'static str, String, u64)>,
     warning_count: u64,
     skipped: u64,
 }
@@ -143,6 +148,24 @@ impl Log {
         }
     }
 
+    /// A remark that a figure of the import is off: listed before every other warning.
+    pub fn warn_important(&mut self, message: impl Into<String>) {
+        self.warning_count += 1;
+        if self.important.len() < SHOWN {
+            self.important.push(message.into());
+        }
+    }
+
+    /// A remark of a kind that repeats (one per missing sub-agent log…): one line for the kind,
+    /// the first one's text with how many more there were.
+    pub fn warn_grouped(&mut self, kind: &'static str, message: impl Into<String>) {
+        self.warning_count += 1;
+        match self.groups.iter_mut().find(|g| g.0 == kind) {
+            Some(g) => g.2 += 1,
+            None => self.groups.push((kind, message.into(), 1)),
+        }
+    }
+
     /// `Err` with every problem recorded so far, if any (they are taken out of the log).
     pub fn check(&mut self) -> eyre::Result<()> {
         if self.problem_count == 0 {
@@ -156,9 +179,23 @@ impl Log {
         Err(e.into())
     }
 
-    /// The warnings kept, and how many there were.
-    pub fn warnings(&self) -> (&[String], u64) {
-        (&self.warnings, self.warning_count)
+    /// The warnings kept, most important first, repeated kinds one line each; and how many
+    /// lines there would be with every warning shown.
+    pub fn warnings(&self) -> (Vec<String>, u64) {
+        let grouped = self.groups.iter().map(|(_, first, n)| match n {
+            1 => first.clone(),
+            n => format!("{first} (and {} more like it)", n - 1),
+        });
+        let all: Vec<String> = self
+            .important
+            .iter()
+            .cloned()
+            .chain(grouped)
+            .chain(self.warnings.iter().cloned())
+            .collect();
+        let repeats: u64 = self.groups.iter().map(|g| g.2 - 1).sum();
+        let lines = self.warning_count - repeats;
+        (all.into_iter().take(SHOWN).collect(), lines)
     }
 
     /// Lines or elements skipped under `--lenient`.

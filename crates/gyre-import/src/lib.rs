@@ -90,6 +90,9 @@ pub struct Summary {
     pub written_input_tokens: u64,
     /// Lines written.
     pub lines: u64,
+    /// Requests written with `not_trainable`, by reason (hidden thinking: the policy wrote
+    /// them, but the log does not hold all of their output).
+    pub not_trainable: std::collections::BTreeMap<String, u64>,
     /// Non-fatal remarks (missing sub-agent logs, skipped events…), the first few.
     pub warnings: Vec<String>,
     /// How many remarks there were.
@@ -378,7 +381,7 @@ pub fn import(
         return Err(nothing_to_import(source, inputs, &job.log));
     }
     let (warnings, warning_count) = job.log.warnings();
-    let (warnings, skipped) = (warnings.to_vec(), job.log.skipped());
+    let skipped = job.log.skipped();
     let (sink, mut summary) = job.out.finish()?;
     sink.finish()?;
     summary.warnings = warnings;

@@ -23,6 +23,9 @@ pub struct Response {
     pub context: Vec<u32>,
     /// The response as an assistant message.
     pub message: Message,
+    /// Why its output is not a target although the policy wrote it (the log does not hold
+    /// all of it: hidden thinking); written as the request's `not_trainable`.
+    pub not_trainable: Option<String>,
     /// Agent id (`main`, `sub-…`).
     pub agent: String,
     /// A compaction (summary) call.
@@ -38,6 +41,9 @@ pub struct Response {
     /// The input length the log itself reports for this call (its `usage`), in the provider's
     /// tokens, when logged: checked against the reconstructed context.
     pub usage_input: Option<u64>,
+    /// The output length the log reports (`usage`), in the provider's tokens, when logged: with
+    /// hidden thinking, what this response adds to later contexts beyond its visible output.
+    pub usage_output: Option<u64>,
     /// The input line the response comes from (errors are reported there).
     pub line: u64,
 }
@@ -146,6 +152,17 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
             .wrap_err_with(|| format!("rendering response {} ({})", i + 1, request_id(i)))?;
         outputs.push(Some(Rc::new(out)));
     }
+    // Hidden thinking the provider counts in later contexts: a response's own output tokens
+    // beyond what the log holds of it.
+    let hidden: Vec<u64> = s
+        .responses
+        .iter()
+        .zip(&outputs)
+        .map(|(r, o)| match (&r.not_trainable, r.usage_output, o) {
+            (Some(_), Some(u), Some(o)) => u.saturating_sub(o.tokens.len() as u64),
+            _ => 0,
+        })
+        .collect();
     let mut usage = UsageCheck::default();
     for (i, r) in s.responses.iter().enumerate() {
         (job.progress)(Progress::Requests {
@@ -160,7 +177,22 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
         let out = outputs[i].as_ref().expect("every output is rendered");
         let id = request_id(i);
         if let Some(u) = r.usage_input {
-            usage.add(&r.agent, r.summary, &id, ctx.tokens.len() as u64, u);
+            let (thought, images) = turns.iter().fold((0, 0), |(h, m), t| {
+                let h = h + t
+                    .response
+                    .map_or(0, |j| hidden.get(j).copied().unwrap_or(0));
+                (h, m + u64::from(t.images) * USAGE_IMAGE_TOKENS)
+            });
+            usage.add(
+                &r.agent,
+                r.summary,
+                &id,
+                r.model.as_deref(),
+                ctx.tokens.len() as u64,
+                u,
+                thought,
+                images,
+            );
         }
         let mut meta = r.meta.clone();
         meta.insert("reconstructed".into(), Value::Bool(true));
@@ -186,6 +218,7 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
                     Purpose::Task
                 },
                 actor: Actor::Policy,
+                not_trainable: r.not_trainable.as_deref(),
                 t: r.t,
                 model: r.model.as_deref(),
                 extends: None,
@@ -209,7 +242,7 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
     });
     let mut closure = s.closure.clone();
     for warning in usage.verdict(&s.execution, &mut closure.meta) {
-        job.log.warn(warning);
+        job.log.warn_important(warning);
     }
     if closure.artifact.is_null() && s.scored && job.opts.score.is_some() {
         job.log.warn(format!(
@@ -265,7 +298,8 @@ fn write_end(
 }
 
 /// A request is *short* when more than this share of the context the log's `usage` accounts for
-/// (beyond the thread's first call, see [`UsageCheck`]) is missing from the reconstruction…
+/// (beyond the thread's first call and what the log is known not to hold, scaled by the
+/// session's token ratio, see [`UsageCheck`]) is missing from the reconstruction…
 pub const USAGE_SHORT_SHARE: f64 = 0.5;
 /// … and the missing part is at least this many tokens.
 pub const USAGE_SHORT_TOKENS: u64 = 20_000;
@@ -273,100 +307,215 @@ pub const USAGE_SHORT_TOKENS: u64 = 20_000;
 /// `usage` accounts for, and at least [`USAGE_SHORT_TOKENS`] more: context the model did not see
 /// (a harness that condensed or truncated its history without logging the view it sent).
 pub const USAGE_LONG_FACTOR: f64 = 2.0;
+/// What the provider counts for an image the log shows as `[image]` (Anthropic: about
+/// width × height / 750, at most ~1,600 for the sizes Claude Code sends): the upper figure, so
+/// a context with images is never called short for them.
+pub const USAGE_IMAGE_TOKENS: u64 = 1_600;
+/// The token ratio (reconstructed / provider tokens) a model family's requests are scaled by
+/// is their median, kept within these bounds: below, the provider's tokenizer would be far
+/// coarser than any seen (a session whose contexts are mostly lost must still be flagged).
+pub const USAGE_RATIO_BOUNDS: (f64, f64) = (0.5, 1.0);
+
+/// One request's figures for the usage check.
+#[derive(Debug)]
+struct UsageRow {
+    id: String,
+    family: String,
+    reconstructed: u64,
+    usage: u64,
+    /// The thread's unlogged prefix (from its first call).
+    base: u64,
+    /// Tokens the provider counted that the log is known not to hold (hidden thinking of
+    /// earlier responses in the context, images).
+    known: u64,
+    /// Of `known`: hidden thinking, and images.
+    hidden: u64,
+    images: u64,
+}
+
+impl UsageRow {
+    /// What `usage` says the reconstruction should hold, in provider tokens.
+    fn expected(&self) -> u64 {
+        self.usage.saturating_sub(self.base + self.known)
+    }
+}
 
 /// Reconstructed context lengths against the input lengths the log reports (`usage`).
 ///
 /// The two never agree exactly: the provider's tokenizer is not the one gyre renders with, the
 /// system prompt and tool definitions may be missing from the log (Claude Code), and hidden
-/// thinking counts in `usage` but is not in the log. The unlogged part is estimated per agent
-/// thread as the difference on the thread's first call and taken off every later call of the
-/// thread; what is still missing beyond [`USAGE_SHORT_SHARE`] and [`USAGE_SHORT_TOKENS`] means
-/// the reconstruction lost context (a broken `parentUuid` chain, lines missing from the log);
-/// far more than `usage` ([`USAGE_LONG_FACTOR`]) means it holds context the model was not sent.
+/// thinking counts in `usage` but is not in the log. What is known to be missing is taken off
+/// each request: the unlogged prefix of its agent thread (the difference on the thread's first
+/// call), the hidden thinking of the earlier responses in its context (each response's own
+/// `usage` output tokens less its reconstructed output) and its images
+/// ([`USAGE_IMAGE_TOKENS`] each). The rest is scaled by the median token ratio of the
+/// requests of the same model family ([`USAGE_RATIO_BOUNDS`]); what is then still missing
+/// beyond [`USAGE_SHORT_SHARE`] and [`USAGE_SHORT_TOKENS`] means the reconstruction lost
+/// context (a broken `parentUuid` chain, lines missing from the log); far more than `usage`
+/// ([`USAGE_LONG_FACTOR`]) means it holds context the model was not sent.
 #[derive(Debug, Default)]
 struct UsageCheck {
     /// Unlogged tokens per (agent, summary) thread, from its first call.
     baseline: HashMap<(String, bool), u64>,
-    checked: u64,
-    ratios: Vec<f64>,
-    /// (request, reconstructed, usage, unlogged) of the short requests.
-    short: Vec<(String, u64, u64, u64)>,
-    /// The same for the long requests.
-    long: Vec<(String, u64, u64, u64)>,
+    rows: Vec<UsageRow>,
+}
+
+/// A model's family: its name without a trailing date (`claude-opus-4-5-20251101` →
+/// `claude-opus-4-5`).
+fn family(model: Option<&str>) -> String {
+    let m = model.unwrap_or("");
+    match m.rsplit_once('-') {
+        Some((head, date)) if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) => {
+            head.to_owned()
+        }
+        _ => m.to_owned(),
+    }
 }
 
 impl UsageCheck {
-    fn add(&mut self, agent: &str, summary: bool, id: &str, reconstructed: u64, usage: u64) {
+    /// Adds request `id` of `agent`'s thread: `reconstructed` tokens against `usage`, of which
+    /// `hidden` (thinking) and `images` (tokens) are known not to be in the log.
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        agent: &str,
+        summary: bool,
+        id: &str,
+        model: Option<&str>,
+        reconstructed: u64,
+        usage: u64,
+        hidden: u64,
+        images: u64,
+    ) {
+        let known = hidden + images;
         let base = *self
             .baseline
             .entry((agent.to_owned(), summary))
-            .or_insert_with(|| usage.saturating_sub(reconstructed));
-        self.checked += 1;
-        let expected = usage.saturating_sub(base);
-        if expected > 0 {
-            self.ratios.push(reconstructed as f64 / expected as f64);
-        }
-        let missing = expected.saturating_sub(reconstructed);
-        if missing as f64 > USAGE_SHORT_SHARE * expected as f64 && missing >= USAGE_SHORT_TOKENS {
-            self.short.push((id.to_owned(), reconstructed, usage, base));
-        }
-        let extra = reconstructed.saturating_sub(expected);
-        if reconstructed as f64 > USAGE_LONG_FACTOR * expected as f64 && extra >= USAGE_SHORT_TOKENS
-        {
-            self.long.push((id.to_owned(), reconstructed, usage, base));
-        }
+            .or_insert_with(|| usage.saturating_sub(reconstructed + known));
+        self.rows.push(UsageRow {
+            id: id.to_owned(),
+            family: family(model),
+            reconstructed,
+            usage,
+            base,
+            known,
+            hidden,
+            images,
+        });
     }
 
     /// Records the figures in the closure's `meta.usage_check`; a warning when requests are
-    /// short or long.
+    /// short or long, worded by what explains them.
     fn verdict(&self, execution: &str, meta: &mut Map<String, Value>) -> Vec<String> {
-        if self.checked == 0 {
+        if self.rows.is_empty() {
             return Vec::new();
         }
-        let mut ratios = self.ratios.clone();
-        ratios.sort_by(f64::total_cmp);
-        let median = ratios.get(ratios.len() / 2).copied();
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied()
+        };
+        let ratio = |r: &UsageRow| {
+            let e = r.expected();
+            (e > 0).then(|| r.reconstructed as f64 / e as f64)
+        };
+        let mut by_family: HashMap<&str, Vec<f64>> = HashMap::new();
+        for r in &self.rows {
+            if let Some(x) = ratio(r) {
+                by_family.entry(&r.family).or_default().push(x);
+            }
+        }
+        let scale: HashMap<&str, f64> = by_family
+            .into_iter()
+            .filter_map(|(f, v)| {
+                let (lo, hi) = USAGE_RATIO_BOUNDS;
+                median(v).map(|m| (f, m.clamp(lo, hi)))
+            })
+            .collect();
+        let mut short: Vec<&UsageRow> = Vec::new();
+        let mut long: Vec<&UsageRow> = Vec::new();
+        for r in &self.rows {
+            let s = scale.get(r.family.as_str()).copied().unwrap_or(1.0);
+            let expected = r.expected() as f64 * s;
+            let missing = expected - r.reconstructed as f64;
+            if missing > USAGE_SHORT_SHARE * expected && missing >= USAGE_SHORT_TOKENS as f64 {
+                short.push(r);
+            }
+            // Long is judged against everything `usage` counts (known-missing parts included):
+            // a model that drops earlier thinking from its context must not look condensed.
+            let sent = r.usage.saturating_sub(r.base);
+            let extra = r.reconstructed.saturating_sub(sent);
+            if r.reconstructed as f64 > USAGE_LONG_FACTOR * sent as f64
+                && extra >= USAGE_SHORT_TOKENS
+            {
+                long.push(r);
+            }
+        }
+        let families: Map<String, Value> = scale
+            .iter()
+            .map(|(f, s)| ((*f).to_owned(), json!((s * 1000.0).round() / 1000.0)))
+            .collect();
+        let hidden: u64 = self.rows.iter().map(|r| r.hidden).max().unwrap_or(0);
+        let images: u64 = self.rows.iter().map(|r| r.images).max().unwrap_or(0);
         meta.insert(
             "usage_check".into(),
             json!({
-                "requests": self.checked,
-                "short": self.short.len(),
-                "long": self.long.len(),
-                "median_ratio": median.map(|m| (m * 1000.0).round() / 1000.0),
+                "requests": self.rows.len(),
+                "short": short.len(),
+                "long": long.len(),
+                "median_ratio": median(self.rows.iter().filter_map(ratio).collect())
+                    .map(|m| (m * 1000.0).round() / 1000.0),
+                "ratio_by_family": families,
+                "max_hidden_thinking": hidden,
+                "max_image_tokens": images,
             }),
         );
-        let named = |list: &[(String, u64, u64, u64)]| {
-            let ids: Vec<&str> = list.iter().take(5).map(|s| s.0.as_str()).collect();
+        let named = |list: &[&UsageRow]| {
+            let ids: Vec<&str> = list.iter().take(5).map(|s| s.id.as_str()).collect();
             let more = if list.len() > ids.len() { ", …" } else { "" };
             format!("{}{more}", ids.join(", "))
         };
         let mut said = Vec::new();
-        if let Some((id, rec, usage, base)) = self.short.first() {
+        if let Some(r) = short.first() {
+            let mut allowed = vec![format!("~{} the thread's unlogged prefix", r.base)];
+            if r.hidden > 0 {
+                allowed.push(format!("~{} hidden thinking", r.hidden));
+            }
+            if r.images > 0 {
+                allowed.push(format!("~{} images", r.images));
+            }
             said.push(format!(
                 "{execution}: {} of {} requests have far less context than the log's usage \
-                 reports ({}): e.g. {id} has {rec} tokens reconstructed, usage reports {usage} \
-                 input tokens of which ~{base} are the thread's unlogged prefix; the log may have \
-                 lost lines",
-                self.short.len(),
-                self.checked,
-                named(&self.short),
+                 reports ({}): e.g. {} has {} tokens reconstructed, usage reports {} input tokens \
+                 ({} of them; token ratio {:.2}); what is missing is none of these: the log may \
+                 have lost lines (a broken parentUuid chain, a file not copied)",
+                short.len(),
+                self.rows.len(),
+                named(&short),
+                r.id,
+                r.reconstructed,
+                r.usage,
+                allowed.join(", "),
+                scale.get(r.family.as_str()).copied().unwrap_or(1.0),
             ));
         }
-        if let Some((id, rec, usage, base)) = self.long.first() {
+        if let Some(r) = long.first() {
             said.push(format!(
                 "{execution}: {} of {} requests have far more context than the log's usage \
-                 reports ({}): e.g. {id} has {rec} tokens reconstructed, usage reports {usage} \
-                 input tokens (~{base} of them the thread's unlogged prefix); the harness sent a \
-                 shorter context (condensed or truncated history) that the log does not hold",
-                self.long.len(),
-                self.checked,
-                named(&self.long),
+                 reports ({}): e.g. {} has {} tokens reconstructed, usage reports {} input tokens \
+                 (~{} of them the thread's unlogged prefix); the harness sent a shorter context \
+                 (condensed or truncated history) that the log does not hold",
+                long.len(),
+                self.rows.len(),
+                named(&long),
+                r.id,
+                r.reconstructed,
+                r.usage,
+                r.base,
             ));
         }
         said
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,13 +524,13 @@ mod tests {
     fn usage_check_flags_lost_context_only() {
         let mut c = UsageCheck::default();
         // First call: 26k unlogged (system prompt and tools).
-        c.add("main", false, "r1", 100, 26_100);
+        c.add("main", false, "r1", None, 100, 26_100, 0, 0);
         // Tokenizer drift and hidden thinking: 40% missing, not flagged.
-        c.add("main", false, "r2", 60_000, 126_000);
+        c.add("main", false, "r2", None, 60_000, 126_000, 0, 0);
         // Small contexts: half missing but under 20k tokens.
-        c.add("main", false, "r3", 3_000, 41_000);
+        c.add("main", false, "r3", None, 3_000, 41_000, 0, 0);
         // Lost context: 100k reported, 5k reconstructed.
-        c.add("main", false, "r4", 5_000, 131_000);
+        c.add("main", false, "r4", None, 5_000, 131_000, 0, 0);
         let mut meta = Map::new();
         let w = c.verdict("s", &mut meta).remove(0);
         assert!(w.starts_with("s: 1 of 4 requests"), "{w}");
@@ -393,13 +542,13 @@ mod tests {
     #[test]
     fn usage_check_flags_context_the_model_was_not_sent() {
         let mut c = UsageCheck::default();
-        c.add("main", false, "r1", 9_000, 10_000);
+        c.add("main", false, "r1", None, 9_000, 10_000, 0, 0);
         // Tokenizer drift the other way: 60% more, not flagged.
-        c.add("main", false, "r2", 48_000, 31_000);
+        c.add("main", false, "r2", None, 48_000, 31_000, 0, 0);
         // Long but small: over twice, under 20k more.
-        c.add("main", false, "r3", 30_000, 13_000);
+        c.add("main", false, "r3", None, 30_000, 13_000, 0, 0);
         // After a condensation the harness sent 21k; the reconstruction kept 90k.
-        c.add("main", false, "r4", 90_000, 22_000);
+        c.add("main", false, "r4", None, 90_000, 22_000, 0, 0);
         let mut meta = Map::new();
         let w = c.verdict("s", &mut meta).remove(0);
         assert!(

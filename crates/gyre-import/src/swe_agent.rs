@@ -404,6 +404,7 @@ fn responses(path: &Path, messages: &[Message], turns: &[Turn], places: &Places)
             meta.insert("action".into(), a.clone());
         }
         out.push(Response {
+            not_trainable: None,
             context,
             message: turns[m.turn as usize].msg.clone(),
             agent: m.agent.clone(),
@@ -413,6 +414,7 @@ fn responses(path: &Path, messages: &[Message], turns: &[Turn], places: &Places)
             finish: None,
             meta,
             usage_input: None,
+            usage_output: None,
             line: places.line(m.index),
         });
     }

@@ -572,6 +572,7 @@ fn write_call(c: &Checked, job: &mut Job) -> Result<()> {
     let spans = spans_out(&spans);
     job.out.request(
         &RequestOut {
+            not_trainable: None,
             execution: &c.execution,
             id: &c.id,
             agent: &c.agent,
@@ -632,6 +633,7 @@ fn copy_record(rec: Record, raw: &Value, at: At, job: &mut Job) -> Result<()> {
                 .collect();
             job.out.request(
                 &RequestOut {
+                    not_trainable: None,
                     execution: &r.execution,
                     id: &r.id,
                     agent: &r.agent,

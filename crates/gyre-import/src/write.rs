@@ -89,6 +89,9 @@ impl Out {
         s.output_tokens += rec.output.len() as u64;
         s.delta_requests += u64::from(written.extends.is_some());
         s.written_input_tokens += written.input_tokens as u64;
+        if let Some(why) = rec.not_trainable {
+            *s.not_trainable.entry(why.to_owned()).or_default() += 1;
+        }
         Ok(())
     }
 

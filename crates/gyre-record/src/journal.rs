@@ -469,6 +469,7 @@ impl Journal {
         let written = self
             .rec
             .request(&RequestOut {
+                not_trainable: None,
                 execution: &p.execution,
                 id: &id,
                 agent: &p.agent,

@@ -728,6 +728,7 @@ impl<'w> Gen<'w> {
             })
             .collect();
         self.line(&Line::Request(RequestOut {
+            not_trainable: None,
             execution: &ex.id,
             id: &id,
             agent: &ctx.agent,

@@ -146,6 +146,7 @@ impl Theme {
                 Tone::LeftOut => s.add_modifier(Modifier::ITALIC | Modifier::UNDERLINED),
                 Tone::Excluded => s.add_modifier(Modifier::CROSSED_OUT),
                 Tone::AfterClosure => s.add_modifier(Modifier::CROSSED_OUT | Modifier::DIM),
+                Tone::NotTrainable => s.add_modifier(Modifier::DIM | Modifier::ITALIC),
                 Tone::Evaluator => s.add_modifier(Modifier::BOLD | Modifier::ITALIC),
                 // Each context kind its own attributes, so provenance reads without colour.
                 Tone::Context(System) => s.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
@@ -188,6 +189,7 @@ impl Theme {
             Tone::Policy => s.fg(Color::LightGreen).add_modifier(Modifier::BOLD),
             Tone::Evaluator => s.fg(Color::LightRed),
             Tone::AfterClosure => s.fg(Color::DarkGray).add_modifier(Modifier::CROSSED_OUT),
+            Tone::NotTrainable => s.fg(Color::Green).add_modifier(Modifier::DIM),
             Tone::ThisDraw => s
                 .fg(Color::Black)
                 .bg(Color::LightGreen)

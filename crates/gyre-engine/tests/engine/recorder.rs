@@ -19,6 +19,7 @@ fn request<'a>(
     spans: &'a [SpanOut<'a>],
 ) -> RequestOut<'a> {
     RequestOut {
+        not_trainable: None,
         execution: exec,
         id,
         agent: "main",
@@ -135,6 +136,7 @@ fn record(delta: bool) -> Vec<u8> {
     ))
     .unwrap();
     rec.request(&RequestOut {
+        not_trainable: None,
         agent: "sub-1",
         ..request("e1", "s1", &[7, 8], &[20], &[-0.7], &[])
     })
@@ -220,6 +222,7 @@ fn invalid_records_are_refused_and_nothing_is_written() {
         ),
         (
             RequestOut {
+                not_trainable: None,
                 extends: Some("r9"),
                 ..request("e1", "r4", &[1], &[3], &[-0.1], &[])
             },

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::SYSTEM_NOTE;
+use super::attachments::Attach;
 use super::lines::{ABlock, Agent, Kind, Log, UBlock};
 use crate::Job;
 use crate::convo::{Turn, hash_str};
@@ -76,6 +77,8 @@ pub(super) fn group_responses(log: &Log) -> Groups {
 #[derive(Clone, Debug, Default)]
 struct Link {
     call_id: String,
+    /// The tool's name (`Task`; `Agent` since Claude Code 2.1.6x).
+    tool: String,
     subagent_type: Option<String>,
     description: Option<String>,
 }
@@ -103,8 +106,9 @@ pub(super) fn link_calls(main: &Path, log: &Log, groups: &Groups, job: &mut Job)
             }
         }
     }
-    let link_of = |id: &str, input: &Value| Link {
+    let link_of = |id: &str, tool: &str, input: &Value| Link {
         call_id: id.to_owned(),
+        tool: if tool.is_empty() { "Task" } else { tool }.to_owned(),
         subagent_type: input
             .get("subagent_type")
             .and_then(Value::as_str)
@@ -125,8 +129,11 @@ pub(super) fn link_calls(main: &Path, log: &Log, groups: &Groups, job: &mut Job)
                 if let UBlock::ToolResult { id, content } = b {
                     results.entry(id.clone()).or_insert((i, content.clone()));
                     if let Some(agent) = agent_link {
-                        let input = calls.get(id.as_str()).map_or(&Value::Null, |c| c.1);
-                        links.insert(agent.clone(), link_of(id, input));
+                        let (tool, input) = calls
+                            .get(id.as_str())
+                            .copied()
+                            .unwrap_or(("", &Value::Null));
+                        links.insert(agent.clone(), link_of(id, tool, input));
                     }
                 }
             }
@@ -161,7 +168,7 @@ pub(super) fn link_calls(main: &Path, log: &Log, groups: &Groups, job: &mut Job)
             calls.iter().find_map(|(cid, (name, input))| {
                 (matches!(*name, "Task" | "Agent")
                     && input.get("prompt").and_then(Value::as_str) == Some(text))
-                .then(|| link_of(cid, input))
+                .then(|| link_of(cid, name, input))
             })
         });
         match found {
@@ -169,7 +176,8 @@ pub(super) fn link_calls(main: &Path, log: &Log, groups: &Groups, job: &mut Job)
                 links.insert(id.clone(), link);
             }
             None => job.log.warn(format!(
-                "sub-agent {id}: no Task call links to it (its requests carry no subagent_type)"
+                "sub-agent {id}: no Task or Agent call links to it (its requests carry no \
+                 subagent_type)"
             )),
         }
     }
@@ -187,12 +195,16 @@ pub(super) fn link_calls(main: &Path, log: &Log, groups: &Groups, job: &mut Job)
                 ),
                 None => String::new(),
             };
-            job.log.warn(format!(
-                "Task call {} ran sub-agent {agent}, whose log is not beside the session \
+            job.log.warn_grouped(
+                "missing sub-agent log",
+                format!(
+                    "{} call {} ran sub-agent {agent}, whose log is not beside the session \
                  (expected {}/subagents/agent-{agent}.jsonl): its result is a tool span only{copy}",
-                link.call_id,
-                beside.display()
-            ));
+                    link.tool,
+                    link.call_id,
+                    beside.display()
+                ),
+            );
         }
     }
     // Compaction: each boundary of the main thread had a call that wrote its summary.
@@ -299,13 +311,26 @@ impl<'a> Ctx<'a> {
                 if self.available(*line) {
                     self.done_results.insert(id);
                     self.turns.push(turns.get(format!("result:{id}"), || {
-                        Turn::new("", Message::tool(id, text.as_str()), Source::Tool)
+                        with_images(Turn::new(
+                            "",
+                            Message::tool(id, text.as_str()),
+                            Source::Tool,
+                        ))
                     }));
                 }
             }
         }
     }
 }
+
+/// `turn` with its images counted: the importer writes each image as `[image]`.
+fn with_images(mut turn: Turn) -> Turn {
+    turn.images = turn.msg.content.matches(IMAGE).count() as u32;
+    turn
+}
+
+/// How an image stands in a context.
+pub(super) const IMAGE: &str = "[image]";
 
 /// The chain above line `start` (its parent first … root last), reversed to root first.
 fn chain_above(log: &Log, start: usize, job: &mut Job) -> Vec<usize> {
@@ -449,11 +474,11 @@ pub(super) fn build_contexts(
                                 }
                                 if ctx.done_results.insert(id) {
                                     ctx.turns.push(turns.get(format!("result:{id}"), || {
-                                        Turn::new(
+                                        with_images(Turn::new(
                                             "",
                                             Message::tool(id, content.as_str()),
                                             Source::Tool,
-                                        )
+                                        ))
                                     }));
                                 }
                             }
@@ -472,11 +497,47 @@ pub(super) fn build_contexts(
                             Source::User
                         };
                         ctx.turns.push(turns.get(format!("user:{}", l.uuid), || {
-                            Turn::new("", Message::new("user", content), source)
+                            with_images(Turn::new("", Message::new("user", content), source))
                         }));
                     }
                 }
-                Kind::Boundary | Kind::Other => {}
+                Kind::Attachment { what, .. } => match what {
+                    Attach::Text { text, source } => {
+                        ctx.flush(&mut turns);
+                        let source = *source;
+                        ctx.turns
+                            .push(turns.get(format!("attachment:{}", l.uuid), || {
+                                Turn::new("", Message::new("user", text.as_str()), source)
+                            }));
+                    }
+                    Attach::Call {
+                        name,
+                        input,
+                        result,
+                    } => {
+                        // Claude Code shows an @-mentioned file as a Read call it made itself.
+                        ctx.flush(&mut turns);
+                        let id = format!("attachment-{}", l.uuid);
+                        let call = Message {
+                            tool_calls: vec![ToolCall {
+                                id: id.clone(),
+                                name: name.clone(),
+                                arguments: input.clone(),
+                            }],
+                            ..Message::new("assistant", "")
+                        };
+                        ctx.turns
+                            .push(turns.get(format!("attachment-call:{}", l.uuid), || {
+                                Turn::new("", call, Source::Assistant)
+                            }));
+                        ctx.turns
+                            .push(turns.get(format!("attachment:{}", l.uuid), || {
+                                Turn::new("", Message::tool(&id, result.as_str()), Source::Tool)
+                            }));
+                    }
+                    Attach::Silent | Attach::Unplaced => {}
+                },
+                Kind::Boundary(_) | Kind::Other => {}
             }
         }
         ctx.flush(&mut turns);
@@ -501,6 +562,7 @@ fn response(
     let mut model = None;
     let mut finish = None;
     let mut usage_input = None;
+    let mut usage_output = None;
     for &k in &group.lines {
         if let Kind::Assistant {
             blocks: b,
@@ -521,6 +583,10 @@ fn response(
             if let Some(u) = usage {
                 meta.insert("usage".into(), u.clone());
                 usage_input = input_tokens(u).or(usage_input);
+                usage_output = u
+                    .get("output_tokens")
+                    .and_then(Value::as_u64)
+                    .or(usage_output);
             }
             if let Some(r) = request_id {
                 meta.insert("request_id".into(), json!(r));
@@ -554,9 +620,18 @@ fn response(
             }
         }
     }
+    let hidden = blocks
+        .iter()
+        .filter(|b| matches!(b, ABlock::HiddenThinking))
+        .count();
+    let not_trainable = (hidden > 0).then(|| HIDDEN_THINKING.to_owned());
+    if hidden > 0 {
+        meta.insert("hidden_thinking".into(), json!(hidden));
+    }
     Response {
         context,
         message: response_message(&blocks),
+        not_trainable,
         agent,
         summary,
         t: first.ts,
@@ -564,9 +639,13 @@ fn response(
         finish,
         meta,
         usage_input,
+        usage_output,
         line: first.line,
     }
 }
+
+/// Why a response whose thinking the log does not hold is not a target.
+pub const HIDDEN_THINKING: &str = "hidden thinking: the log holds a signature, not the reasoning";
 
 /// The input the model read, per Anthropic's `usage`: uncached + cache reads + cache writes.
 fn input_tokens(usage: &Value) -> Option<u64> {

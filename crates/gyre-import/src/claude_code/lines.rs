@@ -13,6 +13,8 @@ use crate::input::{Counter, Lines, file_name, line_values, sub_path, typed};
 use crate::timestamp::parse_timestamp;
 use crate::{Job, Progress};
 
+use super::attachments::{Attach, attachment};
+
 /// One line as Claude Code writes it (the fields used; the rest is ignored).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -52,6 +54,46 @@ struct Entry {
     /// A `progress` line's payload.
     #[serde(default)]
     data: Option<ProgressData>,
+    /// An `attachment` line's payload (Claude Code 2.1.205+).
+    #[serde(default)]
+    attachment: Option<Value>,
+    /// A `compact_boundary`'s metadata: the messages a compaction kept verbatim.
+    #[serde(default)]
+    compact_metadata: Option<CompactMetadata>,
+}
+
+/// `compactMetadata` of a `compact_boundary`: when a compaction keeps recent messages verbatim,
+/// the log leaves their chain as it was and names how Claude Code relinks it on load.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CompactMetadata {
+    #[serde(default)]
+    preserved_segment: Option<PreservedSegment>,
+    #[serde(default)]
+    preserved_messages: Option<PreservedMessages>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PreservedSegment {
+    head_uuid: String,
+    anchor_uuid: String,
+    tail_uuid: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PreservedMessages {
+    anchor_uuid: String,
+    #[serde(default)]
+    uuids: Vec<String>,
+}
+
+/// How a compaction relinks the messages it kept.
+#[derive(Clone, Debug)]
+pub(super) enum Preserved {
+    Segment(PreservedSegment),
+    Messages(PreservedMessages),
 }
 
 /// A `progress` line's `data`: an `agent_progress` one copies a sub-agent's message into the
@@ -111,7 +153,10 @@ enum Block {
     Thinking {
         #[serde(default)]
         thinking: String,
+        #[serde(default)]
+        signature: Option<String>,
     },
+    RedactedThinking,
     ToolUse {
         id: String,
         #[serde(default)]
@@ -166,6 +211,9 @@ impl Agent {
 pub(super) enum ABlock {
     Text(String),
     Thinking(String),
+    /// The model thought, but the log holds only a signature (`"thinking": ""`) or an
+    /// encrypted `redacted_thinking` block: the reasoning is unknown.
+    HiddenThinking,
     ToolUse {
         id: String,
         name: String,
@@ -195,8 +243,15 @@ pub(super) enum Kind {
         /// `toolUseResult.agentId`: the sub-agent a `Task` result came from.
         agent_link: Option<String>,
     },
-    /// A compaction boundary (the summary follows it).
-    Boundary,
+    /// A compaction boundary (the summary follows it), with the messages it kept verbatim.
+    Boundary(Option<Preserved>),
+    /// An `attachment` line: content Claude Code adds on the user side.
+    Attachment {
+        /// Its `type`.
+        kind: String,
+        /// What it becomes in the context.
+        what: Attach,
+    },
     Other,
 }
 
@@ -226,6 +281,8 @@ pub(super) struct Log {
     pub(super) unread_blocks: std::collections::BTreeMap<String, (u64, String)>,
     /// `agent_progress` lines of the main file, by sub-agent id: a partial copy of its log.
     pub(super) mirrored: HashMap<String, u64>,
+    /// Attachments not placed in any context, by `type`: how many, and where the first is.
+    pub(super) unplaced: std::collections::BTreeMap<String, (u64, String)>,
 }
 
 fn file_agent(path: &Path, index: usize) -> Agent {
@@ -329,7 +386,17 @@ fn parse_entry(
                     .into_iter()
                     .filter_map(|(kind, b)| match b {
                         Block::Text { text } => Some(ABlock::Text(text)),
-                        Block::Thinking { thinking } => Some(ABlock::Thinking(thinking)),
+                        Block::Thinking {
+                            thinking,
+                            signature,
+                        } => {
+                            if thinking.is_empty() && signature.is_some_and(|s| !s.is_empty()) {
+                                Some(ABlock::HiddenThinking)
+                            } else {
+                                Some(ABlock::Thinking(thinking))
+                            }
+                        }
+                        Block::RedactedThinking => Some(ABlock::HiddenThinking),
                         Block::ToolUse { id, name, input }
                         | Block::ServerToolUse { id, name, input } => {
                             Some(ABlock::ToolUse { id, name, input })
@@ -387,7 +454,24 @@ fn parse_entry(
                 },
             }
         }
-        "system" if e.subtype.as_deref() == Some("compact_boundary") => Kind::Boundary,
+        "system" if e.subtype.as_deref() == Some("compact_boundary") => {
+            Kind::Boundary(e.compact_metadata.and_then(|m| {
+                m.preserved_messages
+                    .map(Preserved::Messages)
+                    .or(m.preserved_segment.map(Preserved::Segment))
+            }))
+        }
+        "attachment" => {
+            let a = e.attachment.unwrap_or(Value::Null);
+            Kind::Attachment {
+                kind: a
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned(),
+                what: attachment(&a),
+            }
+        }
         _ => Kind::Other,
     };
     let agent = if file == 0 && e.is_sidechain == Some(true) {
@@ -424,6 +508,7 @@ pub(super) fn read_log(files: Vec<PathBuf>, job: &mut Job) -> Result<Log> {
         boundaries: Vec::new(),
         unread_blocks: Default::default(),
         mirrored: HashMap::new(),
+        unplaced: Default::default(),
     };
     let total: u64 = log
         .files
@@ -472,6 +557,18 @@ pub(super) fn read_log(files: Vec<PathBuf>, job: &mut Job) -> Result<Log> {
         job.log.warn(format!(
             "content blocks not reconstructed: {}; an assistant's is left out of its output, a \
              user's stands as `[type]` in the context",
+            kinds.join(", ")
+        ));
+    }
+    if !log.unplaced.is_empty() {
+        let kinds: Vec<String> = log
+            .unplaced
+            .iter()
+            .map(|(kind, (n, at))| format!("{n}× {kind} (first at {at})"))
+            .collect();
+        job.log.warn(format!(
+            "attachments not placed in the context (the log does not hold what Claude Code \
+             sent for them, or the type is unknown): {}",
             kinds.join(", ")
         ));
     }
@@ -536,7 +633,18 @@ fn read_value(
     }
     match parsed {
         Ok(Some(l)) => {
-            if matches!(l.kind, Kind::Boundary) && fi == 0 {
+            if let Kind::Attachment {
+                kind,
+                what: Attach::Unplaced,
+            } = &l.kind
+            {
+                let (count, _) = log
+                    .unplaced
+                    .entry(kind.clone())
+                    .or_insert_with(|| (0, format!("{}:{n}", file_name(path))));
+                *count += 1;
+            }
+            if matches!(l.kind, Kind::Boundary(_)) && fi == 0 {
                 log.boundaries.push(format!("{}:{n}", file_name(path)));
             }
             if log.by_uuid.contains_key(&l.uuid) {
@@ -552,6 +660,103 @@ fn read_value(
         }
         Ok(None) => {}
         Err((msg, field)) => job.log.problem(diag(path, n, msg, Some(&field))),
+    }
+}
+
+/// A compaction that kept recent messages verbatim (a manual `/compact`, Claude Code 2.1.217)
+/// leaves their `parentUuid`s as they were, so the chain after it runs back through the whole
+/// pre-compaction conversation, past the summary. Claude Code relinks them when it loads the
+/// session (`compactMetadata.preservedSegment` / `preservedMessages`); so does this, the same
+/// way: the kept messages hang below the anchor (the summary), and whatever hung below the
+/// anchor continues after the last kept message. Returns how many boundaries were applied.
+pub(super) fn relink_preserved(log: &mut Log) -> usize {
+    let plans: Vec<Preserved> = log
+        .lines
+        .iter()
+        .filter_map(|l| match &l.kind {
+            Kind::Boundary(Some(p)) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut applied = 0;
+    for plan in plans {
+        let (anchor, first, last) = match plan {
+            Preserved::Messages(m) => {
+                let idx: Option<Vec<usize>> = m
+                    .uuids
+                    .iter()
+                    .map(|u| log.by_uuid.get(u).copied())
+                    .collect();
+                let Some(idx) = idx.filter(|v| !v.is_empty()) else {
+                    continue;
+                };
+                let mut prev = m.anchor_uuid.clone();
+                for i in idx {
+                    log.lines[i].parent = Some(prev);
+                    prev = log.lines[i].uuid.clone();
+                }
+                (m.anchor_uuid, m.uuids[0].clone(), prev)
+            }
+            Preserved::Segment(g) => {
+                if let Some(&h) = log.by_uuid.get(&g.head_uuid) {
+                    log.lines[h].parent = Some(g.anchor_uuid.clone());
+                }
+                (g.anchor_uuid, g.head_uuid, g.tail_uuid)
+            }
+        };
+        for l in &mut log.lines {
+            if l.parent.as_deref() == Some(anchor.as_str()) && l.uuid != first {
+                l.parent = Some(last.clone());
+            }
+        }
+        applied += 1;
+    }
+    applied
+}
+
+/// After a compaction that kept nothing verbatim, Claude Code sends the summary and what
+/// follows it, nothing from before the boundary; a line written after the boundary whose
+/// `parentUuid` names a line before it (Claude Code 2.1.217's manual `/compact`) would put the
+/// whole pre-compaction conversation back and leave the summary out. Such a line is linked to
+/// the line before it in its file, the way [`repair_chains`] links a line to a parent that was
+/// never written.
+pub(super) fn cut_at_boundaries(log: &mut Log, job: &mut Job) {
+    let mut fixes: Vec<(usize, String)> = Vec::new();
+    // Per file: the index of the last boundary without a kept segment, and its agent.
+    let mut open: HashMap<usize, (usize, Agent)> = HashMap::new();
+    for i in 0..log.lines.len() {
+        let l = &log.lines[i];
+        if let Kind::Boundary(plan) = &l.kind {
+            match plan {
+                None => open.insert(l.file, (i, l.agent.clone())),
+                Some(_) => open.remove(&l.file),
+            };
+            continue;
+        }
+        let Some((b, agent)) = open.get(&l.file) else {
+            continue;
+        };
+        let parent = l.parent.as_ref().and_then(|p| log.by_uuid.get(p)).copied();
+        if let Some(p) = parent {
+            let before = &log.lines[i - 1];
+            if p < *b && log.lines[p].file == l.file && l.agent == *agent && before.file == l.file {
+                fixes.push((i, before.uuid.clone()));
+            }
+        }
+    }
+    if let Some(&(first, _)) = fixes.first() {
+        let l = &log.lines[first];
+        job.log.warn(format!(
+            "{}:{}: {} after a compaction named a parent from before it (past the summary): \
+             each is linked to the line before it in its file, so the context after the \
+             compaction starts from the summary",
+            file_name(&log.files[l.file]),
+            l.line,
+            gyre_engine::report::plural(fixes.len(), "line")
+        ));
+    }
+    for (i, parent) in fixes {
+        log.lines[i].parent = Some(parent);
     }
 }
 

@@ -16,6 +16,7 @@
 //! their tool calls and results, sub-agents and compaction calls, and each response's context
 //! (`context.rs`).
 
+mod attachments;
 mod context;
 mod lines;
 
@@ -28,7 +29,7 @@ use super::session::Session;
 use super::sniff::{Fit, Probe, Shape};
 use super::{About, Importer, Job};
 use context::{assemble, build_contexts, group_responses, link_calls};
-use lines::{name_inline_sidechains, read_log, repair_chains};
+use lines::{cut_at_boundaries, name_inline_sidechains, read_log, relink_preserved, repair_chains};
 
 /// The Claude Code importer.
 pub struct ClaudeCode;
@@ -138,6 +139,8 @@ pub fn read_session(main: &Path, job: &mut Job) -> Result<Session> {
             None,
         ));
     }
+    relink_preserved(&mut log);
+    cut_at_boundaries(&mut log, job);
     repair_chains(&mut log, job);
     name_inline_sidechains(&mut log);
     let groups = group_responses(&log);

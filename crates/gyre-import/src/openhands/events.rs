@@ -280,6 +280,7 @@ pub(super) fn classify(
                     m.insert("finish_action".into(), Value::Bool(true));
                 }
                 return Ok(Item::Response(Box::new(Response {
+                    not_trainable: None,
                     context: Vec::new(),
                     message: choice.message.assistant(),
                     agent: "main".into(),
@@ -289,6 +290,7 @@ pub(super) fn classify(
                     finish: choice.finish_reason.clone(),
                     meta: m,
                     usage_input,
+                    usage_output: None,
                     line: pos.line,
                 })));
             }
@@ -306,6 +308,7 @@ pub(super) fn classify(
                     m.insert("finish_action".into(), Value::Bool(true));
                 }
                 return Ok(Item::Response(Box::new(Response {
+                    not_trainable: None,
                     context: Vec::new(),
                     message: Message {
                         reasoning_content: Some(String::new()),
@@ -318,6 +321,7 @@ pub(super) fn classify(
                     finish: None,
                     meta: m,
                     usage_input: None,
+                    usage_output: None,
                     line: pos.line,
                 })));
             }
