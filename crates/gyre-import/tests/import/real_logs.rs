@@ -277,9 +277,10 @@ fn claude_code_usage_check_on_the_real_session() {
 }
 
 /// Content blocks gyre does not reconstruct are never dropped silently: on the real
-/// `tool_heavy.jsonl` with a `redacted_thinking` block added to a response, a `document` block
-/// to a user prompt and a `tool_reference` inside a tool result, the import says how many of
-/// each and where the first is; the user-side ones stand as `[type]` in the context.
+/// `tool_heavy.jsonl` with a `document` block added to a user prompt and a `tool_reference`
+/// inside a tool result, the import says how many of each and where the first is; they stand
+/// as `[type]` in the context. A `redacted_thinking` block added to a response is hidden
+/// thinking: not named as unreconstructed, but that one output is marked not trainable.
 #[test]
 fn claude_code_content_blocks_it_cannot_reconstruct_are_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -319,11 +320,25 @@ fn claude_code_content_blocks_it_cannot_reconstruct_are_named() {
         .unwrap_or_else(|| panic!("no warning: {:?}", summary.warnings));
     for part in [
         "1× document (first at tool_heavy.jsonl:18)",
-        "1× redacted_thinking (first at tool_heavy.jsonl:28)",
         "1× tool_reference (first at tool_heavy.jsonl:32)",
     ] {
         assert!(warning.contains(part), "{part}: {warning}");
     }
+    assert!(!warning.contains("redacted_thinking"), "{warning}");
+    let hidden: Vec<_> = requests(&out)
+        .into_iter()
+        .filter(|(r, _)| r.get("not_trainable").is_some())
+        .collect();
+    assert_eq!(hidden.len(), 1, "one output had hidden thinking");
+    assert!(
+        hidden[0].0["not_trainable"]
+            .as_str()
+            .unwrap()
+            .starts_with("hidden thinking"),
+        "{}",
+        hidden[0].0
+    );
+    assert_eq!(summary.not_trainable.values().sum::<u64>(), 1);
     let tok = TokenText::qwen3().unwrap();
     let last = tok.decode(&requests(&out).last().unwrap().1);
     assert!(
