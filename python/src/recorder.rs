@@ -392,22 +392,16 @@ impl Recorder {
                 })
                 .collect();
             let line = RequestOut {
-                not_trainable: None,
-                execution: &execution,
-                id: &id,
-                agent,
                 purpose,
                 actor,
                 t,
                 model: model.as_deref(),
                 extends: extends.as_deref(),
-                input: &input,
-                spans: &span_out,
-                output: &output,
                 logprobs: logprobs.as_deref(),
                 tool_calls: &call_out,
                 finish: finish.as_deref(),
                 meta: meta.as_ref(),
+                ..RequestOut::new(&execution, &id, agent, &input, &span_out, &output)
             };
             let path = self.path.clone();
             let recorder = self.open()?;

@@ -478,10 +478,6 @@ pub fn write_record(
             let mut reconstructed = Map::new();
             reconstructed.insert("reconstructed".into(), Value::Bool(true));
             emit(&Line::Request(RequestOut {
-                not_trainable: None,
-                execution: id,
-                id: &r.id,
-                agent: &r.agent,
                 purpose: if r.purpose == "summary" {
                     Purpose::Summary
                 } else {
@@ -492,16 +488,11 @@ pub fn write_record(
                 } else {
                     Actor::Policy
                 },
-                t: None,
-                model: None,
                 extends: base.as_ref().map(|(eid, _)| eid.as_str()),
-                input: &r.input[skip..],
-                spans: &spans,
-                output: &r.output,
                 logprobs: r.logprobs.as_deref(),
                 tool_calls: &calls,
-                finish: None,
                 meta: r.logprobs.is_none().then_some(&reconstructed),
+                ..RequestOut::new(id, &r.id, &r.agent, &r.input[skip..], &spans, &r.output)
             }))
         }
     }

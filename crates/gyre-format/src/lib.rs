@@ -5,6 +5,7 @@
 //! This is the bottom layer: it uses no other gyre crate, and knows nothing of trees, tokenizers
 //! or terminals beyond making text safe to print.
 
+pub mod copy;
 pub mod named;
 pub mod note;
 pub mod output;

@@ -121,6 +121,39 @@ pub struct RequestOut<'a> {
     pub meta: Option<&'a Map<String, Value>>,
 }
 
+impl<'a> RequestOut<'a> {
+    /// A policy `task` request of the required fields, every optional one absent: producers set
+    /// what they have with struct update syntax (`RequestOut { t: Some(t), ..RequestOut::new(…) }`),
+    /// so a new optional gyre/1 field changes only the producers that write it.
+    pub fn new(
+        execution: &'a str,
+        id: &'a str,
+        agent: &'a str,
+        input: &'a [u32],
+        spans: &'a [SpanOut<'a>],
+        output: &'a [u32],
+    ) -> Self {
+        RequestOut {
+            execution,
+            id,
+            agent,
+            purpose: Purpose::Task,
+            actor: Actor::Policy,
+            not_trainable: None,
+            t: None,
+            model: None,
+            extends: None,
+            input,
+            spans,
+            output,
+            logprobs: None,
+            tool_calls: &[],
+            finish: None,
+            meta: None,
+        }
+    }
+}
+
 /// A span as written: tokens up to `end` (exclusive) of the record's `input` came from `source`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SpanOut<'a> {
@@ -357,22 +390,13 @@ mod tests {
             end: 1,
         }];
         let line = Line::Request(RequestOut {
-            execution: "e1",
-            id: "r2",
-            agent: "main",
             purpose: Purpose::Summary,
-            actor: Actor::Policy,
-            not_trainable: None,
             t: Some(1.5),
-            model: None,
             extends: Some("r1"),
-            input: &[1, 2, 3],
-            spans: &spans,
-            output: &[4, 5],
             logprobs: Some(&[-0.1, -0.30000000000000004]),
             tool_calls: &calls,
             finish: Some("stop"),
-            meta: None,
+            ..RequestOut::new("e1", "r2", "main", &[1, 2, 3], &spans, &[4, 5])
         });
         let text = String::from_utf8(line.to_bytes()).unwrap();
         assert!(text.starts_with(r#"{"kind":"request","execution":"e1","id":"r2","agent":"main","purpose":"summary","t":1.5,"extends":"r1","input":[1,2,3]"#), "{text}");
@@ -392,22 +416,8 @@ mod tests {
     #[test]
     fn bad_records_are_refused_by_check() {
         let line = Line::Request(RequestOut {
-            execution: "e1",
-            id: "r1",
-            agent: "main",
-            purpose: Purpose::Task,
-            actor: Actor::Policy,
-            not_trainable: None,
-            t: None,
-            model: None,
-            extends: None,
-            input: &[1],
-            spans: &[],
-            output: &[4, 5],
             logprobs: Some(&[-0.1]),
-            tool_calls: &[],
-            finish: None,
-            meta: None,
+            ..RequestOut::new("e1", "r1", "main", &[1], &[], &[4, 5])
         });
         let e = line.check().err().expect("refused");
         assert_eq!(e.field.as_deref(), Some("logprobs"));

@@ -15,9 +15,9 @@ use std::rc::Rc;
 use eyre::{Result, WrapErr, eyre};
 use serde_json::Value;
 
-use super::encode::{Part, Span, encode_labelled, extend_spans};
 use gyre_engine::record::Source;
 use gyre_text::CachedEncoder;
+use gyre_text::label::{Part, Span, extend_spans};
 use gyre_text::{ChatTemplate, Message, RenderOptions, TokenText};
 
 /// One message of a conversation, with what its content is and where it came from.
@@ -240,7 +240,7 @@ impl Builder {
             let text = render_or_prompt(&self.tmpl, &msgs, tools, &self.gen_prompt)?;
             let mut parts = self.parts(&text, turns, outputs)?;
             self.add_tools_part(&mut parts, &text, turns.first().copied(), tools)?;
-            let (tokens, spans) = encode_labelled(&mut self.enc, &text, &parts)?;
+            let (tokens, spans) = self.enc.encode_labelled(&text, &parts)?;
             return Ok(Context { tokens, spans });
         }
         let mut ctx = Context::default();
@@ -367,7 +367,7 @@ impl Builder {
                 if first {
                     self.add_tools_part(&mut parts, &text, turns.first().copied(), tools)?;
                 }
-                let (tokens, spans) = encode_labelled(&mut self.enc, &text, &parts)?;
+                let (tokens, spans) = self.enc.encode_labelled(&text, &parts)?;
                 let seg = Rc::new(Seg { tokens, spans });
                 self.segs.insert(key, Rc::clone(&seg));
                 seg
@@ -455,7 +455,7 @@ impl Builder {
             .wrap_err("rendering the request's messages")?;
         let mut parts = self.parts(&text, turns, &[])?;
         self.add_tools_part(&mut parts, &text, turns.first().copied(), tools)?;
-        encode_labelled(&mut self.enc, &text, &parts)
+        self.enc.encode_labelled(&text, &parts)
     }
 }
 

@@ -21,7 +21,6 @@
 
 mod claude_code;
 pub mod convo;
-mod encode;
 pub mod error;
 pub mod input;
 mod openai;

@@ -13,7 +13,7 @@ use super::write::{
     AssessmentOut, At, ClosureOut, ExecutionOut, RequestOut, ToolCallOut, Validity, spans_out,
 };
 use super::{Job, Progress};
-use gyre_engine::record::{Actor, ClosureStatus, Purpose};
+use gyre_engine::record::{ClosureStatus, Purpose};
 use gyre_text::Message;
 
 /// One model response, to become one request.
@@ -209,26 +209,25 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
             .collect();
         job.out.request(
             &RequestOut {
-                execution: &s.execution,
-                id: &id,
-                agent: &r.agent,
                 purpose: if r.summary {
                     Purpose::Summary
                 } else {
                     Purpose::Task
                 },
-                actor: Actor::Policy,
                 not_trainable: r.not_trainable.as_deref(),
                 t: r.t,
                 model: r.model.as_deref(),
-                extends: None,
-                input: &ctx.tokens,
-                spans: &spans,
-                output: &out.tokens,
-                logprobs: None,
                 tool_calls: &tool_calls,
                 finish: r.finish.as_deref(),
                 meta: Some(&meta),
+                ..RequestOut::new(
+                    &s.execution,
+                    &id,
+                    &r.agent,
+                    &ctx.tokens,
+                    &spans,
+                    &out.tokens,
+                )
             },
             At {
                 file: &s.file,

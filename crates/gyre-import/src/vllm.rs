@@ -20,19 +20,17 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::convo::Turn;
-use super::encode::Span;
 use super::error::diag;
 use super::input::{Counter, Lines, file_name, line_values, typed};
 use super::openai::ChatMessage;
 use super::sniff::{Fit, Probe, Shape};
-use super::write::{
-    AssessmentOut, At, ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut, Validity,
-    spans_out,
-};
+use super::write::{At, ClosureOut, RequestOut, ToolCallOut, spans_out};
 use super::{About, Importer, Job, Progress};
 use gyre_engine::record::{Actor, Purpose, Record, Source, parse_line};
 use gyre_engine::report::plural;
+use gyre_format::copy::RequestCopy;
 use gyre_text::Message;
+use gyre_text::label::Span;
 
 /// The vLLM traffic importer.
 pub struct Vllm;
@@ -572,22 +570,15 @@ fn write_call(c: &Checked, job: &mut Job) -> Result<()> {
     let spans = spans_out(&spans);
     job.out.request(
         &RequestOut {
-            not_trainable: None,
-            execution: &c.execution,
-            id: &c.id,
-            agent: &c.agent,
             purpose: c.purpose,
             actor: c.actor,
             t: c.t,
             model: c.model.as_deref(),
-            extends: None,
-            input: &c.prompt,
-            spans: &spans,
-            output: &c.output,
             logprobs: Some(&c.logprobs),
             tool_calls: &tool_calls,
             finish: c.finish.as_deref(),
             meta: Some(&meta),
+            ..RequestOut::new(&c.execution, &c.id, &c.agent, &c.prompt, &spans, &c.output)
         },
         At {
             file: &c.file,
@@ -596,92 +587,17 @@ fn write_call(c: &Checked, job: &mut Job) -> Result<()> {
     )
 }
 
-/// Writes a gyre/1 record logged beside the traffic, through the same checks as every line.
+/// Writes a gyre/1 record logged beside the traffic, every field as read, through the same
+/// checks as every line.
 fn copy_record(rec: Record, raw: &Value, at: At, job: &mut Job) -> Result<()> {
-    let meta = raw.get("meta").and_then(Value::as_object);
     match rec {
-        Record::Execution(e) => job.out.execution(
-            &ExecutionOut {
-                execution: &e.execution,
-                t: e.t,
-                budget_s: e.budget_s,
-                group: e.group.as_ref(),
-                task: e.task.as_ref(),
-                meta,
-            },
-            at,
-        ),
-        Record::Request(r) => {
-            let spans: Vec<SpanOut> = r
-                .spans
-                .iter()
-                .map(|s| SpanOut {
-                    end: s.end,
-                    source: s.source,
-                    call_id: s.call_id.as_deref(),
-                })
-                .collect();
-            let calls: Vec<ToolCallOut> = r
-                .tool_calls
-                .iter()
-                .map(|c| ToolCallOut {
-                    id: &c.id,
-                    name: c.name.as_deref(),
-                    start: c.start,
-                    end: c.end,
-                })
-                .collect();
-            job.out.request(
-                &RequestOut {
-                    not_trainable: None,
-                    execution: &r.execution,
-                    id: &r.id,
-                    agent: &r.agent,
-                    purpose: r.purpose,
-                    actor: r.actor,
-                    t: r.t,
-                    model: r.model.as_deref(),
-                    extends: r.extends.as_deref(),
-                    input: &r.input,
-                    spans: &spans,
-                    output: &r.output,
-                    logprobs: r.logprobs.as_deref(),
-                    tool_calls: &calls,
-                    finish: r.finish.as_deref(),
-                    meta,
-                },
-                at,
-            )
-        }
-        Record::Assessment(a) => job.out.assessment(
-            &AssessmentOut {
-                execution: &a.execution,
-                artifact: &a.artifact,
-                version: &a.version,
-                status: if a.valid {
-                    Validity::Valid
-                } else {
-                    Validity::Failed
-                },
-                score: a.score,
-                t: a.t,
-                branch: a.branch.as_deref(),
-                attempt: a.attempt.as_ref(),
-                evaluator: a.evaluator.as_ref(),
-                error: a.error.as_ref(),
-                critique: a.critique.as_ref(),
-            },
-            at,
-        ),
+        Record::Execution(e) => job.out.execution(&e.as_ref().into(), at),
+        Record::Request(r) => job.out.request(&RequestCopy::from(r.as_ref()).out(), at),
+        Record::Assessment(a) => job.out.assessment(&a.as_ref().into(), at),
         Record::Closure(c) => job.out.closure(
             &ClosureOut {
-                execution: &c.execution,
-                t: c.t,
-                status: c.status,
-                committed: c.committed.as_deref(),
-                artifact: c.artifact.as_ref(),
-                version: c.version.as_ref(),
-                meta,
+                meta: raw.get("meta").and_then(Value::as_object),
+                ..c.as_ref().into()
             },
             at,
         ),

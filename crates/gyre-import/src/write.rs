@@ -15,20 +15,13 @@ pub use gyre_engine::write::{
 pub use gyre_format::output::Sink;
 
 use super::Summary;
-use super::encode::Span;
 use super::error::bad;
 use gyre_engine::recorder::{RecordError, Recorder};
+use gyre_text::label::Span;
 
 /// Spans as written.
 pub fn spans_out(spans: &[Span]) -> Vec<SpanOut<'_>> {
-    spans
-        .iter()
-        .map(|s| SpanOut {
-            end: s.end as u32,
-            source: s.source,
-            call_id: s.call_id.as_deref(),
-        })
-        .collect()
+    spans.iter().map(SpanOut::from).collect()
 }
 
 /// Where a record comes from in the input: its errors are reported there.

@@ -24,14 +24,12 @@ use serde_json::{Map, Value};
 
 use super::chat::{ApiError, ErrorKind, ReplyCall, Turn, now, random_id};
 use super::payload::{Found, Payloads, Produced, collapse};
-use super::render::{Context, RenderTurn, Span, hash_tokens};
+use super::render::{Context, RenderTurn, hash_tokens};
 use super::sampled::OutputReader;
 use gyre_engine::load::{self, LoadOptions};
 use gyre_engine::record::{Actor, Purpose, Record, Source, parse_line};
 use gyre_engine::recorder::{AppendError, RecordError, Recorder};
-use gyre_engine::write::{
-    AssessmentOut, ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut, Validity,
-};
+use gyre_engine::write::{ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut};
 
 /// Attribution given by the client (headers) or found in the body.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -443,7 +441,7 @@ impl Journal {
                 break id;
             }
         };
-        let spans: Vec<SpanOut> = ctx.spans.iter().map(span_out).collect();
+        let spans: Vec<SpanOut> = ctx.spans.iter().map(SpanOut::from).collect();
         let calls: Vec<ToolCallOut> = out
             .calls
             .iter()
@@ -469,22 +467,14 @@ impl Journal {
         let written = self
             .rec
             .request(&RequestOut {
-                not_trainable: None,
-                execution: &p.execution,
-                id: &id,
-                agent: &p.agent,
                 purpose: p.purpose,
-                actor: Actor::Policy,
                 t: Some(t),
                 model: Some(out.model),
-                extends: None,
-                input: &ctx.tokens,
-                spans: &spans,
-                output: out.output,
                 logprobs: Some(out.logprobs),
                 tool_calls: &calls,
                 finish: Some(out.finish),
                 meta: Some(&meta),
+                ..RequestOut::new(&p.execution, &id, &p.agent, &ctx.tokens, &spans, out.output)
             })
             .map_err(record_error)?;
         self.rec.flush().map_err(|e| {
@@ -539,13 +529,8 @@ impl Journal {
         let meta = body.get("meta").and_then(Value::as_object);
         self.rec
             .closure(&ClosureOut {
-                execution: &c.execution,
-                t: c.t,
-                status: c.status,
-                committed: c.committed.as_deref(),
-                artifact: c.artifact.as_ref(),
-                version: c.version.as_ref(),
                 meta,
+                ..c.as_ref().into()
             })
             .map_err(record_error)?;
         self.flush()?;
@@ -561,23 +546,7 @@ impl Journal {
             return Err(ApiError::invalid("kind", "not an assessment"));
         };
         self.rec
-            .assessment(&AssessmentOut {
-                execution: &a.execution,
-                artifact: &a.artifact,
-                version: &a.version,
-                status: if a.valid {
-                    Validity::Valid
-                } else {
-                    Validity::Failed
-                },
-                score: a.score,
-                t: a.t,
-                branch: a.branch.as_deref(),
-                attempt: a.attempt.as_ref(),
-                evaluator: a.evaluator.as_ref(),
-                error: a.error.as_ref(),
-                critique: a.critique.as_ref(),
-            })
+            .assessment(&a.as_ref().into())
             .map_err(record_error)?;
         self.flush()
     }
@@ -608,14 +577,6 @@ pub struct Attribution {
     pub edited: Vec<usize>,
     /// The delegating call, for a sub-agent's first request.
     pub delegated_by: Option<String>,
-}
-
-fn span_out(s: &Span) -> SpanOut<'_> {
-    SpanOut {
-        end: s.end as u32,
-        source: s.source,
-        call_id: s.call_id.as_deref(),
-    }
 }
 
 /// The body as a gyre/1 line of `kind` (`kind` may be given and must match; `t` defaults to

@@ -21,18 +21,8 @@ use serde_json::Value;
 use super::chat::Turn;
 use super::payload::Produced;
 use gyre_engine::record::Source;
+use gyre_text::label::{Part, Span, extend_spans};
 use gyre_text::{CachedEncoder, ChatTemplate, Message, RenderOptions, TokenText, python_json};
-
-/// A labelled run of tokens ending (exclusive) at `end`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Span {
-    /// Exclusive end, in tokens.
-    pub end: usize,
-    /// Where the tokens came from.
-    pub source: Source,
-    /// For `tool` spans: the call id the result answers.
-    pub call_id: Option<String>,
-}
 
 /// A turn to render, with the outputs it may restore (best first; empty = render it).
 #[derive(Clone, Debug)]
@@ -212,11 +202,8 @@ impl Renderer {
             (false, false) => self.tmpl.render_continuation(&msgs, gen_opts)?,
         };
         let parts = parts(&text, turns, tools);
-        let (tokens, starts) = self.enc.encode_with_starts(&text)?;
-        Ok(Seg {
-            spans: label(&starts, &parts),
-            tokens,
-        })
+        let (tokens, spans) = self.enc.encode_labelled(&text, &parts)?;
+        Ok(Seg { spans, tokens })
     }
 
     fn prompt(&mut self, opts: RenderOptions) -> Result<String> {
@@ -254,25 +241,7 @@ fn append(ctx: &mut Context, hash: &mut u64, tokens: &[u32], spans: &[Span]) {
         *hash = extend_hash(*hash, t);
     }
     ctx.tokens.extend_from_slice(tokens);
-    for s in spans {
-        let end = base + s.end;
-        match ctx.spans.last_mut() {
-            Some(last) if last.source == s.source && last.call_id == s.call_id => last.end = end,
-            _ => ctx.spans.push(Span {
-                end,
-                source: s.source,
-                call_id: s.call_id.clone(),
-            }),
-        }
-    }
-}
-
-/// A labelled byte range of rendered text.
-struct Part {
-    start: usize,
-    end: usize,
-    source: Source,
-    call_id: Option<String>,
+    extend_spans(&mut ctx.spans, base, spans);
 }
 
 /// Where the messages' contents (and the tool schemas, as `system`) are in `text`, searched in
@@ -347,33 +316,6 @@ fn find_outside(text: &str, needle: &str, mut from: usize, taken: &[Part]) -> Op
             None => return Some(start),
         }
     }
-}
-
-/// Spans for tokens starting at byte offsets `starts`, each labelled by the part holding its
-/// first byte (`template` outside every part).
-fn label(starts: &[usize], parts: &[Part]) -> Vec<Span> {
-    let mut spans: Vec<Span> = Vec::new();
-    let mut r = 0;
-    for (i, &byte) in starts.iter().enumerate() {
-        while r < parts.len() && parts[r].end <= byte {
-            r += 1;
-        }
-        let (source, call_id) = match parts.get(r) {
-            Some(p) if p.start <= byte => (p.source, p.call_id.as_deref()),
-            _ => (Source::Template, None),
-        };
-        match spans.last_mut() {
-            Some(last) if last.source == source && last.call_id.as_deref() == call_id => {
-                last.end = i + 1
-            }
-            _ => spans.push(Span {
-                end: i + 1,
-                source,
-                call_id: call_id.map(str::to_owned),
-            }),
-        }
-    }
-    spans
 }
 
 #[cfg(test)]

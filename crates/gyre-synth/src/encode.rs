@@ -4,16 +4,10 @@
 use eyre::{Result, bail};
 
 pub(crate) use gyre_engine::record::Source;
-use gyre_text::{CachedEncoder, TokenText};
+use gyre_text::{CachedEncoder, TokenText, label};
 
-/// A labelled run of tokens ending (exclusive) at `end`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Span {
-    pub end: usize,
-    pub source: Source,
-    /// Tool-call id, for `tool` spans; an index into the execution's call-id names.
-    pub call: Option<u32>,
-}
+/// A labelled run of tokens; the call is an index into the execution's call-id names.
+pub(crate) type Span = label::Span<u32>;
 
 /// A piece of rendered text that carries a label; the text between parts is `template`.
 pub(crate) struct Part<'a> {
@@ -46,8 +40,8 @@ impl Encoder {
     }
 
     /// Tokenises `rendered`, labelling tokens by `parts`: each part's text is looked up in
-    /// `rendered` after the previous one; a token takes the label of the part holding its first
-    /// byte, `template` elsewhere. Returns the ids and spans (ends relative to the returned ids).
+    /// `rendered` after the previous one, then the shared labelled encoder labels each token by
+    /// the part holding its first byte. Returns the ids and spans (ends relative to the ids).
     pub(crate) fn encode_labelled(
         &mut self,
         rendered: &str,
@@ -60,32 +54,14 @@ impl Encoder {
             let Some(i) = rendered[cursor..].find(p.text) else {
                 bail!("synth: part {:?} not found in rendered text", p.text);
             };
-            ranges.push((cursor + i, cursor + i + p.text.len(), p.source, p.call));
+            ranges.push(label::Part {
+                start: cursor + i,
+                end: cursor + i + p.text.len(),
+                source: p.source,
+                call_id: p.call,
+            });
             cursor += i + p.text.len();
         }
-        let label_at = |byte: usize, r: &mut usize| {
-            while *r < ranges.len() && ranges[*r].1 <= byte {
-                *r += 1;
-            }
-            match ranges.get(*r) {
-                Some(&(s, _, source, call)) if s <= byte => (source, call),
-                _ => (Source::Template, None),
-            }
-        };
-        let (ids, starts) = self.0.encode_with_starts(rendered)?;
-        let mut r = 0;
-        let mut spans: Vec<Span> = Vec::new();
-        for (i, &byte) in starts.iter().enumerate() {
-            let (source, call) = label_at(byte, &mut r);
-            match spans.last_mut() {
-                Some(last) if last.source == source && last.call == call => last.end = i + 1,
-                _ => spans.push(Span {
-                    end: i + 1,
-                    source,
-                    call,
-                }),
-            }
-        }
-        Ok((ids, spans))
+        self.0.encode_labelled(rendered, &ranges)
     }
 }

@@ -219,13 +219,7 @@ impl Ctx {
     fn push(&mut self, ids: &[u32], spans: &[Span]) {
         let base = self.ids.len();
         self.ids.extend_from_slice(ids);
-        for s in spans {
-            let end = base + s.end;
-            match self.spans.last_mut() {
-                Some(last) if last.source == s.source && last.call == s.call => last.end = end,
-                _ => self.spans.push(Span { end, ..s.clone() }),
-            }
-        }
+        gyre_text::label::extend_spans(&mut self.spans, base, spans);
     }
 
     /// Restores a request's recorded output (payload restoration) and makes it the anchor.
@@ -233,7 +227,7 @@ impl Ctx {
         let span = Span {
             end: output.len(),
             source: Source::Assistant,
-            call: None,
+            call_id: None,
         };
         self.push(output, &[span]);
         self.anchor = Some((req, self.ids.len()));
@@ -696,7 +690,7 @@ impl<'w> Gen<'w> {
             .spans
             .iter()
             .filter(|s| s.end > base)
-            .map(|s| (s.call.map(call_name), (s.end - base) as u32))
+            .map(|s| (s.call_id.map(call_name), (s.end - base) as u32))
             .collect();
         let spans: Vec<SpanOut> = ctx
             .spans
@@ -728,10 +722,6 @@ impl<'w> Gen<'w> {
             })
             .collect();
         self.line(&Line::Request(RequestOut {
-            not_trainable: None,
-            execution: &ex.id,
-            id: &id,
-            agent: &ctx.agent,
             purpose: if kind.summary {
                 Purpose::Summary
             } else {
@@ -743,11 +733,7 @@ impl<'w> Gen<'w> {
                 Actor::Policy
             },
             t: Some(millis(ex.t)),
-            model: None,
             extends: extends.as_deref(),
-            input: &ctx.ids[base..],
-            spans: &spans,
-            output: &out.ids,
             logprobs: Some(&logprobs),
             tool_calls: &tool_calls,
             finish: Some(if out.calls.is_empty() {
@@ -755,7 +741,7 @@ impl<'w> Gen<'w> {
             } else {
                 "tool_calls"
             }),
-            meta: None,
+            ..RequestOut::new(&ex.id, &id, &ctx.agent, &ctx.ids[base..], &spans, &out.ids)
         }))?;
         self.summary.requests += 1;
         self.summary.input_tokens += (ctx.ids.len() - base) as u64;

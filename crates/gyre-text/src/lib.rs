@@ -1,6 +1,7 @@
 //! Tokens as text (docs/format.md §7): terminal-safe strings, token ids → text, chat templates.
 
 mod encode;
+pub mod label;
 pub mod resolve;
 mod template;
 pub mod tokenizer;

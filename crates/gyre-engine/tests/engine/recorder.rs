@@ -3,7 +3,7 @@
 
 use gyre_engine::admit::Settings;
 use gyre_engine::load::{LoadOptions, load, load_bytes};
-use gyre_engine::record::{Actor, ClosureStatus, Purpose, Source};
+use gyre_engine::record::{ClosureStatus, Source};
 use gyre_engine::recorder::{RecordError, Recorder};
 use gyre_engine::score::AdvantageMode;
 use gyre_engine::write::{AssessmentOut, ClosureOut, ExecutionOut, RequestOut, SpanOut, Validity};
@@ -19,22 +19,8 @@ fn request<'a>(
     spans: &'a [SpanOut<'a>],
 ) -> RequestOut<'a> {
     RequestOut {
-        not_trainable: None,
-        execution: exec,
-        id,
-        agent: "main",
-        purpose: Purpose::Task,
-        actor: Actor::Policy,
-        t: None,
-        model: None,
-        extends: None,
-        input,
-        spans,
-        output,
         logprobs: Some(logprobs),
-        tool_calls: &[],
-        finish: None,
-        meta: None,
+        ..RequestOut::new(exec, id, "main", input, spans, output)
     }
 }
 
@@ -136,7 +122,6 @@ fn record(delta: bool) -> Vec<u8> {
     ))
     .unwrap();
     rec.request(&RequestOut {
-        not_trainable: None,
         agent: "sub-1",
         ..request("e1", "s1", &[7, 8], &[20], &[-0.7], &[])
     })
@@ -222,7 +207,6 @@ fn invalid_records_are_refused_and_nothing_is_written() {
         ),
         (
             RequestOut {
-                not_trainable: None,
                 extends: Some("r9"),
                 ..request("e1", "r4", &[1], &[3], &[-0.1], &[])
             },
