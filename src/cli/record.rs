@@ -4,20 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use color_eyre::eyre::Result;
 
-use gyre_record::upstream::Flavor;
-use gyre_record::{Config, serve};
-
-/// Which policy server the upstream is.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum UpstreamApi {
-    /// vLLM: `POST /v1/completions` with `return_token_ids`.
-    Vllm,
-    /// SGLang: `POST /generate` with `return_logprob`.
-    Sglang,
-}
+use gyre_record::{Config, Flavor, serve};
 
 /// `gyre record` arguments.
 #[derive(Args, Debug)]
@@ -36,8 +26,8 @@ pub struct RecordArgs {
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: String,
     /// What the upstream speaks.
-    #[arg(long, value_enum, default_value_t = UpstreamApi::Vllm)]
-    upstream_api: UpstreamApi,
+    #[arg(long, value_parser = super::args::named::<Flavor>(), default_value = "vllm")]
+    upstream_api: Flavor,
     /// Model name sent upstream (default: the upstream's first model in /v1/models).
     #[arg(long)]
     model: Option<String>,
@@ -65,10 +55,7 @@ fn seconds(s: f64, flag: &str) -> Result<Duration> {
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     serve(Config {
         upstream: args.upstream,
-        flavor: match args.upstream_api {
-            UpstreamApi::Vllm => Flavor::Vllm,
-            UpstreamApi::Sglang => Flavor::Sglang,
-        },
+        flavor: args.upstream_api,
         tokenizer: args.tokenizer,
         out: args.out,
         listen: args.listen,

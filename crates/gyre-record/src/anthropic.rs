@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::chat::{
-    Api, ApiError, ChatRequest, ErrorKind, Finish, Reply, Sampling, Turn, flag, opt_f64, opt_i64,
+    ApiError, ChatRequest, ErrorKind, Finish, Reply, Sampling, Turn, flag, opt_f64, opt_i64,
     opt_u64, stop_list, text_of,
 };
 use gyre_text::{Message, ToolCall};
@@ -50,7 +50,6 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         .map(|(_, s)| s.to_owned())
         .filter(|s| !s.is_empty());
     Ok(ChatRequest {
-        api: Api::Anthropic,
         model,
         turns,
         tools,

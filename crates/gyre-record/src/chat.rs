@@ -72,8 +72,6 @@ pub struct Sampling {
 /// A chat request in either API, as the proxy needs it.
 #[derive(Clone, Debug)]
 pub struct ChatRequest {
-    /// The API it came in on.
-    pub api: Api,
     /// The model the client named.
     pub model: String,
     /// The conversation.

@@ -211,7 +211,6 @@ impl Journal {
                         .collect();
                     produced.push(Arc::new(Produced {
                         execution: exec.id.clone(),
-                        request: r.id.clone(),
                         agent: r.agent.clone(),
                         purpose: r.purpose,
                         output: Arc::from(output),
@@ -249,7 +248,7 @@ impl Journal {
                     last = Some(Arc::clone(&c[0]));
                     c
                 }
-                Found::Edited(_) => {
+                Found::Edited => {
                     edited.push(i);
                     rerendered.push(i);
                     Vec::new()
@@ -485,7 +484,6 @@ impl Journal {
         })?;
         self.remember(Arc::new(Produced {
             execution: p.execution.clone(),
-            request: id.clone(),
             agent: p.agent.clone(),
             purpose: p.purpose,
             output: Arc::from(out.output),

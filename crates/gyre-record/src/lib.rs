@@ -9,20 +9,21 @@
 //! API's shape. Evaluators close and score executions with `POST /gyre/closure` and
 //! `POST /gyre/assessment`.
 //!
-//! The parts: [`chat`] (the API-neutral conversation and errors), [`openai`] and [`anthropic`]
-//! (request parsing, JSON and SSE answers), [`render`] (conversation → ids and spans),
-//! [`sampled`] (sampled ids → text, reasoning, tool calls), [`payload`] (what the proxy produced,
-//! for restoration), [`journal`] (executions, agents, the recording), [`upstream`] (the policy
-//! server) and [`server`] (HTTP, shutdown).
+//! The parts (private: the crate's API is [`Config`], [`serve`] and [`Flavor`]): `chat` (the API-neutral conversation and errors), `openai` and `anthropic`
+//! (request parsing, JSON and SSE answers), `render` (conversation → ids and spans),
+//! `sampled` (sampled ids → text, reasoning, tool calls), `payload` (what the proxy produced,
+//! for restoration), `journal` (executions, agents, the recording), `upstream` (the policy
+//! server) and `server` (HTTP, shutdown).
 
-pub mod anthropic;
-pub mod chat;
-pub mod journal;
-pub mod openai;
-pub mod payload;
-pub mod render;
-pub mod sampled;
-pub mod server;
-pub mod upstream;
+mod anthropic;
+mod chat;
+mod journal;
+mod openai;
+mod payload;
+mod render;
+mod sampled;
+mod server;
+mod upstream;
 
 pub use server::{Config, serve};
+pub use upstream::Flavor;

@@ -3,7 +3,6 @@
 
 use serde_json::{Map, Value, json};
 
-use super::chat::Api;
 use super::chat::{
     ApiError, ChatRequest, ErrorKind, Finish, Reply, Sampling, Turn, flag, opt_f64, opt_i64,
     opt_u64, stop_list, text_of,
@@ -50,7 +49,6 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         .pointer("/chat_template_kwargs/enable_thinking")
         .and_then(Value::as_bool);
     Ok(ChatRequest {
-        api: Api::OpenAi,
         model,
         turns,
         tools,

@@ -22,8 +22,6 @@ use gyre_text::Message;
 pub struct Produced {
     /// Execution it was recorded in.
     pub execution: String,
-    /// Its request id.
-    pub request: String,
     /// Agent that made it.
     pub agent: String,
     /// Task or summary.
@@ -47,8 +45,8 @@ pub struct Produced {
 pub enum Found {
     /// Outputs of the proxy's this turn is (best first).
     Restore(Vec<Arc<Produced>>),
-    /// The turn carries a call id of this output's but was changed.
-    Edited(Arc<Produced>),
+    /// The turn carries a call id of an output's but was changed.
+    Edited,
     /// Not something the proxy produced (or no longer remembered).
     Unknown,
 }
@@ -73,12 +71,14 @@ impl Payloads {
     }
 
     /// Outputs kept.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.order.len()
     }
 
     /// True when nothing is kept.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.order.is_empty()
     }
 
@@ -120,7 +120,7 @@ impl Payloads {
             return if same(p, msg) {
                 Found::Restore(vec![Arc::clone(p)])
             } else {
-                Found::Edited(Arc::clone(p))
+                Found::Edited
             };
         }
         let names: Vec<&str> = msg.tool_calls.iter().map(|c| c.name.as_str()).collect();
@@ -192,7 +192,6 @@ mod tests {
     fn produced(exec: &str, content: &str, call: Option<(&str, Value)>) -> Arc<Produced> {
         Arc::new(Produced {
             execution: exec.into(),
-            request: "r1".into(),
             agent: "main".into(),
             purpose: Purpose::Task,
             output: Arc::from(vec![1, 2, 3]),
@@ -239,7 +238,7 @@ mod tests {
         );
         assert!(matches!(p.find(&compact), Found::Restore(v) if v.len() == 1));
         let edited = assistant("Running.", Some(("call_a", json!({"cmd": "rm"}))));
-        assert!(matches!(p.find(&edited), Found::Edited(_)));
+        assert!(matches!(p.find(&edited), Found::Edited));
         let by_content = assistant("Running.", Some(("other_id", json!({"n": 1, "cmd": "ls"}))));
         assert!(matches!(p.find(&by_content), Found::Restore(_)));
         assert!(matches!(

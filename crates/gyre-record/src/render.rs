@@ -364,7 +364,6 @@ mod tests {
             .unwrap();
         let produced = Arc::new(Produced {
             execution: "e1".into(),
-            request: "r1".into(),
             agent: "main".into(),
             purpose: Purpose::Task,
             output: Arc::from(output.clone()),

@@ -60,11 +60,6 @@ impl OutputReader {
         OutputReader { tok, eos: ids }
     }
 
-    /// The tokenizer.
-    pub fn tokenizer(&self) -> &TokenText {
-        &self.tok
-    }
-
     /// Whether `id` ends a turn.
     pub fn is_eos(&self, id: u32) -> bool {
         self.eos.contains(&id)
@@ -207,7 +202,7 @@ mod tests {
         let r = reader();
         let text = "<think>\nplan\n</think>\n\nRunning it.\n<tool_call>\n{\"name\": \"bash\", \
                     \"arguments\": {\"cmd\": \"ls\"}}\n</tool_call><|im_end|>";
-        let ids = r.tokenizer().encode(text).unwrap();
+        let ids = r.tok.encode(text).unwrap();
         let s = r.read(&ids).unwrap();
         assert_eq!(s.reasoning.as_deref(), Some("plan"));
         assert_eq!(s.content, "Running it.");
@@ -216,7 +211,7 @@ mod tests {
         let c = &s.calls[0];
         assert_eq!(c.name, "bash");
         assert_eq!(c.arguments, serde_json::json!({"cmd": "ls"}));
-        let call_text = r.tokenizer().decode(&ids[c.start as usize..c.end as usize]);
+        let call_text = r.tok.decode(&ids[c.start as usize..c.end as usize]);
         assert!(call_text.starts_with("<tool_call>") && call_text.ends_with("</tool_call>"));
     }
 
@@ -224,13 +219,13 @@ mod tests {
     fn a_broken_call_stays_text_and_a_cut_thought_is_reasoning() {
         let r = reader();
         let ids = r
-            .tokenizer()
+            .tok
             .encode("Hi\n<tool_call>\n{not json}\n</tool_call>")
             .unwrap();
         let s = r.read(&ids).unwrap();
         assert!(s.calls.is_empty() && !s.eos);
         assert_eq!(s.content, "Hi\n<tool_call>\n{not json}\n</tool_call>");
-        let ids = r.tokenizer().encode("<think>\nstill going").unwrap();
+        let ids = r.tok.encode("<think>\nstill going").unwrap();
         let s = r.read(&ids).unwrap();
         assert_eq!(s.reasoning.as_deref(), Some("still going"));
         assert_eq!(s.content, "");

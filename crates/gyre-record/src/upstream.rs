@@ -24,6 +24,24 @@ pub enum Flavor {
     Sglang,
 }
 
+impl gyre_format::named::Named for Flavor {
+    const ALL: &'static [Self] = &[Flavor::Vllm, Flavor::Sglang];
+
+    fn name(self) -> &'static str {
+        match self {
+            Flavor::Vllm => "vllm",
+            Flavor::Sglang => "sglang",
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            Flavor::Vllm => "vLLM: POST /v1/completions with return_token_ids",
+            Flavor::Sglang => "SGLang: POST /generate with return_logprob",
+        }
+    }
+}
+
 /// How generation ended, as the upstream says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stopped {
