@@ -140,11 +140,16 @@ impl Log {
         self.problem_count > 0
     }
 
-    /// A non-fatal remark.
+    /// A non-fatal remark. The same remark made again (a missing parent met by every request
+    /// whose chain runs through it) is one remark.
     pub fn warn(&mut self, message: impl Into<String>) {
+        let message = message.into();
+        if self.warnings.contains(&message) {
+            return;
+        }
         self.warning_count += 1;
         if self.warnings.len() < SHOWN {
-            self.warnings.push(message.into());
+            self.warnings.push(message);
         }
     }
 

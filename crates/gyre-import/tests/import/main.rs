@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod claude_code;
+mod claude_code_2_1_2xx;
 mod common;
 mod formats;
 mod real_logs;
