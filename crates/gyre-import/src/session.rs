@@ -1,7 +1,7 @@
 //! A conversation log reconstructed as requests (Claude Code, SWE-agent, OpenHands), written as
 //! gyre/1 records marked `meta.reconstructed`, and checked against the log's own token counts.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -417,13 +417,15 @@ impl UsageCheck {
             let e = r.expected();
             (e > 0).then(|| r.reconstructed as f64 / e as f64)
         };
-        let mut by_family: HashMap<&str, Vec<f64>> = HashMap::new();
+        // Ordered: the closure's `ratio_by_family` is written in this order, and the same input
+        // must give the same bytes.
+        let mut by_family: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
         for r in &self.rows {
             if let Some(x) = ratio(r) {
                 by_family.entry(&r.family).or_default().push(x);
             }
         }
-        let scale: HashMap<&str, f64> = by_family
+        let scale: BTreeMap<&str, f64> = by_family
             .into_iter()
             .filter_map(|(f, v)| {
                 let (lo, hi) = USAGE_RATIO_BOUNDS;

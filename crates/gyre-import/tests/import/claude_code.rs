@@ -280,11 +280,26 @@ fn bundled_demo_is_current() {
     let fresh = std::fs::read_to_string(&out).unwrap();
     // Lines after the header (which names the input paths) must be identical.
     let body = |t: &str| t.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
-    assert_eq!(
-        body(&demo),
-        body(&fresh),
-        "assets/demo/claude-code.jsonl.zst is stale"
-    );
+    let (demo, fresh) = (body(&demo), body(&fresh));
+    // Name the first line and byte that differ: the lines are long.
+    if let Some(i) = (0..demo.len().max(fresh.len())).find(|&i| demo.get(i) != fresh.get(i)) {
+        let (a, b) = (
+            demo.get(i).map_or("", String::as_str),
+            fresh.get(i).map_or("", String::as_str),
+        );
+        let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+        let near = |t: &str| {
+            t.get(at.saturating_sub(80)..(at + 80).min(t.len()))
+                .unwrap_or(t)
+                .to_owned()
+        };
+        panic!(
+            "assets/demo/claude-code.jsonl.zst is stale: line {} differs at byte {at}:\n bundled: …{}…\n fresh:   …{}…",
+            i + 2,
+            near(a),
+            near(b)
+        );
+    }
     let batch = gyre_engine::load::load_bytes(
         gyre_engine::demo::CLAUDE_CODE_NAME,
         gyre_engine::demo::CLAUDE_CODE_RECORDING,
