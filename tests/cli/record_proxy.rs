@@ -157,11 +157,7 @@ fn openai_and_anthropic_loops_are_recorded_exactly_streaming_or_not() {
         );
     }
 
-    clients(
-        &proxy.url,
-        "close",
-        &["oa-plain", "oa-stream", "an-plain", "an-stream"],
-    );
+    proxy.clients("close", &["oa-plain", "oa-stream", "an-plain", "an-stream"]);
     proxy.stop();
     validate(&out);
     let admitted = dir.path().join("admitted.jsonl");

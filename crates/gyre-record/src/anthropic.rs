@@ -322,6 +322,8 @@ pub fn stream(r: &Reply) -> String {
 pub fn error(e: &ApiError) -> Value {
     let kind = match e.kind {
         ErrorKind::InvalidRequest | ErrorKind::Conflict => "invalid_request_error",
+        ErrorKind::Unauthorized => "authentication_error",
+        ErrorKind::Forbidden => "permission_error",
         ErrorKind::NotFound => "not_found_error",
         ErrorKind::Upstream | ErrorKind::Internal => "api_error",
         ErrorKind::Timeout => "timeout_error",

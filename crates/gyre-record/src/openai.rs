@@ -300,6 +300,8 @@ pub fn stream(r: &Reply, want_logprobs: bool, include_usage: bool) -> String {
 pub fn error(e: &ApiError) -> Value {
     let kind = match e.kind {
         ErrorKind::InvalidRequest => "invalid_request_error",
+        ErrorKind::Unauthorized => "authentication_error",
+        ErrorKind::Forbidden => "permission_error",
         ErrorKind::NotFound => "not_found_error",
         ErrorKind::Conflict => "conflict_error",
         ErrorKind::Upstream => "upstream_error",

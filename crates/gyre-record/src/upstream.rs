@@ -53,17 +53,21 @@ pub struct Upstream {
     flavor: Flavor,
     model: OnceCell<String>,
     fixed_model: Option<String>,
+    /// `--upstream-api-key-env`: the variable's name and the key, sent as a bearer token.
+    api_key: Option<(String, String)>,
 }
 
 impl Upstream {
     /// A client of `base` (`http://host:port`, with or without `/v1`), waiting at most
     /// `timeout` per call; `model` overrides the model name sent (else the upstream's first
-    /// served model, else the client's).
+    /// served model, else the client's); `api_key` (the variable it came from, and its value)
+    /// is sent as `Authorization: Bearer` on every call.
     pub fn new(
         base: &str,
         flavor: Flavor,
         timeout: Duration,
         model: Option<String>,
+        api_key: Option<(String, String)>,
     ) -> Result<Self, String> {
         let trimmed = base.trim_end_matches('/');
         let trimmed = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
@@ -85,7 +89,15 @@ impl Upstream {
             flavor,
             model: OnceCell::new(),
             fixed_model: model,
+            api_key,
         })
+    }
+
+    fn authorized(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.api_key {
+            Some((_, key)) => req.bearer_auth(key),
+            None => req,
+        }
     }
 
     /// The upstream's base URL.
@@ -103,7 +115,7 @@ impl Upstream {
             .model
             .get_or_init(|| async {
                 let url = format!("{}/v1/models", self.base);
-                let res = self.http.get(&url).send().await;
+                let res = self.authorized(self.http.get(&url)).send().await;
                 let body: Option<Value> = match res {
                     Ok(r) if r.status().is_success() => r.json().await.ok(),
                     _ => None,
@@ -143,8 +155,7 @@ impl Upstream {
             ),
         };
         let res = self
-            .http
-            .post(&url)
+            .authorized(self.http.post(&url))
             .json(&body)
             .send()
             .await
@@ -152,7 +163,11 @@ impl Upstream {
         let status = res.status();
         let bytes = res.bytes().await.map_err(|e| transport_error(&url, e))?;
         if !status.is_success() {
-            return Err(status_error(status.as_u16(), &bytes));
+            return Err(status_error(
+                status.as_u16(),
+                &bytes,
+                self.api_key.as_ref().map(|(name, _)| name.as_str()),
+            ));
         }
         let answer: Value = serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::upstream(format!("the upstream answered invalid JSON: {e}")))?;
@@ -349,8 +364,9 @@ fn transport_error(url: &str, e: reqwest::Error) -> ApiError {
 }
 
 /// An error status from the upstream: its message, as a client error when the upstream refused
-/// the request (e.g. a prompt longer than the model's context), else a 502.
-fn status_error(status: u16, body: &[u8]) -> ApiError {
+/// the request (e.g. a prompt longer than the model's context), else a 502. A 401 or 403 is the
+/// proxy's credentials, not the harness's request: a 502 saying which key to give.
+fn status_error(status: u16, body: &[u8], key_env: Option<&str>) -> ApiError {
     let v: Option<Value> = serde_json::from_slice(body).ok();
     let message = v
         .as_ref()
@@ -362,6 +378,18 @@ fn status_error(status: u16, body: &[u8]) -> ApiError {
         })
         .map(str::to_owned)
         .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned());
+    if status == 401 || status == 403 {
+        let fix = match key_env {
+            Some(name) => format!("the key in ${name} (--upstream-api-key-env) was refused"),
+            None => "start gyre record with --upstream-api-key-env NAME, NAME being the \
+                     environment variable that holds the upstream's API key (vLLM --api-key)"
+                .to_owned(),
+        };
+        return ApiError::upstream(format!(
+            "the upstream refused gyre record's credentials (HTTP {status}: {}); {fix}",
+            message.trim()
+        ));
+    }
     let kind = if (400..500).contains(&status) && status != 408 && status != 429 {
         ErrorKind::InvalidRequest
     } else {
@@ -419,9 +447,19 @@ mod tests {
         let e = status_error(
             400,
             br#"{"error": {"message": "maximum context length is 8"}}"#,
+            None,
         );
         assert_eq!(e.kind, ErrorKind::InvalidRequest);
         assert!(e.message.contains("maximum context length"));
-        assert_eq!(status_error(500, b"boom").kind, ErrorKind::Upstream);
+        assert_eq!(status_error(500, b"boom", None).kind, ErrorKind::Upstream);
+        let e = status_error(401, br#"{"error": "Unauthorized"}"#, None);
+        assert_eq!(e.kind, ErrorKind::Upstream);
+        assert!(
+            e.message.contains("--upstream-api-key-env"),
+            "{}",
+            e.message
+        );
+        let e = status_error(401, b"{}", Some("VLLM_KEY"));
+        assert!(e.message.contains("$VLLM_KEY"), "{}", e.message);
     }
 }

@@ -331,37 +331,53 @@ def edited(base):
     openai_turn(client, messages, stream=False)
 
 
-def close(base, *executions):
-    """Closes and scores executions through the proxy; bad bodies are refused."""
+def control(path, body, status, token=None):
+    """POSTs to the control listener ($GYRE_CONTROL_URL) with the control token; checks the
+    status and returns the answer's JSON."""
+    import os
     import urllib.error
     import urllib.request
 
-    def post(path, body, status):
-        req = urllib.request.Request(
-            base + path, data=json.dumps(body).encode(), method="POST",
-            headers={"content-type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                got, text = r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            got, text = e.code, e.read().decode()
-        assert got == status, (path, body, got, text)
-        if status != 200:
-            assert json.loads(text)["error"]["message"], text
+    token = os.environ["GYRE_CONTROL_TOKEN"] if token is None else token
+    return post(os.environ["GYRE_CONTROL_URL"] + path, body, status,
+                {"authorization": f"Bearer {token}"} if token else {})
 
+
+def post(url, body, status, headers=None):
+    """POSTs JSON to `url`; the answer must have `status`; returns its JSON."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), method="POST",
+        headers={"content-type": "application/json", **(headers or {})},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            got, text = r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        got, text = e.code, e.read().decode()
+    assert got == status, (url, body, got, text)
+    answer = json.loads(text)
+    if status != 200:
+        assert answer["error"]["message"], text
+    return answer
+
+
+def close(base, *executions):
+    """Closes and scores executions on the control listener; bad bodies are refused."""
     for e in executions:
-        post("/gyre/closure", {"execution": e, "status": "completed", "artifact": "patch",
-                               "version": 1}, 200)
-        post("/gyre/assessment", {"execution": e, "artifact": "patch", "version": 1,
-                                  "status": "valid", "score": 1.0, "evaluator": "tests"}, 200)
+        control("/gyre/closure", {"execution": e, "status": "completed", "artifact": "patch",
+                                  "version": 1}, 200)
+        control("/gyre/assessment", {"execution": e, "artifact": "patch", "version": 1,
+                                     "status": "valid", "score": 1.0, "evaluator": "tests"}, 200)
     e = executions[0]
-    post("/gyre/closure", {"execution": e, "status": "completed"}, 409)
-    post("/gyre/closure", {"execution": "x", "status": "finished"}, 400)
-    post("/gyre/assessment", {"execution": e, "artifact": "patch", "version": 1,
-                              "status": "valid"}, 400)
-    post("/gyre/assessment", {"kind": "closure", "execution": e}, 400)
-    post("/gyre/closure", [1, 2], 400)
+    control("/gyre/closure", {"execution": e, "status": "completed"}, 409)
+    control("/gyre/closure", {"execution": "x", "status": "finished"}, 400)
+    control("/gyre/assessment", {"execution": e, "artifact": "patch", "version": 1,
+                                 "status": "valid"}, 400)
+    control("/gyre/assessment", {"kind": "closure", "execution": e}, 400)
+    control("/gyre/closure", [1, 2], 400)
 
 
 SCENARIOS = {
