@@ -42,13 +42,10 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         Some("disabled") => Some(false),
         _ => None,
     };
-    // Claude Code: `user_<hash>_account_<uuid>_session_<uuid>`.
     let session = body
         .pointer("/metadata/user_id")
         .and_then(Value::as_str)
-        .and_then(|u| u.rsplit_once("session_"))
-        .map(|(_, s)| s.to_owned())
-        .filter(|s| !s.is_empty());
+        .and_then(session_of);
     Ok(ChatRequest {
         api: Api::Anthropic,
         model,
@@ -70,6 +67,18 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         enable_thinking,
         session,
     })
+}
+
+/// The Claude Code session in `metadata.user_id`: a JSON object string with `session_id`
+/// (2.1.78 and later), else the `_session_<uuid>` end of `user_<hash>_account_<uuid>_session_<uuid>`.
+fn session_of(user_id: &str) -> Option<String> {
+    let session = if user_id.trim_start().starts_with('{') {
+        let v: Value = serde_json::from_str(user_id).ok()?;
+        v.get("session_id")?.as_str()?.to_owned()
+    } else {
+        user_id.rsplit_once("session_")?.1.to_owned()
+    };
+    Some(session).filter(|s| !s.is_empty())
 }
 
 /// A tool in OpenAI function form (server tools without an input schema are left out: the
@@ -361,6 +370,11 @@ mod tests {
         assert_eq!(r.turns[3].msg.tool_call_id.as_deref(), Some("toolu_1"));
         assert_eq!(r.tools.len(), 1);
         assert_eq!(r.session.as_deref(), Some("0f9f-11"));
+        // Claude Code 2.1.78+: a JSON object as a string.
+        let id = r#"{"device_id":"5ab1","account_uuid":"","session_id":"54c1-77"}"#;
+        assert_eq!(session_of(id).as_deref(), Some("54c1-77"));
+        assert_eq!(session_of(r#"{"device_id":"5ab1"}"#), None);
+        assert_eq!(session_of("{not json"), None);
         assert_eq!(r.sampling.max_tokens, Some(100));
     }
 

@@ -263,6 +263,11 @@ impl Journal {
                     }));
                 }
             }
+            // A closed execution is not open again (a request that still names it is recorded
+            // after closure; its ids continue past those in the file).
+            if closed {
+                continue;
+            }
             self.execs.insert(exec.id.clone(), st);
             for p in produced {
                 self.remember(p);

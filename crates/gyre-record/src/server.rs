@@ -141,6 +141,22 @@ fn load_tokenizer(arg: &str, out: &Path) -> Result<(TokenText, ChatTemplate, Val
 
 /// Runs the proxy until SIGINT or SIGTERM.
 pub fn serve(cfg: Config) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .wrap_err("starting the async runtime")?;
+    // Before anything is written: a refused address leaves no recording behind.
+    let listeners = runtime.block_on(async {
+        let model = bind(&cfg.listen, cfg.allow_remote, "--listen", MODEL_EXPOSED).await?;
+        let control = bind(
+            &cfg.control_listen,
+            cfg.allow_remote,
+            "--control-listen",
+            CONTROL_EXPOSED,
+        )
+        .await?;
+        Ok::<_, eyre::Report>((model, control))
+    })?;
     let (tok, tmpl, tok_value) = load_tokenizer(&cfg.tokenizer, &cfg.out)
         .wrap_err_with(|| format!("loading tokenizer {:?}", cfg.tokenizer))?;
     let eos = tmpl.eos_token().map(str::to_owned);
@@ -189,11 +205,7 @@ pub fn serve(cfg: Config) -> Result<()> {
         capability_only: cfg.capability_only,
         read_timeout: cfg.read_timeout,
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .wrap_err("starting the async runtime")?;
-    runtime.block_on(run(cfg, shared))
+    runtime.block_on(run(cfg, shared, listeners))
 }
 
 /// What each listener exposes, for the warning on a non-loopback address.
@@ -226,20 +238,17 @@ async fn bind(
     Ok(listener)
 }
 
-async fn run(cfg: Config, shared: Arc<Shared>) -> Result<()> {
-    let listener = bind(&cfg.listen, cfg.allow_remote, "--listen", MODEL_EXPOSED).await?;
-    let control_listener = bind(
-        &cfg.control_listen,
-        cfg.allow_remote,
-        "--control-listen",
-        CONTROL_EXPOSED,
-    )
-    .await?;
+async fn run(
+    cfg: Config,
+    shared: Arc<Shared>,
+    (listener, control_listener): (tokio::net::TcpListener, tokio::net::TcpListener),
+) -> Result<()> {
     let addr: SocketAddr = listener.local_addr()?;
     let control_addr: SocketAddr = control_listener.local_addr()?;
     let _ = shared.model_base.set(format!("http://{addr}"));
     let app = model_router(Arc::clone(&shared));
     let control_app = control_router(Arc::clone(&shared));
+    let signalled = shutdown_signal()?;
     println!(
         "gyre record: listening on http://{addr} (upstream {}, recording to {})",
         shared.upstream.base(),
@@ -256,7 +265,7 @@ async fn run(cfg: Config, shared: Arc<Shared>) -> Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let closing = Arc::clone(&shared);
     tokio::spawn(async move {
-        shutdown_signal().await;
+        signalled.await;
         closing.closing.store(true, Ordering::SeqCst);
         let n = closing.inflight.load(Ordering::SeqCst);
         note!("gyre record: stopping; finishing {n} in-flight request(s)");
@@ -300,25 +309,26 @@ async fn run(cfg: Config, shared: Arc<Shared>) -> Result<()> {
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// SIGINT or SIGTERM, listened for from the moment this is called (before "listening" is
+/// printed, so a signal sent right after it is never the default action).
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
+        let mut term = signal(SignalKind::terminate()).wrap_err("listening for SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).wrap_err("listening for SIGINT")?;
+        Ok(async move {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        })
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
 

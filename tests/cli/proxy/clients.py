@@ -380,6 +380,114 @@ def close(base, *executions):
     control("/gyre/closure", [1, 2], 400)
 
 
+def issue(base, state, *executions):
+    """The evaluator issues executions on the control listener and saves their answers
+    (`{"execution", "base_url", "openai_base_url"}`) in STATE; `-` asks for a random id."""
+    issued = {}
+    for e in executions:
+        body = {} if e == "-" else {"execution": e, "group": "g1"}
+        answer = control("/gyre/executions", body, 200)
+        assert answer["openai_base_url"] == answer["base_url"] + "/v1", answer
+        if e != "-":
+            assert answer["execution"] == e, answer
+            # Issuing an open issued execution again gives the same URL.
+            assert control("/gyre/executions", body, 200) == answer
+        issued[answer["execution"] if e == "-" else e] = answer
+    with open(state, "w") as f:
+        json.dump(issued, f)
+
+
+def capability_loops(base, oa_base, an_base):
+    """Unmodified clients pointed at capability URLs (no attribution header)."""
+    openai_loop(oa_base, None, stream=False)
+    anthropic_loop(an_base, None, stream=True)
+
+
+def score(base, execution, value):
+    """The evaluator closes EXECUTION and scores it VALUE."""
+    control("/gyre/closure", {"execution": execution, "status": "completed",
+                              "artifact": "patch", "version": 1}, 200)
+    control("/gyre/assessment", {"execution": execution, "artifact": "patch", "version": 1,
+                                 "status": "valid", "score": float(value),
+                                 "evaluator": "tests"}, 200)
+
+
+def expect_status(call, status, kind):
+    try:
+        call()
+    except (openai.APIStatusError, anthropic.APIStatusError) as e:
+        body = e.body if isinstance(e, openai.APIStatusError) and "type" in (e.body or {}) \
+            else (e.body or {}).get("error", e.body)
+        assert e.status_code == status, (e.status_code, e.body)
+        assert body["type"] == kind, e.body
+        return
+    raise AssertionError(f"no {status} error")
+
+
+def agent(base, own, victim, control_url):
+    """The agent under training, with only the model URL (the plain one and its execution's
+    capability URL) and the control listener's address (found by scanning loopback ports),
+    tries to write its own reward and to reach another execution. Nothing may work."""
+    reward = {"execution": victim, "status": "completed", "artifact": "patch", "version": 1}
+    score_body = {"execution": victim, "artifact": "patch", "version": 1, "status": "valid",
+                  "score": 1.0}
+    own_exec, own_cap = own.rsplit("/", 2)[1:]
+    # 1. No control route on the model listener, plain or under a capability URL.
+    for root in (base, own, own + "/v1"):
+        for path, body in (("/gyre/closure", reward), ("/gyre/assessment", score_body),
+                           ("/gyre/executions", {}), ("/gyre/closure", dict(reward, execution=own_exec))):
+            post(root + path, body, 404)
+    # 2. The control listener wants the token: none, a guessed one, the capability, a token
+    #    passed as a query string or a cookie.
+    for headers in ({}, {"authorization": "Bearer " + "0" * 64},
+                    {"authorization": "Bearer " + own_cap}, {"authorization": own_cap},
+                    {"cookie": "token=" + own_cap}):
+        for path, body in (("/gyre/closure", reward), ("/gyre/assessment", score_body),
+                           ("/gyre/closure", dict(reward, execution=own_exec)),
+                           ("/gyre/executions", {"execution": "mine"})):
+            post(control_url + path, body, 401, headers)
+    post(control_url + "/gyre/closure?token=" + own_cap, reward, 401)
+    # 3. Its own calls cannot be moved into the victim's execution.
+    messages = [{"role": "user", "content": "steps=1"}]
+    moved = openai.OpenAI(base_url=own + "/v1", api_key="x", max_retries=0,
+                          default_headers={"x-gyre-execution": victim})
+    expect_status(lambda: moved.chat.completions.create(model="p", messages=messages),
+                  403, "permission_error")
+    for headers in ({"x-gyre-execution": victim}, {"x-claude-code-session-id": victim}):
+        plain = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0,
+                              default_headers=headers)
+        expect_status(lambda: plain.chat.completions.create(model="p", messages=messages),
+                      403, "permission_error")
+    an = anthropic.Anthropic(base_url=base, api_key="x", max_retries=0)
+    for user_id in (f"user_a_account_b_session_{victim}",
+                    json.dumps({"device_id": "d", "account_uuid": "", "session_id": victim})):
+        expect_status(lambda: an.messages.create(
+            model="p", max_tokens=64, messages=messages, metadata={"user_id": user_id}),
+            403, "permission_error")
+    # 4. Forged capability URLs: the victim's id with its own capability, or a guessed one.
+    for forged in (f"{base}/x/{victim}/{own_cap}", f"{base}/x/{victim}/{'0' * 32}",
+                   f"{base}/x/{own_exec}/{own_cap[:-1]}0"):
+        c = openai.OpenAI(base_url=forged + "/v1", api_key="x", max_retries=0)
+        expect_status(lambda: c.chat.completions.create(model="p", messages=messages),
+                      404, "not_found_error")
+    # What it may do: call the model in its own execution, and start a fresh one on the plain
+    # routes (recorded under a random id nobody scores).
+    openai_turn(openai.OpenAI(base_url=own + "/v1", api_key="x", max_retries=0), messages, False)
+    openai_turn(openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0), messages, False)
+
+
+def upstream_auth(base, says):
+    """The upstream refuses the proxy's credentials: a 502 that says what to do."""
+    client = openai_client(base, "auth")
+    try:
+        client.chat.completions.create(model="p", messages=[{"role": "user", "content": "hi"}])
+    except openai.APIStatusError as e:
+        assert e.status_code == 502, (e.status_code, e.body)
+        assert says in e.body["message"], e.body
+        return
+    raise AssertionError("no error")
+
+
 SCENARIOS = {
     "loops": loops,
     "errors": errors,
@@ -395,6 +503,8 @@ if __name__ == "__main__":
         resume_b(base, sys.argv[3])
     elif scenario == "close":
         close(base, *sys.argv[3:])
+    elif scenario in ("issue", "capability-loops", "score", "agent", "upstream-auth"):
+        globals()[scenario.replace("-", "_")](base, *sys.argv[3:])
     else:
         SCENARIOS[scenario](base)
     print(f"{scenario}: ok")

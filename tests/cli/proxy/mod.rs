@@ -22,6 +22,11 @@ impl Proxy {
     /// Starts `gyre record --upstream UPSTREAM --tokenizer qwen3 --out OUT --listen
     /// 127.0.0.1:0 --control-listen 127.0.0.1:0 EXTRA…` and waits for the addresses it prints.
     pub fn start(upstream: &str, out: &Path, extra: &[&str]) -> Proxy {
+        Self::start_env(upstream, out, extra, &[])
+    }
+
+    /// [`start`](Self::start) with `env` set for the proxy.
+    pub fn start_env(upstream: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Proxy {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gyre"))
             .args([
                 "record",
@@ -40,6 +45,7 @@ impl Proxy {
                 "--quiet",
             ])
             .env_remove("GYRE_CONTROL_TOKEN")
+            .envs(env.iter().copied())
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -9,6 +9,9 @@
 //!   results are in the prompt, a thought, a line of text and one `bash` call (or, when the
 //!   first message says `delegate` and nothing ran yet, a `Task` call); then a final answer.
 //!
+//! Started with an API key (vLLM `--api-key`), every route answers 401 without
+//! `Authorization: Bearer <key>`, as vLLM does.
+//!
 //! Log-probs are a hash of (prompt length, position). Every prompt received is kept, with
 //! whether it was answered normally, so tests can compare it with the recording.
 
@@ -36,6 +39,7 @@ pub struct Received {
 
 struct Inner {
     tok: TokenText,
+    api_key: Option<String>,
     received: Mutex<Vec<Received>>,
     encoded: Mutex<HashMap<String, Vec<u32>>>,
 }
@@ -51,6 +55,11 @@ pub struct StandIn {
 impl StandIn {
     /// Starts a stand-in on a free loopback port.
     pub fn start() -> StandIn {
+        Self::start_with_key(None)
+    }
+
+    /// Starts a stand-in that wants `Authorization: Bearer KEY` (vLLM `--api-key KEY`).
+    pub fn start_with_key(api_key: Option<&str>) -> StandIn {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -58,6 +67,7 @@ impl StandIn {
             .unwrap();
         let inner = Arc::new(Inner {
             tok: TokenText::qwen3().unwrap(),
+            api_key: api_key.map(str::to_owned),
             received: Mutex::new(Vec::new()),
             encoded: Mutex::new(HashMap::new()),
         });
@@ -65,6 +75,10 @@ impl StandIn {
             .route("/v1/completions", post(completions))
             .route("/generate", post(generate))
             .route("/v1/models", get(models))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&inner),
+                require_key,
+            ))
             .with_state(Arc::clone(&inner));
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -86,6 +100,30 @@ impl StandIn {
     /// Every prompt received so far, in order.
     pub fn received(&self) -> Vec<Received> {
         self.inner.received.lock().unwrap().clone()
+    }
+}
+
+/// vLLM's `--api-key` check: 401 `{"error": "Unauthorized"}` without the bearer key.
+async fn require_key(
+    State(inner): State<Arc<Inner>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let Some(key) = &inner.api_key else {
+        return next.run(req).await;
+    };
+    let given = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    if given == Some(&format!("Bearer {key}")) {
+        next.run(req).await
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"error": "Unauthorized"})),
+        )
+            .into_response()
     }
 }
 
