@@ -189,7 +189,13 @@ fn main() {
             "qwen3",
             "--quiet",
         ])
-        .args(["--listen", "127.0.0.1:0", "--out"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--control-listen",
+            "127.0.0.1:0",
+            "--out",
+        ])
         .arg(&out)
         .stdout(Stdio::piped())
         .spawn()

@@ -249,15 +249,22 @@ async fn run(
     let app = model_router(Arc::clone(&shared));
     let control_app = control_router(Arc::clone(&shared));
     let signalled = shutdown_signal()?;
-    println!(
-        "gyre record: listening on http://{addr} (upstream {}, recording to {})",
+    // One write: a reader that takes the first line and closes the pipe still got both.
+    let banner = format!(
+        "gyre record: listening on http://{addr} (upstream {}, recording to {})\n\
+         gyre record: control on http://{control_addr} (bearer token from {})\n",
         shared.upstream.base(),
-        cfg.out.display()
-    );
-    println!(
-        "gyre record: control on http://{control_addr} (bearer token from {})",
+        cfg.out.display(),
         shared.control.origin
     );
+    {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(banner.as_bytes())
+            .and_then(|()| stdout.flush())
+            .wrap_err("printing the listening addresses")?;
+    }
     let limits = Limits {
         read_timeout: cfg.read_timeout,
         max_connections: cfg.max_connections,
