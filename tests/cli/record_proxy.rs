@@ -328,3 +328,34 @@ fn an_sglang_upstream_gives_the_same_records() {
         assert_eq!(shape(exec(&a, id)), shape(exec(&b, id)), "{id}");
     }
 }
+
+#[test]
+fn claude_code_billing_header_json_user_id_and_a_screenshot_keep_one_growing_context() {
+    let standin = StandIn::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start(&standin.url(), &out, &[]);
+    clients(&proxy.url, "claude-code-today", &[]);
+    proxy.stop();
+    validate(&out);
+    let batch = read(&out);
+    // The session_id of the JSON user_id names the execution.
+    let e = exec(&batch, "cc-today");
+    assert_eq!(e.requests.len(), 2);
+    // The per-request billing hash is dropped, so the second call continues the first.
+    assert_eq!(e.requests[1].extends, Some(0));
+    for q in 0..2 {
+        assert_eq!(
+            meta(e, q, "dropped_system_blocks"),
+            Some(&serde_json::json!(["x-anthropic-billing-header"]))
+        );
+    }
+    assert_eq!(
+        meta(e, 1, "placeholders"),
+        Some(
+            &serde_json::json!([{"at": "messages[2].content[0].content[1]",
+            "type": "image", "media_type": "image/png"}])
+        )
+    );
+    assert_inputs_are_what_the_upstream_received(&batch, &standin);
+}

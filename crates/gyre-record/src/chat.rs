@@ -92,6 +92,9 @@ pub struct ChatRequest {
     pub enable_thinking: Option<bool>,
     /// A harness session id found in the body (Anthropic `metadata.user_id`'s `session_…`).
     pub session: Option<String>,
+    /// What parsing changed on the way to the template, for the record's `meta`
+    /// (`dropped_system_blocks`, `placeholders`).
+    pub meta: serde_json::Map<String, Value>,
 }
 
 /// Why generation stopped.

@@ -106,6 +106,8 @@ pub struct Outcome<'a> {
     pub model: &'a str,
     /// Record `meta.api`.
     pub api: &'a str,
+    /// More `meta` from parsing the request (what was dropped or replaced before rendering).
+    pub request_meta: &'a Map<String, Value>,
 }
 
 struct ExecState {
@@ -618,6 +620,9 @@ impl Journal {
         let mut meta = Map::new();
         meta.insert("api".into(), out.api.into());
         meta.insert("restored_turns".into(), ctx.restored.len().into());
+        for (k, v) in out.request_meta {
+            meta.insert(k.clone(), v.clone());
+        }
         if !p.rerendered.is_empty() {
             meta.insert("rerendered_turns".into(), p.rerendered.clone().into());
         }

@@ -72,6 +72,7 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         logprobs,
         enable_thinking,
         session: None,
+        meta: Map::new(),
     })
 }
 

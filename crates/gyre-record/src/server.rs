@@ -641,6 +641,7 @@ async fn handle(
                 finish: finish.name(),
                 model: &model,
                 api: api.name(),
+                request_meta: &req.meta,
             },
         )?;
         (j.response_id(reply_prefix), calls, written.0, written.1)

@@ -476,6 +476,37 @@ def agent(base, own, victim, control_url):
     openai_turn(openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0), messages, False)
 
 
+def claude_code_today(base):
+    """Claude Code 2.1.205-shaped requests: a billing-header `system[0]` whose `cch` hash changes
+    every request, `metadata.user_id` as a JSON string, and a screenshot in a tool result."""
+    import random
+
+    client = anthropic.Anthropic(base_url=base, api_key="x", max_retries=0)
+    user_id = json.dumps({"device_id": "5ab1", "account_uuid": "", "session_id": "cc-today"})
+
+    def system():
+        cch = "%05x" % random.randrange(16 ** 5)
+        return [{"type": "text", "text": f"x-anthropic-billing-header: cc_version=2.1.205.a1; "
+                 f"cc_entrypoint=cli; cch={cch};"}, {"type": "text", "text": SYSTEM}]
+
+    def call():
+        # Streaming, as Claude Code does (the SDK refuses max_tokens 32000 without it).
+        with client.messages.stream(model="p", max_tokens=32000, system=system(),
+                                    messages=messages, tools=ANTHROPIC_TOOLS,
+                                    metadata={"user_id": user_id}) as s:
+            return s.get_final_message()
+
+    messages = [{"role": "user", "content": "Take a screenshot. steps=1"}]
+    r = call()
+    use = next(b for b in r.content if b.type == "tool_use")
+    messages.append({"role": "assistant", "content": [x for x in map(resend, r.content) if x]})
+    messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,
+        "content": [{"type": "text", "text": "saved"}, {"type": "image", "source": {
+            "type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}]})
+    r = call()
+    assert r.stop_reason == "end_turn", r.content
+
+
 def upstream_auth(base, says):
     """The upstream refuses the proxy's credentials: a 502 that says what to do."""
     client = openai_client(base, "auth")
@@ -493,6 +524,7 @@ SCENARIOS = {
     "errors": errors,
     "claude-code-like": claude_code_like,
     "edited": edited,
+    "claude-code-today": claude_code_today,
 }
 
 if __name__ == "__main__":
