@@ -368,3 +368,40 @@ fn the_upstream_key_comes_from_the_environment_and_a_refusal_says_so() {
     proxy.stop();
     assert_eq!(read(&out).executions.len(), 4);
 }
+
+#[test]
+fn a_second_proxy_on_the_same_recording_exits_2_naming_the_first() {
+    let standin = StandIn::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let first = Proxy::start(&standin.url(), &out, &[]);
+    clients(&first.url, "edited", &[]);
+    let before = std::fs::read(&out).unwrap();
+    let (code, _, err) = gyre(&[
+        "record",
+        "--upstream",
+        &standin.url(),
+        "--tokenizer",
+        "qwen3",
+        "--out",
+        out.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--control-listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("pid {}", first.pid())) && err.contains(&first.url[7..]),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        before,
+        "the second wrote nothing"
+    );
+    first.stop();
+    // Once the first has exited, the recording can be taken again.
+    let again = Proxy::start(&standin.url(), &out, &[]);
+    again.stop();
+}

@@ -854,6 +854,50 @@ fn longest_lines(text: &str, n: usize) -> Vec<String> {
     lines.into_iter().map(str::to_owned).collect()
 }
 
+/// Takes the exclusive lock of recording `path` (on `<path>.lock`, which then names `holder`):
+/// two proxies appending to one file would interleave ids and cut lines. Held while the
+/// returned file is open; a second proxy is refused (exit 2) with the holder's line.
+pub fn lock_recording(path: &Path, holder: &str) -> Result<File> {
+    use std::io::{Read, Seek, Write};
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = std::path::PathBuf::from(lock_path);
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(&lock_path)
+        .wrap_err_with(|| format!("opening the lock file {}", lock_path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut held = String::new();
+            let _ = file.read_to_string(&mut held);
+            let held = held.trim();
+            return Err(gyre_format::note::Invalid(format!(
+                "{} is being recorded by another gyre record ({}); stop it or choose another --out",
+                path.display(),
+                if held.is_empty() {
+                    "holder unknown"
+                } else {
+                    held
+                }
+            ))
+            .into());
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(eyre!(e).wrap_err(format!("locking {}", lock_path.display())));
+        }
+    }
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{holder}"))
+        .and_then(|()| file.flush())
+        .wrap_err_with(|| format!("writing {}", lock_path.display()))?;
+    Ok(file)
+}
+
 fn count_lines(path: &Path) -> Result<u64> {
     use std::io::Read;
     let mut file = File::open(path).wrap_err_with(|| format!("reading {}", path.display()))?;

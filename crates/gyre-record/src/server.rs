@@ -26,7 +26,7 @@ use super::chat::{
     Api, ApiError, ChatRequest, ErrorKind, Finish, Reply, ReplyCall, TokenLogprob, now,
 };
 use super::control::{Control, TokenSource};
-use super::journal::{Attribution, Hints, Journal, Outcome};
+use super::journal::{Attribution, Hints, Journal, Outcome, lock_recording};
 use super::listen::{self, Limits};
 use super::render::{Context, RenderTurn, Renderer};
 use super::sampled::OutputReader;
@@ -176,6 +176,16 @@ pub fn serve(cfg: Config) -> Result<()> {
     let mut header_meta = Map::new();
     header_meta.insert("recorded_by".into(), "gyre record".into());
     header_meta.insert("upstream".into(), upstream.base().into());
+    let holder = format!(
+        "pid {}, serving http://{}",
+        std::process::id(),
+        listeners
+            .0
+            .local_addr()
+            .map_or_else(|_| cfg.listen.clone(), |a| a.to_string())
+    );
+    // Held until the proxy exits.
+    let _lock = lock_recording(&cfg.out, &holder)?;
     let (journal, opened) = Journal::open(
         &cfg.out,
         &tok_value,

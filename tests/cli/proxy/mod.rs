@@ -91,6 +91,11 @@ impl Proxy {
         );
     }
 
+    /// The proxy's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM and waits; the exit status must be success.
     pub fn stop(mut self) {
         // SAFETY: kill(2) on our own child's pid.
