@@ -604,13 +604,23 @@ async fn handle(
         .await
         .map_err(|e| ApiError::new(ErrorKind::Internal, format!("rendering failed: {e}")))??;
     let prepared = started.elapsed();
-    let completion = st
-        .upstream
-        .complete(&ctx.tokens, &req.sampling, &req.model)
-        .await?;
+    let completion = st.upstream.complete(&ctx.tokens, &req.sampling).await?;
     let sampled_at = started.elapsed();
     let sampled = st.reader.read(&completion.ids)?;
-    let model = st.upstream.model(&req.model).await;
+    let model = completion
+        .model
+        .clone()
+        .unwrap_or_else(|| req.model.clone());
+    let mut request_meta = req.meta.clone();
+    request_meta.insert("sampling".into(), sampling_meta(&completion.sent));
+    request_meta.insert(
+        "server".into(),
+        match st.upstream.flavor() {
+            Flavor::Vllm => "vllm",
+            Flavor::Sglang => "sglang",
+        }
+        .into(),
+    );
     let finish = match (&completion.stopped, sampled.calls.is_empty()) {
         (Stopped::Length, _) => Finish::Length,
         (_, false) => Finish::ToolCalls,
@@ -651,7 +661,7 @@ async fn handle(
                 finish: finish.name(),
                 model: &model,
                 api: api.name(),
-                request_meta: &req.meta,
+                request_meta: &request_meta,
             },
         )?;
         (j.response_id(reply_prefix), calls, written.0, written.1)
@@ -718,6 +728,29 @@ async fn handle(
         resp.headers_mut().insert("server-timing", v);
     }
     Ok((resp, line))
+}
+
+/// The record's `meta.sampling`: the settings sent upstream (absent ones are the server's
+/// defaults, which may come from the model's generation_config).
+fn sampling_meta(s: &super::chat::Sampling) -> Value {
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            m.insert(k.into(), v);
+        }
+    };
+    put("max_tokens", s.max_tokens.map(Value::from));
+    put("temperature", s.temperature.map(Value::from));
+    put("top_p", s.top_p.map(Value::from));
+    put("top_k", s.top_k.map(Value::from));
+    put("seed", s.seed.map(Value::from));
+    put("presence_penalty", s.presence_penalty.map(Value::from));
+    put("frequency_penalty", s.frequency_penalty.map(Value::from));
+    put(
+        "stop",
+        (!s.stop.is_empty()).then(|| Value::from(s.stop.clone())),
+    );
+    Value::Object(m)
 }
 
 fn sse(text: String) -> Response {

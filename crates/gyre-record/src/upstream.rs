@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
+use tokio::sync::Mutex;
 
 use super::chat::{ApiError, ErrorKind, Sampling};
 use gyre_engine::report::plural;
@@ -44,6 +44,17 @@ pub struct Completion {
     pub logprobs: Vec<f64>,
     /// Why it stopped.
     pub stopped: Stopped,
+    /// The model name sent (vLLM) or served (SGLang), for the record.
+    pub model: Option<String>,
+    /// The sampling settings sent (`max_tokens` as defaulted or clamped to the context).
+    pub sent: Sampling,
+}
+
+/// What `/v1/models` says: the model to send and its context length.
+#[derive(Clone, Debug, PartialEq)]
+struct Served {
+    name: String,
+    max_model_len: Option<u64>,
 }
 
 /// A client of the policy server.
@@ -51,7 +62,8 @@ pub struct Upstream {
     http: reqwest::Client,
     base: String,
     flavor: Flavor,
-    model: OnceCell<String>,
+    /// Kept once `/v1/models` answered (a failure, e.g. vLLM still loading, is asked again).
+    served: Mutex<Option<Served>>,
     fixed_model: Option<String>,
     /// `--upstream-api-key-env`: the variable's name and the key, sent as a bearer token.
     api_key: Option<(String, String)>,
@@ -87,7 +99,7 @@ impl Upstream {
             http,
             base: trimmed.to_owned(),
             flavor,
-            model: OnceCell::new(),
+            served: Mutex::new(None),
             fixed_model: model,
             api_key,
         })
@@ -100,38 +112,99 @@ impl Upstream {
         }
     }
 
+    /// Which server it is.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+
     /// The upstream's base URL.
     pub fn base(&self) -> &str {
         &self.base
     }
 
-    /// The model name to send: `--model`, else the first of the upstream's `/v1/models`
-    /// (asked once), else `client_model`.
-    pub async fn model(&self, client_model: &str) -> String {
-        if let Some(m) = &self.fixed_model {
-            return m.clone();
+    /// The model to send and its context length: `--model` (its `max_model_len` from
+    /// `/v1/models` when listed there), else the one model `/v1/models` lists. Several models
+    /// (a base and LoRA adapters) without `--model` is an error, not a silent pick; a failed
+    /// `/v1/models` is asked again on the next request.
+    async fn served(&self) -> Result<Served, ApiError> {
+        let mut cached = self.served.lock().await;
+        if let Some(s) = cached.as_ref() {
+            return Ok(s.clone());
         }
-        let served = self
-            .model
-            .get_or_init(|| async {
-                let url = format!("{}/v1/models", self.base);
-                let res = self.authorized(self.http.get(&url)).send().await;
-                let body: Option<Value> = match res {
-                    Ok(r) if r.status().is_success() => r.json().await.ok(),
-                    _ => None,
-                };
-                body.as_ref()
-                    .and_then(|b| b.pointer("/data/0/id"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-            .await;
-        if served.is_empty() {
-            client_model.to_owned()
-        } else {
-            served.clone()
-        }
+        let url = format!("{}/v1/models", self.base);
+        let listed: Result<Vec<Value>, String> =
+            match self.authorized(self.http.get(&url)).send().await {
+                Ok(r) if r.status().is_success() => match r.json::<Value>().await {
+                    Ok(v) => v
+                        .get("data")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .ok_or_else(|| format!("{url} answered no data list")),
+                    Err(e) => Err(format!("{url} answered invalid JSON: {e}")),
+                },
+                Ok(r) if matches!(r.status().as_u16(), 401 | 403) => {
+                    let status = r.status().as_u16();
+                    let body = r.bytes().await.unwrap_or_default();
+                    return Err(status_error(
+                        status,
+                        &body,
+                        self.api_key.as_ref().map(|(name, _)| name.as_str()),
+                    ));
+                }
+                Ok(r) => Err(format!("{url} answered HTTP {}", r.status().as_u16())),
+                Err(e) => Err(format!("cannot reach {url}: {e}")),
+            };
+        let len_of = |m: &Value| m.get("max_model_len").and_then(Value::as_u64);
+        let id_of = |m: &Value| m.get("id").and_then(Value::as_str).map(str::to_owned);
+        let served = match (&self.fixed_model, listed) {
+            (Some(name), Ok(models)) => Served {
+                name: name.clone(),
+                max_model_len: models
+                    .iter()
+                    .find(|m| id_of(m).as_deref() == Some(name))
+                    .and_then(len_of),
+            },
+            // The name is known; the context length is asked for again next time.
+            (Some(name), Err(_)) => {
+                return Ok(Served {
+                    name: name.clone(),
+                    max_model_len: None,
+                });
+            }
+            (None, Ok(models)) => match models.as_slice() {
+                [one] => Served {
+                    name: id_of(one).ok_or_else(|| {
+                        ApiError::upstream(format!("{url} lists a model without an id"))
+                    })?,
+                    max_model_len: len_of(one),
+                },
+                [] => return Err(ApiError::upstream(format!("{url} lists no model"))),
+                several => {
+                    let names: Vec<String> = several.iter().filter_map(id_of).collect();
+                    return Err(ApiError::upstream(format!(
+                        "the upstream serves {} models ({}): start gyre record with --model \
+                         NAME to say which one the policy is",
+                        names.len(),
+                        names.join(", ")
+                    )));
+                }
+            },
+            (None, Err(e)) => {
+                return Err(ApiError::upstream(format!(
+                    "{e}; the model name is asked again on the next request (pass --model to \
+                     not depend on it)"
+                )));
+            }
+        };
+        *cached = Some(served.clone());
+        Ok(served)
+    }
+
+    /// The model name for `/v1/models` answers: the upstream's, else `fallback`.
+    pub async fn model(&self, fallback: &str) -> String {
+        self.served()
+            .await
+            .map_or_else(|_| fallback.to_owned(), |s| s.name)
     }
 
     /// Samples a completion of `prompt`.
@@ -139,19 +212,39 @@ impl Upstream {
         &self,
         prompt: &[u32],
         sampling: &Sampling,
-        client_model: &str,
     ) -> Result<Completion, ApiError> {
-        let (url, body) = match self.flavor {
-            Flavor::Vllm => {
-                let model = self.model(client_model).await;
-                (
-                    format!("{}/v1/completions", self.base),
-                    vllm_body(&model, prompt, sampling),
-                )
+        let served = match self.flavor {
+            Flavor::Vllm => Some(self.served().await?),
+            // SGLang's /generate needs no name; its context length helps when listed.
+            Flavor::Sglang => self.served().await.ok(),
+        };
+        let mut sent = sampling.clone();
+        if let Some(len) = served.as_ref().and_then(|s| s.max_model_len) {
+            let room = len.saturating_sub(prompt.len() as u64);
+            if room == 0 {
+                return Err(ApiError::invalid(
+                    "messages",
+                    format!(
+                        "the prompt is {} tokens; the model's context (max_model_len) is {len}",
+                        prompt.len()
+                    ),
+                ));
             }
+            // Absent: all the room left (not vLLM's 16 or SGLang's 128); too many: clamped.
+            sent.max_tokens = Some(sent.max_tokens.map_or(room, |m| m.min(room)));
+        }
+        let (url, body) = match self.flavor {
+            Flavor::Vllm => (
+                format!("{}/v1/completions", self.base),
+                vllm_body(
+                    served.as_ref().map_or("", |s| s.name.as_str()),
+                    prompt,
+                    &sent,
+                ),
+            ),
             Flavor::Sglang => (
                 format!("{}/generate", self.base),
-                sglang_body(prompt, sampling),
+                sglang_body(prompt, &sent),
             ),
         };
         let res = self
@@ -171,10 +264,13 @@ impl Upstream {
         }
         let answer: Value = serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::upstream(format!("the upstream answered invalid JSON: {e}")))?;
-        match self.flavor {
+        let mut completion = match self.flavor {
             Flavor::Vllm => read_vllm(&answer, prompt),
             Flavor::Sglang => read_sglang(&answer),
-        }
+        }?;
+        completion.model = served.map(|s| s.name);
+        completion.sent = sent;
+        Ok(completion)
     }
 }
 
@@ -264,9 +360,17 @@ fn logprobs_of(items: &[Value], ids: usize, what: &str) -> Result<Vec<f64>, ApiE
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            v.as_f64()
+            let x = v
+                .as_f64()
                 .filter(|x| x.is_finite() && *x <= 0.0)
-                .ok_or_else(|| ApiError::upstream(format!("{what}[{i}] is not a log-prob: {v}")))
+                .ok_or_else(|| ApiError::upstream(format!("{what}[{i}] is not a log-prob: {v}")))?;
+            if x <= LOGPROB_FLOOR {
+                return Err(ApiError::upstream(format!(
+                    "{what}[{i}] is {x}, vLLM's floor for a log-prob it did not compute (the \
+                     sampled token was masked or underflowed); not recorded"
+                )));
+            }
+            Ok(x)
         })
         .collect()
 }
@@ -295,13 +399,16 @@ fn read_vllm(answer: &Value, prompt: &[u32]) -> Result<Completion, ApiError> {
         choice.get("stop_reason"),
     ) {
         (Some("length"), _) => Stopped::Length,
-        (_, Some(Value::String(s))) => Stopped::Stop(s.clone()),
-        _ => Stopped::Eos,
+        (Some("stop"), Some(Value::String(s))) => Stopped::Stop(s.clone()),
+        (Some("stop") | None, _) => Stopped::Eos,
+        (Some(other), _) => return Err(unfinished(other)),
     };
     Ok(Completion {
         ids,
         logprobs,
         stopped,
+        model: None,
+        sent: Sampling::default(),
     })
 }
 
@@ -335,20 +442,33 @@ fn read_sglang(answer: &Value) -> Result<Completion, ApiError> {
     let finish = answer.pointer("/meta_info/finish_reason");
     let stopped = match finish.and_then(|f| f.get("type")).and_then(Value::as_str) {
         Some("length") => Stopped::Length,
-        Some("abort") => {
-            return Err(ApiError::upstream("the upstream aborted the generation"));
-        }
-        _ => match finish.and_then(|f| f.get("matched")) {
+        Some("stop") | None => match finish.and_then(|f| f.get("matched")) {
             Some(Value::String(s)) => Stopped::Stop(s.clone()),
             _ => Stopped::Eos,
         },
+        Some(other) => return Err(unfinished(other)),
     };
     Ok(Completion {
         ids,
         logprobs,
         stopped,
+        model: None,
+        sent: Sampling::default(),
     })
 }
+
+/// A generation that ended for another reason than end of turn, a stop string or the length
+/// (`abort`, `repetition`, …): not a policy sample to train on, so not recorded.
+fn unfinished(reason: &str) -> ApiError {
+    ApiError::upstream(format!(
+        "the upstream ended the generation with finish reason {reason:?} (not end of turn, a \
+         stop string or the length limit); not recorded"
+    ))
+}
+
+/// vLLM writes -9999.0 for a log-prob it clamped (a token whose probability underflowed or was
+/// masked): not the behaviour policy's log-prob, so refused rather than trained on.
+const LOGPROB_FLOOR: f64 = -9999.0;
 
 fn transport_error(url: &str, e: reqwest::Error) -> ApiError {
     if e.is_timeout() {
