@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::proxy::standin::StandIn;
+use crate::proxy::standin::{Options, StandIn};
 use crate::proxy::{Proxy, clients, gyre};
 use gyre_engine::execution::Execution;
 use gyre_engine::load::{Batch, LoadOptions, load};
@@ -358,4 +358,74 @@ fn claude_code_billing_header_json_user_id_and_a_screenshot_keep_one_growing_con
         )
     );
     assert_inputs_are_what_the_upstream_received(&batch, &standin);
+}
+
+#[test]
+fn max_tokens_fit_the_context_and_the_sampling_sent_is_recorded() {
+    let standin = StandIn::start_with(Options {
+        max_model_len: 2048,
+        ..Options::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start(&standin.url(), &out, &[]);
+    clients(&proxy.url, "context", &[]);
+    proxy.stop();
+    validate(&out);
+    let batch = read(&out);
+    for id in ["ctx-claude", "ctx-none"] {
+        let e = exec(&batch, id);
+        let r = &e.requests[0];
+        let sent = meta(e, 0, "sampling").expect("meta.sampling");
+        // All the room the context leaves, not 32000 (refused) nor vLLM's default 16 (cut).
+        assert_eq!(
+            sent["max_tokens"].as_u64(),
+            Some(2048 - u64::from(r.input_len)),
+            "{id}"
+        );
+        assert_eq!(meta(e, 0, "server"), Some(&Value::from("vllm")));
+        assert_eq!(r.finish.as_deref(), Some("tool_calls"));
+    }
+    assert_eq!(
+        meta(exec(&batch, "ctx-none"), 0, "sampling").unwrap()["temperature"],
+        1.0
+    );
+    assert!(batch.executions.iter().all(|e| e.id != "ctx-long"));
+}
+
+#[test]
+fn the_model_name_is_asked_again_after_a_failure_and_several_models_need_model() {
+    let standin = StandIn::start_with(Options {
+        models_fail_first: 1,
+        ..Options::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start(&standin.url(), &out, &[]);
+    // The first call finds the upstream still loading (502); the next ones work.
+    clients(&proxy.url, "expect-upstream-error", &["asked again"]);
+    clients(&proxy.url, "loops", &[]);
+    proxy.stop();
+    assert_eq!(read(&out).executions.len(), 4);
+
+    let lora = StandIn::start_with(Options {
+        models: vec!["base".into(), "adapter-7".into()],
+        ..Options::default()
+    });
+    let out = dir.path().join("lora.jsonl");
+    let proxy = Proxy::start(&lora.url(), &out, &[]);
+    clients(&proxy.url, "expect-upstream-error", &["--model"]);
+    proxy.stop();
+    let out = dir.path().join("adapter.jsonl");
+    let proxy = Proxy::start(&lora.url(), &out, &["--model", "adapter-7"]);
+    clients(&proxy.url, "loops", &[]);
+    proxy.stop();
+    let batch = read(&out);
+    assert!(
+        batch
+            .executions
+            .iter()
+            .flat_map(|e| &e.requests)
+            .all(|r| r.model.as_deref() == Some("adapter-7"))
+    );
 }

@@ -555,6 +555,29 @@ mod tests {
     }
 
     #[test]
+    fn other_finish_reasons_and_the_log_prob_floor_are_refused() {
+        for reason in ["abort", "repetition"] {
+            let v = json!({"choices": [{"token_ids": [5], "finish_reason": reason,
+                "logprobs": {"token_logprobs": [-0.5]}}]});
+            let e = read_vllm(&v, &[1]).unwrap_err();
+            assert!(e.message.contains(reason), "{}", e.message);
+            let g = json!({"meta_info": {"finish_reason": {"type": reason},
+                "output_token_logprobs": [[-0.1, 9, null]]}});
+            assert!(read_sglang(&g).is_err(), "{reason}");
+        }
+        let stop = json!({"choices": [{"token_ids": [5], "finish_reason": "stop",
+            "stop_reason": "END", "logprobs": {"token_logprobs": [-0.5]}}]});
+        assert_eq!(
+            read_vllm(&stop, &[1]).unwrap().stopped,
+            Stopped::Stop("END".into())
+        );
+        let floor = json!({"choices": [{"token_ids": [5, 6], "finish_reason": "stop",
+            "logprobs": {"token_logprobs": [-0.5, -9999.0]}}]});
+        let e = read_vllm(&floor, &[1]).unwrap_err();
+        assert!(e.message.contains("-9999"), "{}", e.message);
+    }
+
+    #[test]
     fn an_sglang_answer_is_read_from_its_triples() {
         let ok = json!({"text": "x", "meta_info": {"finish_reason": {"type": "stop",
             "matched": 151645}, "output_token_logprobs": [[-0.1, 9, null], [-0.2, 151645, null]]}});

@@ -507,6 +507,26 @@ def claude_code_today(base):
     assert r.stop_reason == "end_turn", r.content
 
 
+def context(base):
+    """Claude Code's max_tokens 32000 on a small context, and a client that sends none."""
+    an = anthropic_client(base, "ctx-claude")
+    with an.messages.stream(model="p", max_tokens=32000, tools=ANTHROPIC_TOOLS,
+                            messages=[{"role": "user", "content": "steps=1"}]) as s:
+        r = s.get_final_message()
+    assert r.stop_reason == "tool_use", r.content
+    content, calls, finish = openai_turn(openai_client(base, "ctx-none"),
+                                         [{"role": "user", "content": "steps=1"}], False)
+    assert finish == "tool_calls" and calls, (content, finish)
+    # A prompt past the context is refused before sampling.
+    expect_openai_error(openai_client(base, "ctx-long"), "word " * 3000, 400,
+                        "invalid_request_error", "max_model_len")
+
+
+def expect_upstream_error(base, says):
+    """Every chat call answers 502 saying `says`."""
+    upstream_auth(base, says)
+
+
 def upstream_auth(base, says):
     """The upstream refuses the proxy's credentials: a 502 that says what to do."""
     client = openai_client(base, "auth")
@@ -525,6 +545,7 @@ SCENARIOS = {
     "claude-code-like": claude_code_like,
     "edited": edited,
     "claude-code-today": claude_code_today,
+    "context": context,
 }
 
 if __name__ == "__main__":
@@ -535,7 +556,8 @@ if __name__ == "__main__":
         resume_b(base, sys.argv[3])
     elif scenario == "close":
         close(base, *sys.argv[3:])
-    elif scenario in ("issue", "capability-loops", "score", "agent", "upstream-auth"):
+    elif scenario in ("issue", "capability-loops", "score", "agent", "upstream-auth",
+                      "expect-upstream-error"):
         globals()[scenario.replace("-", "_")](base, *sys.argv[3:])
     else:
         SCENARIOS[scenario](base)
