@@ -21,6 +21,15 @@ enum UpstreamApi {
     Sglang,
 }
 
+/// What the upstream's log-probs are, as its operator started it.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogprobsMode {
+    /// Before temperature, top-k, top-p (vLLM's default `raw_logprobs`).
+    RawLogprobs,
+    /// After them: the behaviour policy's (vLLM `--logprobs-mode processed_logprobs`).
+    ProcessedLogprobs,
+}
+
 /// `gyre record` arguments.
 #[derive(Args, Debug)]
 pub struct RecordArgs {
@@ -70,6 +79,10 @@ pub struct RecordArgs {
     /// What the upstream speaks.
     #[arg(long, value_enum, default_value_t = UpstreamApi::Vllm)]
     upstream_api: UpstreamApi,
+    /// How the upstream computes log-probs (vLLM --logprobs-mode; the API does not say, so the
+    /// operator does). Written in every record's meta.logprobs_mode; unknown when not given.
+    #[arg(long, value_enum, value_name = "MODE")]
+    upstream_logprobs_mode: Option<LogprobsMode>,
     /// Model name sent upstream (default: the upstream's first model in /v1/models).
     #[arg(long)]
     model: Option<String>,
@@ -144,6 +157,10 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         read_timeout: seconds(args.read_timeout, "read-timeout")?,
         max_connections: args.max_connections,
         upstream_api_key,
+        logprobs_mode: args.upstream_logprobs_mode.map(|m| match m {
+            LogprobsMode::RawLogprobs => "raw_logprobs",
+            LogprobsMode::ProcessedLogprobs => "processed_logprobs",
+        }),
         model: args.model,
         timeout: seconds(args.timeout, "timeout")?,
         drain: seconds(args.drain, "drain")?,

@@ -342,6 +342,8 @@ fn claude_code_billing_header_json_user_id_and_a_screenshot_keep_one_growing_con
     // The session_id of the JSON user_id names the execution.
     let e = exec(&batch, "cc-today");
     assert_eq!(e.requests.len(), 2);
+    // Not said by the operator: recorded as unknown.
+    assert_eq!(meta(e, 0, "logprobs_mode"), Some(&Value::from("unknown")));
     // The per-request billing hash is dropped, so the second call continues the first.
     assert_eq!(e.requests[1].extends, Some(0));
     for q in 0..2 {
@@ -368,7 +370,11 @@ fn max_tokens_fit_the_context_and_the_sampling_sent_is_recorded() {
     });
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.jsonl");
-    let proxy = Proxy::start(&standin.url(), &out, &[]);
+    let proxy = Proxy::start(
+        &standin.url(),
+        &out,
+        &["--upstream-logprobs-mode", "processed-logprobs"],
+    );
     clients(&proxy.url, "context", &[]);
     proxy.stop();
     validate(&out);
@@ -384,6 +390,10 @@ fn max_tokens_fit_the_context_and_the_sampling_sent_is_recorded() {
             "{id}"
         );
         assert_eq!(meta(e, 0, "server"), Some(&Value::from("vllm")));
+        assert_eq!(
+            meta(e, 0, "logprobs_mode"),
+            Some(&Value::from("processed_logprobs"))
+        );
         assert_eq!(r.finish.as_deref(), Some("tool_calls"));
     }
     assert_eq!(

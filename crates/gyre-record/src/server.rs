@@ -64,6 +64,8 @@ pub struct Config {
     pub max_connections: usize,
     /// The upstream's API key (`--upstream-api-key-env`): the variable's name and its value.
     pub upstream_api_key: Option<(String, String)>,
+    /// What the upstream's log-probs are (`--upstream-logprobs-mode`), when its operator says.
+    pub logprobs_mode: Option<&'static str>,
     /// Model name sent upstream (default: the upstream's first served model).
     pub model: Option<String>,
     /// Longest wait for one upstream answer.
@@ -91,6 +93,7 @@ struct Shared {
     model_base: OnceLock<String>,
     capability_only: bool,
     read_timeout: Duration,
+    logprobs_mode: Option<&'static str>,
 }
 
 /// Largest request body read.
@@ -214,7 +217,16 @@ pub fn serve(cfg: Config) -> Result<()> {
         model_base: OnceLock::new(),
         capability_only: cfg.capability_only,
         read_timeout: cfg.read_timeout,
+        logprobs_mode: cfg.logprobs_mode,
     });
+    if cfg.logprobs_mode.is_none() {
+        note!(
+            "gyre record: the upstream's log-prob mode is not known, so recorded as unknown: \
+             vLLM's default (raw_logprobs) is before temperature/top-k/top-p, not the behaviour \
+             policy's; start vLLM with --logprobs-mode processed_logprobs and pass \
+             --upstream-logprobs-mode processed-logprobs (docs/record.md)"
+        );
+    }
     runtime.block_on(run(cfg, shared, listeners))
 }
 
@@ -613,6 +625,10 @@ async fn handle(
         .unwrap_or_else(|| req.model.clone());
     let mut request_meta = req.meta.clone();
     request_meta.insert("sampling".into(), sampling_meta(&completion.sent));
+    request_meta.insert(
+        "logprobs_mode".into(),
+        st.logprobs_mode.unwrap_or("unknown").into(),
+    );
     request_meta.insert(
         "server".into(),
         match st.upstream.flavor() {
