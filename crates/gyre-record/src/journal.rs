@@ -856,9 +856,12 @@ fn longest_lines(text: &str, n: usize) -> Vec<String> {
 
 /// Takes the exclusive lock of recording `path` (on `<path>.lock`, which then names `holder`):
 /// two proxies appending to one file would interleave ids and cut lines. Held while the
-/// returned file is open; a second proxy is refused (exit 2) with the holder's line.
+/// returned file is open; a second proxy is refused (exit 2) with the holder's line. (Unix:
+/// flock(2); elsewhere the file only names the holder.)
 pub fn lock_recording(path: &Path, holder: &str) -> Result<File> {
-    use std::io::{Read, Seek, Write};
+    #[cfg(unix)]
+    use std::io::Read;
+    use std::io::{Seek, Write};
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = std::path::PathBuf::from(lock_path);
@@ -869,25 +872,31 @@ pub fn lock_recording(path: &Path, holder: &str) -> Result<File> {
     let mut file = options
         .open(&lock_path)
         .wrap_err_with(|| format!("opening the lock file {}", lock_path.display()))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut held = String::new();
-            let _ = file.read_to_string(&mut held);
-            let held = held.trim();
-            return Err(gyre_format::note::Invalid(format!(
-                "{} is being recorded by another gyre record ({}); stop it or choose another --out",
-                path.display(),
-                if held.is_empty() {
-                    "holder unknown"
-                } else {
-                    held
-                }
-            ))
-            .into());
-        }
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(eyre!(e).wrap_err(format!("locking {}", lock_path.display())));
+    #[cfg(unix)]
+    {
+        use rustix::fs::{FlockOperation, flock};
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                let mut held = String::new();
+                let _ = file.read_to_string(&mut held);
+                let held = held.trim();
+                return Err(gyre_format::note::Invalid(format!(
+                    "{} is being recorded by another gyre record ({}); stop it or choose \
+                     another --out",
+                    path.display(),
+                    if held.is_empty() {
+                        "holder unknown"
+                    } else {
+                        held
+                    }
+                ))
+                .into());
+            }
+            Err(e) => {
+                return Err(eyre!(std::io::Error::from(e))
+                    .wrap_err(format!("locking {}", lock_path.display())));
+            }
         }
     }
     file.set_len(0)
