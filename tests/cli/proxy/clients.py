@@ -335,8 +335,6 @@ def control(path, body, status, token=None):
     """POSTs to the control listener ($GYRE_CONTROL_URL) with the control token; checks the
     status and returns the answer's JSON."""
     import os
-    import urllib.error
-    import urllib.request
 
     token = os.environ["GYRE_CONTROL_TOKEN"] if token is None else token
     return post(os.environ["GYRE_CONTROL_URL"] + path, body, status,
@@ -465,8 +463,9 @@ def agent(base, own, victim, control_url):
             model="p", max_tokens=64, messages=messages, metadata={"user_id": user_id}),
             403, "permission_error")
     # 4. Forged capability URLs: the victim's id with its own capability, or a guessed one.
+    flipped = own_cap[:-1] + ("1" if own_cap[-1] == "0" else "0")
     for forged in (f"{base}/x/{victim}/{own_cap}", f"{base}/x/{victim}/{'0' * 32}",
-                   f"{base}/x/{own_exec}/{own_cap[:-1]}0"):
+                   f"{base}/x/{own_exec}/{flipped}", f"{base}/x/{own_exec}/{own_cap.upper()}"):
         c = openai.OpenAI(base_url=forged + "/v1", api_key="x", max_retries=0)
         expect_status(lambda: c.chat.completions.create(model="p", messages=messages),
                       404, "not_found_error")
