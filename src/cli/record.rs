@@ -83,7 +83,8 @@ pub struct RecordArgs {
     /// operator does). Written in every record's meta.logprobs_mode; unknown when not given.
     #[arg(long, value_enum, value_name = "MODE")]
     upstream_logprobs_mode: Option<LogprobsMode>,
-    /// Model name sent upstream (default: the upstream's first model in /v1/models).
+    /// Model name sent upstream (default: the one model /v1/models lists; required when it
+    /// lists several, e.g. a base model and LoRA adapters).
     #[arg(long)]
     model: Option<String>,
     /// Seconds to wait for one upstream answer before answering the harness 504.
