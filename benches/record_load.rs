@@ -110,8 +110,10 @@ async fn conversation(
 async fn direct(http: reqwest::Client, url: String, prompts: Vec<Vec<u32>>) -> Vec<Duration> {
     let mut latencies = Vec::with_capacity(prompts.len());
     for p in prompts {
-        let body =
-            json!({"model": "standin", "prompt": p, "logprobs": 1, "return_token_ids": true});
+        // A limit above every answer, as the proxy sends (the stand-in, like vLLM, samples 16
+        // tokens without one).
+        let body = json!({"model": "standin", "prompt": p, "logprobs": 1,
+            "return_token_ids": true, "max_tokens": 4096});
         let started = Instant::now();
         let resp = http.post(&url).json(&body).send().await.expect("answers");
         assert!(resp.status().is_success());
@@ -189,7 +191,13 @@ fn main() {
             "qwen3",
             "--quiet",
         ])
-        .args(["--listen", "127.0.0.1:0", "--out"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--control-listen",
+            "127.0.0.1:0",
+            "--out",
+        ])
         .arg(&out)
         .stdout(Stdio::piped())
         .spawn()

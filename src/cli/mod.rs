@@ -161,13 +161,19 @@ docs/import.md describes every mapping.")]
     #[command(after_help = "\
 Examples:
   gyre record --upstream http://127.0.0.1:8000 --tokenizer qwen3 --out run.jsonl
-  ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude          # Claude Code through it
-  OPENAI_BASE_URL=http://127.0.0.1:8787/v1 python agent.py # any OpenAI client
-  curl -d '{\"execution\": \"e1\", \"status\": \"completed\", \"artifact\": \"patch\", \"version\": 1}' \\
-       http://127.0.0.1:8787/gyre/closure
+  ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude          # one local harness, plain routes
+  # per task: issue an execution on the control listener (token in run.jsonl.control-token)
+  curl -H \"Authorization: Bearer $(cat run.jsonl.control-token)\" -d '{\"execution\": \"task-17\"}' \\
+       http://127.0.0.1:8788/gyre/executions         # -> {\"base_url\": \"http://…/x/task-17/…\"}
+  OPENAI_BASE_URL=<openai_base_url> python agent.py      # the harness uses that URL only
+  curl -H \"Authorization: Bearer …\" -d '{\"execution\": \"task-17\", \"status\": \"completed\"}' \\
+       http://127.0.0.1:8788/gyre/closure
 
-Headers x-gyre-execution, x-gyre-agent, x-gyre-purpose, x-gyre-group and x-gyre-budget
-attribute requests; docs/record.md describes the rest. SIGINT/SIGTERM finish in-flight
+The control routes (/gyre/executions, /gyre/closure, /gyre/assessment) are on --control-listen
+behind the bearer token, never on the model URL; a request under a capability URL belongs to
+its execution whatever its headers say. Headers x-gyre-execution, x-gyre-agent,
+x-gyre-purpose, x-gyre-group and x-gyre-budget attribute plain-route requests; docs/record.md
+(Security) describes the rest. SIGINT/SIGTERM finish in-flight
 requests and close the recording; rerunning with the same --out appends.")]
     #[cfg(feature = "record")]
     Record(record::RecordArgs),

@@ -21,6 +21,7 @@ mod lens;
 mod parquet_rows;
 mod readme;
 mod record_proxy;
+mod record_security;
 mod show;
 mod spec_rules;
 mod tui_e2e;

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::proxy::standin::StandIn;
+use crate::proxy::standin::{Options, StandIn};
 use crate::proxy::{Proxy, clients, gyre};
 use gyre_engine::execution::Execution;
 use gyre_engine::load::{Batch, LoadOptions, load};
@@ -157,11 +157,7 @@ fn openai_and_anthropic_loops_are_recorded_exactly_streaming_or_not() {
         );
     }
 
-    clients(
-        &proxy.url,
-        "close",
-        &["oa-plain", "oa-stream", "an-plain", "an-stream"],
-    );
+    proxy.clients("close", &["oa-plain", "oa-stream", "an-plain", "an-stream"]);
     proxy.stop();
     validate(&out);
     let admitted = dir.path().join("admitted.jsonl");
@@ -331,4 +327,115 @@ fn an_sglang_upstream_gives_the_same_records() {
     for id in ["oa-plain", "oa-stream", "an-plain", "an-stream"] {
         assert_eq!(shape(exec(&a, id)), shape(exec(&b, id)), "{id}");
     }
+}
+
+#[test]
+fn claude_code_billing_header_json_user_id_and_a_screenshot_keep_one_growing_context() {
+    let standin = StandIn::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start(&standin.url(), &out, &[]);
+    clients(&proxy.url, "claude-code-today", &[]);
+    proxy.stop();
+    validate(&out);
+    let batch = read(&out);
+    // The session_id of the JSON user_id names the execution.
+    let e = exec(&batch, "cc-today");
+    assert_eq!(e.requests.len(), 2);
+    // Not said by the operator: recorded as unknown.
+    assert_eq!(meta(e, 0, "logprobs_mode"), Some(&Value::from("unknown")));
+    // The per-request billing hash is dropped, so the second call continues the first.
+    assert_eq!(e.requests[1].extends, Some(0));
+    for q in 0..2 {
+        assert_eq!(
+            meta(e, q, "dropped_system_blocks"),
+            Some(&serde_json::json!(["x-anthropic-billing-header"]))
+        );
+    }
+    assert_eq!(
+        meta(e, 1, "placeholders"),
+        Some(
+            &serde_json::json!([{"at": "messages[2].content[0].content[1]",
+            "type": "image", "media_type": "image/png"}])
+        )
+    );
+    assert_inputs_are_what_the_upstream_received(&batch, &standin);
+}
+
+#[test]
+fn max_tokens_fit_the_context_and_the_sampling_sent_is_recorded() {
+    let standin = StandIn::start_with(Options {
+        max_model_len: 2048,
+        ..Options::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start(
+        &standin.url(),
+        &out,
+        &["--upstream-logprobs-mode", "processed-logprobs"],
+    );
+    clients(&proxy.url, "context", &[]);
+    proxy.stop();
+    validate(&out);
+    let batch = read(&out);
+    for id in ["ctx-claude", "ctx-none"] {
+        let e = exec(&batch, id);
+        let r = &e.requests[0];
+        let sent = meta(e, 0, "sampling").expect("meta.sampling");
+        // All the room the context leaves, not 32000 (refused) nor vLLM's default 16 (cut).
+        assert_eq!(
+            sent["max_tokens"].as_u64(),
+            Some(2048 - u64::from(r.input_len)),
+            "{id}"
+        );
+        assert_eq!(meta(e, 0, "server"), Some(&Value::from("vllm")));
+        assert_eq!(
+            meta(e, 0, "logprobs_mode"),
+            Some(&Value::from("processed_logprobs"))
+        );
+        assert_eq!(r.finish.as_deref(), Some("tool_calls"));
+    }
+    assert_eq!(
+        meta(exec(&batch, "ctx-none"), 0, "sampling").unwrap()["temperature"],
+        1.0
+    );
+    assert!(batch.executions.iter().all(|e| e.id != "ctx-long"));
+}
+
+#[test]
+fn the_model_name_is_asked_again_after_a_failure_and_several_models_need_model() {
+    let standin = StandIn::start_with(Options {
+        models_fail_first: 1,
+        ..Options::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start(&standin.url(), &out, &[]);
+    // The first call finds the upstream still loading (502); the next ones work.
+    clients(&proxy.url, "expect-upstream-error", &["asked again"]);
+    clients(&proxy.url, "loops", &[]);
+    proxy.stop();
+    assert_eq!(read(&out).executions.len(), 4);
+
+    let lora = StandIn::start_with(Options {
+        models: vec!["base".into(), "adapter-7".into()],
+        ..Options::default()
+    });
+    let out = dir.path().join("lora.jsonl");
+    let proxy = Proxy::start(&lora.url(), &out, &[]);
+    clients(&proxy.url, "expect-upstream-error", &["--model"]);
+    proxy.stop();
+    let out = dir.path().join("adapter.jsonl");
+    let proxy = Proxy::start(&lora.url(), &out, &["--model", "adapter-7"]);
+    clients(&proxy.url, "loops", &[]);
+    proxy.stop();
+    let batch = read(&out);
+    assert!(
+        batch
+            .executions
+            .iter()
+            .flat_map(|e| &e.requests)
+            .all(|r| r.model.as_deref() == Some("adapter-7"))
+    );
 }

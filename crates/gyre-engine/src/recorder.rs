@@ -349,6 +349,18 @@ impl Recorder<BufWriter<File>> {
         Ok(Recorder::new(BufWriter::with_capacity(1 << 20, file)))
     }
 
+    /// Like [`create`](Self::create), but the file is readable and writable by its owner only
+    /// (mode 0600 on Unix, set when it is created, so no other user can open it meanwhile):
+    /// a proxy's recording holds every prompt of every execution.
+    pub fn create_private(path: &Path) -> io::Result<Self> {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(path)?;
+        Ok(Recorder::new(BufWriter::with_capacity(1 << 20, file)))
+    }
+
     /// A recorder appending to the recording at `path` (created when missing): the file is
     /// read first, so ids, closures and delta encoding continue where it left off. A last line
     /// cut short (a writer killed mid-line) is removed; an invalid recording is an error.

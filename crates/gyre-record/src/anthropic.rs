@@ -18,10 +18,15 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         .ok_or_else(|| ApiError::invalid("model", "model is required"))?
         .to_owned();
     let mut turns = Vec::new();
-    let system = text_of(body.get("system"), "system")?;
+    let mut meta = Map::new();
+    let (system, dropped) = system_of(body.get("system"))?;
+    if !dropped.is_empty() {
+        meta.insert("dropped_system_blocks".into(), dropped.into());
+    }
     if !system.is_empty() {
         turns.push(Turn::of(Message::new("system", system)));
     }
+    let mut placeholders = Vec::new();
     let messages = body
         .get("messages")
         .and_then(Value::as_array)
@@ -30,7 +35,10 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         return Err(ApiError::invalid("messages", "messages must not be empty"));
     }
     for (i, m) in messages.iter().enumerate() {
-        message(m, i, &mut turns)?;
+        message(m, i, &mut turns, &mut placeholders)?;
+    }
+    if !placeholders.is_empty() {
+        meta.insert("placeholders".into(), placeholders.into());
     }
     let tools = match body.get("tools") {
         None | Some(Value::Null) => Vec::new(),
@@ -42,13 +50,10 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         Some("disabled") => Some(false),
         _ => None,
     };
-    // Claude Code: `user_<hash>_account_<uuid>_session_<uuid>`.
     let session = body
         .pointer("/metadata/user_id")
         .and_then(Value::as_str)
-        .and_then(|u| u.rsplit_once("session_"))
-        .map(|(_, s)| s.to_owned())
-        .filter(|s| !s.is_empty());
+        .and_then(session_of);
     Ok(ChatRequest {
         model,
         turns,
@@ -68,7 +73,98 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         logprobs: false,
         enable_thinking,
         session,
+        meta,
     })
+}
+
+/// What Claude Code (2.1.29 and later) puts as `system[0]`: a per-request hash (`cch=…`) that
+/// would make every request a new context. Dropped before rendering.
+const BILLING_HEADER: &str = "x-anthropic-billing-header:";
+
+/// The system text, and the names of the blocks dropped from it (the billing header).
+fn system_of(system: Option<&Value>) -> Result<(String, Vec<Value>), ApiError> {
+    let Some(Value::Array(blocks)) = system else {
+        return Ok((text_of(system, "system")?, Vec::new()));
+    };
+    let billing = |b: &Value| {
+        b.get("type").and_then(Value::as_str) == Some("text")
+            && b.get("text")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.trim_start().starts_with(BILLING_HEADER))
+    };
+    let dropped = blocks.iter().filter(|b| billing(b)).count();
+    let kept: Vec<Value> = blocks.iter().filter(|b| !billing(b)).cloned().collect();
+    let text = text_of(Some(&Value::Array(kept)), "system")?;
+    Ok((
+        text,
+        vec![Value::from("x-anthropic-billing-header"); dropped],
+    ))
+}
+
+/// The text the policy sees for an image or a document block at `at` (it is fed text only), and
+/// a note of it for the record's `meta.placeholders`; `None` for any other block.
+fn placeholder(b: &Value, at: &str, notes: &mut Vec<Value>) -> Option<String> {
+    let kind = b.get("type").and_then(Value::as_str)?;
+    if kind != "image" && kind != "document" {
+        return None;
+    }
+    let media = b
+        .pointer("/source/media_type")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown type");
+    notes.push(json!({"at": at, "type": kind, "media_type": media}));
+    Some(format!(
+        "[{kind} omitted: {media}; this model reads text only]"
+    ))
+}
+
+/// A `tool_result`'s content as text: text parts as they are, images and documents as
+/// placeholders.
+fn tool_result_text(
+    content: Option<&Value>,
+    at: &str,
+    notes: &mut Vec<Value>,
+) -> Result<String, ApiError> {
+    let Some(Value::Array(parts)) = content else {
+        return text_of(content, at);
+    };
+    let mut out = String::new();
+    for (k, p) in parts.iter().enumerate() {
+        let pat = format!("{at}[{k}]");
+        if let Some(text) = placeholder(p, &pat, notes) {
+            out.push_str(&text);
+            continue;
+        }
+        match p.get("type").and_then(Value::as_str) {
+            Some("text") => out.push_str(
+                p.get("text")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ApiError::invalid(&format!("{pat}.text"), "text is missing"))?,
+            ),
+            other => {
+                return Err(ApiError::invalid(
+                    &format!("{pat}.type"),
+                    format!(
+                        "content part type {} is not supported in a tool result",
+                        other.map_or("(none)".into(), |t| format!("{t:?}"))
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The Claude Code session in `metadata.user_id`: a JSON object string with `session_id`
+/// (2.1.78 and later), else the `_session_<uuid>` end of `user_<hash>_account_<uuid>_session_<uuid>`.
+fn session_of(user_id: &str) -> Option<String> {
+    let session = if user_id.trim_start().starts_with('{') {
+        let v: Value = serde_json::from_str(user_id).ok()?;
+        v.get("session_id")?.as_str()?.to_owned()
+    } else {
+        user_id.rsplit_once("session_")?.1.to_owned()
+    };
+    Some(session).filter(|s| !s.is_empty())
 }
 
 /// A tool in OpenAI function form (server tools without an input schema are left out: the
@@ -96,7 +192,12 @@ fn blocks(content: Option<&Value>, at: &str) -> Result<Vec<Value>, ApiError> {
     }
 }
 
-fn message(m: &Value, i: usize, turns: &mut Vec<Turn>) -> Result<(), ApiError> {
+fn message(
+    m: &Value,
+    i: usize,
+    turns: &mut Vec<Turn>,
+    notes: &mut Vec<Value>,
+) -> Result<(), ApiError> {
     let at = |k: &str| format!("messages[{i}].{k}");
     let role = m.get("role").and_then(Value::as_str);
     let blocks = blocks(m.get("content"), &at("content"))?;
@@ -121,6 +222,16 @@ fn message(m: &Value, i: usize, turns: &mut Vec<Turn>) -> Result<(), ApiError> {
                             None => text = Some(t.to_owned()),
                         }
                     }
+                    Some("image" | "document") => {
+                        let t = placeholder(b, &bat, notes).unwrap_or_default();
+                        match &mut text {
+                            Some(acc) => {
+                                acc.push('\n');
+                                acc.push_str(&t);
+                            }
+                            None => text = Some(t),
+                        }
+                    }
                     Some("tool_result") => {
                         flush(&mut text, turns);
                         let id = b
@@ -132,13 +243,8 @@ fn message(m: &Value, i: usize, turns: &mut Vec<Turn>) -> Result<(), ApiError> {
                                     "tool_use_id is required",
                                 )
                             })?;
-                        let content = match b.get("content") {
-                            Some(Value::Array(parts)) => text_of(
-                                Some(&Value::Array(parts.clone())),
-                                &format!("{bat}.content"),
-                            )?,
-                            other => text_of(other, &format!("{bat}.content"))?,
-                        };
+                        let content =
+                            tool_result_text(b.get("content"), &format!("{bat}.content"), notes)?;
                         turns.push(Turn::of(Message::tool(id, content)));
                     }
                     other => {
@@ -321,6 +427,8 @@ pub fn stream(r: &Reply) -> String {
 pub fn error(e: &ApiError) -> Value {
     let kind = match e.kind {
         ErrorKind::InvalidRequest | ErrorKind::Conflict => "invalid_request_error",
+        ErrorKind::Unauthorized => "authentication_error",
+        ErrorKind::Forbidden => "permission_error",
         ErrorKind::NotFound => "not_found_error",
         ErrorKind::Upstream | ErrorKind::Internal => "api_error",
         ErrorKind::Timeout => "timeout_error",
@@ -337,6 +445,54 @@ pub fn error(e: &ApiError) -> Value {
 mod tests {
     use super::*;
     use crate::chat::ReplyCall;
+
+    #[test]
+    fn claude_codes_billing_header_is_dropped_and_images_become_placeholders() {
+        let body = json!({
+            "model": "m", "max_tokens": 32000,
+            "system": [
+                {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.205; cch=9f1e2;"},
+                {"type": "text", "text": "You are Claude Code."},
+            ],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "look"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                    {"type": "text", "text": "page 1"},
+                    {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "AA=="}}]}]},
+            ],
+        });
+        let r = parse(&body).unwrap();
+        assert_eq!(r.turns[0].msg.content, "You are Claude Code.");
+        assert_eq!(
+            r.meta["dropped_system_blocks"],
+            json!(["x-anthropic-billing-header"])
+        );
+        assert_eq!(
+            r.turns[1].msg.content,
+            "look\n[image omitted: image/png; this model reads text only]"
+        );
+        assert_eq!(
+            r.turns[3].msg.content,
+            "page 1[document omitted: application/pdf; this model reads text only]"
+        );
+        assert_eq!(
+            r.meta["placeholders"],
+            json!([
+                {"at": "messages[0].content[1]", "type": "image", "media_type": "image/png"},
+                {"at": "messages[2].content[0].content[1]", "type": "document",
+                 "media_type": "application/pdf"},
+            ])
+        );
+        // Other parts of a tool result are still refused, by path.
+        let mut bad = body.clone();
+        bad["messages"][2]["content"][0]["content"][0] = json!({"type": "audio"});
+        assert_eq!(
+            parse(&bad).unwrap_err().param.as_deref(),
+            Some("messages[2].content[0].content[0].type")
+        );
+    }
 
     #[test]
     fn tool_results_become_tool_messages_and_claude_code_sessions_are_found() {
@@ -358,6 +514,11 @@ mod tests {
         assert_eq!(r.turns[3].msg.tool_call_id.as_deref(), Some("toolu_1"));
         assert_eq!(r.tools.len(), 1);
         assert_eq!(r.session.as_deref(), Some("0f9f-11"));
+        // Claude Code 2.1.78+: a JSON object as a string.
+        let id = r#"{"device_id":"5ab1","account_uuid":"","session_id":"54c1-77"}"#;
+        assert_eq!(session_of(id).as_deref(), Some("54c1-77"));
+        assert_eq!(session_of(r#"{"device_id":"5ab1"}"#), None);
+        assert_eq!(session_of("{not json"), None);
         assert_eq!(r.sampling.max_tokens, Some(100));
     }
 

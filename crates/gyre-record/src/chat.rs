@@ -90,6 +90,9 @@ pub struct ChatRequest {
     pub enable_thinking: Option<bool>,
     /// A harness session id found in the body (Anthropic `metadata.user_id`'s `session_…`).
     pub session: Option<String>,
+    /// What parsing changed on the way to the template, for the record's `meta`
+    /// (`dropped_system_blocks`, `placeholders`).
+    pub meta: serde_json::Map<String, Value>,
 }
 
 /// Why generation stopped.
@@ -168,6 +171,10 @@ pub struct Reply {
 pub enum ErrorKind {
     /// The client's request is unusable (400).
     InvalidRequest,
+    /// No credentials, or not the right ones (401: the control routes' bearer token).
+    Unauthorized,
+    /// Not allowed for this caller (403: a request naming an execution its URL does not give).
+    Forbidden,
     /// No such route (404).
     NotFound,
     /// The record conflicts with the recording (409, e.g. a second closure).
@@ -187,6 +194,8 @@ impl ErrorKind {
     pub fn status(self) -> u16 {
         match self {
             ErrorKind::InvalidRequest => 400,
+            ErrorKind::Unauthorized => 401,
+            ErrorKind::Forbidden => 403,
             ErrorKind::NotFound => 404,
             ErrorKind::Conflict => 409,
             ErrorKind::Upstream => 502,

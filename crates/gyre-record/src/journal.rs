@@ -10,8 +10,13 @@
 //! `Task`/`Agent` tool call the proxy issued, else that of the compaction whose summary it
 //! starts with, else `main`. The purpose is the `x-gyre-purpose` header, else `summary` when the
 //! last user message asks for Claude Code's compaction summary, else `task`.
+//!
+//! An execution issued by the control side ([`Journal::issue`]) is reachable through its
+//! capability URL only: a request under that URL belongs to it whatever its headers say, and no
+//! request on the plain routes can name it, continue its outputs or start from its delegations
+//! (docs/record.md, "Security").
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
@@ -34,6 +39,8 @@ use gyre_engine::write::{ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCall
 /// Attribution given by the client (headers) or found in the body.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Hints {
+    /// The execution the request's capability URL gives (nothing else can change it).
+    pub pinned: Option<String>,
     /// `x-gyre-execution`.
     pub execution: Option<String>,
     /// A harness session id (Claude Code).
@@ -49,6 +56,27 @@ pub struct Hints {
     /// When the request arrived (seconds since the epoch, its record's `t`): an execution the
     /// request starts starts then.
     pub arrived: f64,
+}
+
+/// `meta.attribution` of an execution issued by the control side (its capability URL is the
+/// only way to it).
+const ISSUED: &str = "capability";
+
+/// An execution id a harness may ask for: 1 to 128 of `A-Z a-z 0-9 . _ : -` (it goes into a
+/// URL path).
+fn check_issued_id(id: &str) -> Result<(), ApiError> {
+    let ok = (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            "execution",
+            "an execution id is 1 to 128 of A-Z a-z 0-9 . _ : -",
+        ))
+    }
 }
 
 /// Tool names whose `prompt` argument starts a delegated sub-agent (Claude Code).
@@ -76,6 +104,8 @@ pub struct Outcome<'a> {
     pub model: &'a str,
     /// Record `meta.api`.
     pub api: &'a str,
+    /// More `meta` from parsing the request (what was dropped or replaced before rendering).
+    pub request_meta: &'a Map<String, Value>,
 }
 
 struct ExecState {
@@ -113,7 +143,8 @@ pub struct Journal {
     rec: Recorder<BufWriter<File>>,
     payloads: Payloads,
     execs: HashMap<String, ExecState>,
-    next_exec: u64,
+    /// Executions issued by the control side: reachable through their capability URL only.
+    issued: HashSet<String>,
     rng: ChaCha20Rng,
 }
 
@@ -152,8 +183,8 @@ impl Journal {
                 std::fs::remove_file(path)
                     .wrap_err_with(|| format!("replacing empty {}", path.display()))?;
             }
-            let mut rec =
-                Recorder::create(path).wrap_err_with(|| format!("creating {}", path.display()))?;
+            let mut rec = Recorder::create_private(path)
+                .wrap_err_with(|| format!("creating {}", path.display()))?;
             rec.header(Some(tokenizer), Some(header_meta))
                 .map_err(|e| eyre!("{e}"))?;
             rec.flush()
@@ -164,7 +195,7 @@ impl Journal {
             rec,
             payloads: Payloads::new(payload_limit),
             execs: HashMap::new(),
-            next_exec: 1,
+            issued: HashSet::new(),
             rng: ChaCha20Rng::from_seed(seed),
         };
         let restorable = if exists {
@@ -182,6 +213,15 @@ impl Journal {
             .wrap_err_with(|| format!("reading {}", path.display()))?;
         let mut n = 0;
         for exec in &batch.executions {
+            let attribution = exec
+                .info
+                .as_ref()
+                .and_then(|i| i.meta.as_ref())
+                .and_then(|m| m.get("attribution"))
+                .and_then(Value::as_str);
+            if attribution == Some(ISSUED) {
+                self.issued.insert(exec.id.clone());
+            }
             let mut st = ExecState::new(exec.info.as_ref().map_or(0.0, |i| i.t), true);
             st.next_request = exec.requests.len() as u64 + 1;
             let closed = exec.closure.is_some();
@@ -222,6 +262,11 @@ impl Journal {
                     }));
                 }
             }
+            // A closed execution is not open again (a request that still names it is recorded
+            // after closure; its ids continue past those in the file).
+            if closed {
+                continue;
+            }
             self.execs.insert(exec.id.clone(), st);
             for p in produced {
                 self.remember(p);
@@ -237,18 +282,69 @@ impl Journal {
         &mut self,
         turns: &'a mut [Turn],
         hints: &Hints,
-    ) -> (Vec<RenderTurn<'a>>, Attribution) {
+    ) -> Result<(Vec<RenderTurn<'a>>, Attribution), ApiError> {
+        let named = match &hints.pinned {
+            Some(pinned) => {
+                if hints.execution.as_ref().is_some_and(|e| e != pinned) {
+                    return Err(ApiError::new(
+                        ErrorKind::Forbidden,
+                        format!(
+                            "this URL belongs to execution {pinned:?}; x-gyre-execution cannot \
+                             move its requests to another execution"
+                        ),
+                    ));
+                }
+                if !self.issued.contains(pinned) {
+                    return Err(ApiError::new(
+                        ErrorKind::NotFound,
+                        format!("execution {pinned:?} is closed or was never issued"),
+                    ));
+                }
+                Some(pinned.clone())
+            }
+            None => {
+                let named = hints.execution.clone().or_else(|| hints.session.clone());
+                if let Some(n) = named.as_ref().filter(|n| self.issued.contains(*n)) {
+                    return Err(ApiError::new(
+                        ErrorKind::Forbidden,
+                        format!(
+                            "execution {n:?} was issued by the control side and is reachable \
+                             through its own URL only"
+                        ),
+                    ));
+                }
+                named
+            }
+        };
+        // Outputs of other executions are never restored into this one: a request sees only
+        // its own execution's (pinned), or only those of executions without a capability.
+        let visible = |p: &Produced| match &hints.pinned {
+            Some(pinned) => p.execution == *pinned,
+            None => !self.issued.contains(&p.execution),
+        };
         let mut found = Vec::with_capacity(turns.len());
         let mut rerendered = Vec::new();
         let mut edited = Vec::new();
         let mut last: Option<Arc<Produced>> = None;
         for (i, turn) in turns.iter().enumerate() {
-            let candidates = match self.payloads.find(&turn.msg) {
+            let found_here = match self.payloads.find(&turn.msg) {
+                Found::Restore(c) => {
+                    let c: Vec<Arc<Produced>> = c.into_iter().filter(|p| visible(p)).collect();
+                    if c.is_empty() {
+                        Found::Unknown
+                    } else {
+                        Found::Restore(c)
+                    }
+                }
+                Found::Edited(p) if !visible(&p) => Found::Unknown,
+                f => f,
+            };
+            let candidates = match found_here {
                 Found::Restore(c) => {
                     last = Some(Arc::clone(&c[0]));
                     c
                 }
-                Found::Edited => {
+                Found::Edited(_) => {
                     edited.push(i);
                     rerendered.push(i);
                     Vec::new()
@@ -263,7 +359,6 @@ impl Journal {
             found.push(candidates);
         }
         let fresh = last.is_none();
-        let named = hints.execution.clone().or_else(|| hints.session.clone());
         // A sub-agent's first request.
         let delegation = match (fresh, turns.iter().find(|t| t.msg.role == "user")) {
             (true, Some(u)) => self.delegation_of(&u.msg.content, named.as_deref()),
@@ -323,7 +418,7 @@ impl Journal {
             .zip(found)
             .map(|(turn, candidates)| RenderTurn { turn, candidates })
             .collect();
-        (
+        Ok((
             rturns,
             Attribution {
                 execution,
@@ -333,7 +428,7 @@ impl Journal {
                 edited,
                 delegated_by,
             },
-        )
+        ))
     }
 
     /// The execution and call of a `Task` whose prompt `text` contains, among open executions
@@ -342,7 +437,7 @@ impl Journal {
         let text = collapse(text);
         self.execs
             .iter()
-            .filter(|(id, _)| within.is_none_or(|w| w == id.as_str()))
+            .filter(|(id, _)| self.reachable(id, within))
             .find_map(|(id, st)| {
                 st.delegations
                     .iter()
@@ -357,7 +452,7 @@ impl Journal {
     fn summary_in(&self, text: &str, within: Option<&str>) -> Option<(String, String)> {
         self.execs
             .iter()
-            .filter(|(id, _)| within.is_none_or(|w| w == id.as_str()))
+            .filter(|(id, _)| self.reachable(id, within))
             .find_map(|(id, st)| {
                 st.summaries
                     .iter()
@@ -367,6 +462,15 @@ impl Journal {
                     })
                     .map(|(agent, _)| (id.clone(), agent.clone()))
             })
+    }
+
+    /// Whether execution `id` may be searched for a request scoped to `within` (an execution
+    /// named or pinned): that one only, else any not issued by the control side.
+    fn reachable(&self, id: &str, within: Option<&str>) -> bool {
+        match within {
+            Some(w) => w == id,
+            None => !self.issued.contains(id),
+        }
     }
 
     fn subagent(&mut self, exec: &str, call: &str) -> String {
@@ -381,14 +485,73 @@ impl Journal {
             .clone()
     }
 
+    /// A fresh execution id: `e` + 32 hex digits (128 random bits), so no one can name an
+    /// execution before it exists.
     fn new_execution_id(&mut self) -> String {
         loop {
-            let id = format!("e{}", self.next_exec);
-            self.next_exec += 1;
+            let id = format!(
+                "e{:032x}",
+                rand_core::RngCore::next_u64(&mut self.rng) as u128
+                    | (rand_core::RngCore::next_u64(&mut self.rng) as u128) << 64
+            );
             if !self.execs.contains_key(&id) && !self.rec.knows_execution(&id) {
                 return id;
             }
         }
+    }
+
+    /// Issues an execution to a harness (`POST /gyre/executions` on the control listener):
+    /// `execution` (else a fresh random id) is written with `group`, `budget_s` and `task`,
+    /// started now, and becomes reachable through its capability URL only. Issuing an open
+    /// issued execution again returns it unchanged; an execution started on the plain routes,
+    /// or closed, is a conflict.
+    pub fn issue(
+        &mut self,
+        execution: Option<&str>,
+        group: Option<&Value>,
+        budget_s: Option<f64>,
+        task: Option<&Value>,
+    ) -> Result<String, ApiError> {
+        let id = match execution {
+            Some(id) => {
+                check_issued_id(id)?;
+                id.to_owned()
+            }
+            None => self.new_execution_id(),
+        };
+        let open = self.execs.contains_key(&id);
+        if self.issued.contains(&id) && open {
+            return Ok(id);
+        }
+        if self.rec.knows_execution(&id) || open {
+            return Err(ApiError::new(
+                ErrorKind::Conflict,
+                format!(
+                    "execution {id:?} already exists (closed, or started on the model routes \
+                     without a capability); issue another id"
+                ),
+            ));
+        }
+        let t = now();
+        let mut meta = Map::new();
+        meta.insert("recorded_by".into(), "gyre record".into());
+        meta.insert("attribution".into(), ISSUED.into());
+        self.rec
+            .execution(&ExecutionOut {
+                execution: &id,
+                t,
+                budget_s,
+                group,
+                task,
+                meta: Some(&meta),
+            })
+            .map_err(record_error)?;
+        self.flush()?;
+        let mut st = ExecState::new(t, true);
+        st.budget_s = budget_s;
+        self.execs.insert(id.clone(), st);
+        self.issued.insert(id.clone());
+        Ok(id)
     }
 
     /// A fresh tool-call id: `prefix` + 24 random characters.
@@ -454,6 +617,9 @@ impl Journal {
         let mut meta = Map::new();
         meta.insert("api".into(), out.api.into());
         meta.insert("restored_turns".into(), ctx.restored.len().into());
+        for (k, v) in out.request_meta {
+            meta.insert(k.clone(), v.clone());
+        }
         if !p.rerendered.is_empty() {
             meta.insert("rerendered_turns".into(), p.rerendered.clone().into());
         }
@@ -645,6 +811,59 @@ fn longest_lines(text: &str, n: usize) -> Vec<String> {
     lines.sort_by_key(|l| std::cmp::Reverse(l.len()));
     lines.truncate(n);
     lines.into_iter().map(str::to_owned).collect()
+}
+
+/// Takes the exclusive lock of recording `path` (on `<path>.lock`, which then names `holder`):
+/// two proxies appending to one file would interleave ids and cut lines. Held while the
+/// returned file is open; a second proxy is refused (exit 2) with the holder's line. (Unix:
+/// flock(2); elsewhere the file only names the holder.)
+pub fn lock_recording(path: &Path, holder: &str) -> Result<File> {
+    #[cfg(unix)]
+    use std::io::Read;
+    use std::io::{Seek, Write};
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = std::path::PathBuf::from(lock_path);
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(&lock_path)
+        .wrap_err_with(|| format!("opening the lock file {}", lock_path.display()))?;
+    #[cfg(unix)]
+    {
+        use rustix::fs::{FlockOperation, flock};
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                let mut held = String::new();
+                let _ = file.read_to_string(&mut held);
+                let held = held.trim();
+                return Err(gyre_format::note::Invalid(format!(
+                    "{} is being recorded by another gyre record ({}); stop it or choose \
+                     another --out",
+                    path.display(),
+                    if held.is_empty() {
+                        "holder unknown"
+                    } else {
+                        held
+                    }
+                ))
+                .into());
+            }
+            Err(e) => {
+                return Err(eyre!(std::io::Error::from(e))
+                    .wrap_err(format!("locking {}", lock_path.display())));
+            }
+        }
+    }
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{holder}"))
+        .and_then(|()| file.flush())
+        .wrap_err_with(|| format!("writing {}", lock_path.display()))?;
+    Ok(file)
 }
 
 fn count_lines(path: &Path) -> Result<u64> {

@@ -6,18 +6,22 @@
 //! exact output ids of assistant turns it produced earlier (payload restoration), asks the
 //! upstream for a completion of those ids with log-probs, records one gyre/1 `request` per
 //! call through [`Recorder`](gyre_engine::recorder::Recorder), and answers the harness in its
-//! API's shape. Evaluators close and score executions with `POST /gyre/closure` and
-//! `POST /gyre/assessment`.
+//! API's shape. Evaluators, on a separate control listener behind a bearer token,
+//! issue executions (each with its own capability URL), close and score them.
 //!
-//! The parts (private: the crate's API is [`Config`], [`serve`] and [`Flavor`]): `chat` (the API-neutral conversation and errors), `openai` and `anthropic`
-//! (request parsing, JSON and SSE answers), `render` (conversation → ids and spans),
-//! `sampled` (sampled ids → text, reasoning, tool calls), `payload` (what the proxy produced,
-//! for restoration), `journal` (executions, agents, the recording), `upstream` (the policy
-//! server) and `server` (HTTP, shutdown).
+//! The parts (private: the crate's API is [`Config`], [`serve`], [`Flavor`] and
+//! [`TokenSource`]): `chat` (the API-neutral conversation and errors), `openai` and `anthropic`
+//! (request parsing, JSON and SSE answers), `render` (conversation → ids and spans), `sampled`
+//! (sampled ids → text, reasoning, tool calls), `payload` (what the proxy produced, for
+//! restoration), `journal` (executions, agents, the recording), `upstream` (the policy server),
+//! `control` (the token and capability URLs), `listen` (connection limits and timeouts) and
+//! `server` (routes, shutdown).
 
 mod anthropic;
 mod chat;
+mod control;
 mod journal;
+mod listen;
 mod openai;
 mod payload;
 mod render;
@@ -25,5 +29,6 @@ mod sampled;
 mod server;
 mod upstream;
 
+pub use control::TokenSource;
 pub use server::{Config, serve};
 pub use upstream::Flavor;

@@ -70,6 +70,7 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         logprobs,
         enable_thinking,
         session: None,
+        meta: Map::new(),
     })
 }
 
@@ -298,6 +299,8 @@ pub fn stream(r: &Reply, want_logprobs: bool, include_usage: bool) -> String {
 pub fn error(e: &ApiError) -> Value {
     let kind = match e.kind {
         ErrorKind::InvalidRequest => "invalid_request_error",
+        ErrorKind::Unauthorized => "authentication_error",
+        ErrorKind::Forbidden => "permission_error",
         ErrorKind::NotFound => "not_found_error",
         ErrorKind::Conflict => "conflict_error",
         ErrorKind::Upstream => "upstream_error",

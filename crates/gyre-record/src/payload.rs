@@ -45,8 +45,8 @@ pub struct Produced {
 pub enum Found {
     /// Outputs of the proxy's this turn is (best first).
     Restore(Vec<Arc<Produced>>),
-    /// The turn carries a call id of an output's but was changed.
-    Edited,
+    /// The turn carries a call id of this output's but was changed.
+    Edited(Arc<Produced>),
     /// Not something the proxy produced (or no longer remembered).
     Unknown,
 }
@@ -120,7 +120,7 @@ impl Payloads {
             return if same(p, msg) {
                 Found::Restore(vec![Arc::clone(p)])
             } else {
-                Found::Edited
+                Found::Edited(Arc::clone(p))
             };
         }
         let names: Vec<&str> = msg.tool_calls.iter().map(|c| c.name.as_str()).collect();
@@ -238,7 +238,7 @@ mod tests {
         );
         assert!(matches!(p.find(&compact), Found::Restore(v) if v.len() == 1));
         let edited = assistant("Running.", Some(("call_a", json!({"cmd": "rm"}))));
-        assert!(matches!(p.find(&edited), Found::Edited));
+        assert!(matches!(p.find(&edited), Found::Edited(_)));
         let by_content = assistant("Running.", Some(("other_id", json!({"n": 1, "cmd": "ls"}))));
         assert!(matches!(p.find(&by_content), Found::Restore(_)));
         assert!(matches!(

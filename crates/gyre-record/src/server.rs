@@ -1,28 +1,33 @@
-//! The HTTP side: routes, one request's path from the harness to the upstream and back, and
-//! shutdown (SIGINT/SIGTERM stop accepting, finish in-flight requests for a bounded time, and
-//! close the recording).
+//! The HTTP side: the model listener (the harness's routes, plain and under capability URLs),
+//! the control listener (issuing executions, closures, assessments; bearer token), one
+//! request's path from the harness to the upstream and back, and shutdown (SIGINT/SIGTERM stop
+//! accepting, finish in-flight requests for a bounded time, and close the recording).
 
 use gyre_format::note;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{Path as UrlPath, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use eyre::{Result, WrapErr, bail, eyre};
+use gyre_format::note::Invalid;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use super::chat::{
     Api, ApiError, ChatRequest, ErrorKind, Finish, Reply, ReplyCall, TokenLogprob, now,
 };
-use super::journal::{Attribution, Hints, Journal, Outcome};
+use super::control::{Control, TokenSource};
+use super::journal::{Attribution, Hints, Journal, Outcome, lock_recording};
+use super::listen::{self, Limits};
 use super::render::{Context, RenderTurn, Renderer};
 use super::sampled::OutputReader;
 use super::upstream::{Flavor, Stopped, Upstream};
@@ -42,8 +47,25 @@ pub struct Config {
     pub tokenizer: String,
     /// The recording (appended to when it exists).
     pub out: PathBuf,
-    /// Address to listen on (port 0 = any free port).
+    /// Address the harness's model routes listen on (port 0 = any free port).
     pub listen: String,
+    /// Address the control routes listen on (port 0 = any free port).
+    pub control_listen: String,
+    /// Where the control routes' bearer token comes from.
+    pub control_token: TokenSource,
+    /// Listening on a non-loopback address is allowed (else refused).
+    pub allow_remote: bool,
+    /// Only capability URLs are served: the plain `/v1/…` routes answer 404.
+    pub capability_only: bool,
+    /// Longest wait for a request's header or body, and between requests on a kept-alive
+    /// connection.
+    pub read_timeout: Duration,
+    /// Most connections open at once, per listener.
+    pub max_connections: usize,
+    /// The upstream's API key (`--upstream-api-key-env`): the variable's name and its value.
+    pub upstream_api_key: Option<(String, String)>,
+    /// What the upstream's log-probs are (`--upstream-logprobs-mode`), when its operator says.
+    pub logprobs_mode: Option<&'static str>,
     /// Model name sent upstream (default: the upstream's first served model).
     pub model: Option<String>,
     /// Longest wait for one upstream answer.
@@ -66,7 +88,16 @@ struct Shared {
     closing: AtomicBool,
     recorded: AtomicU64,
     quiet: bool,
+    control: Control,
+    /// `http://addr` of the model listener, for the capability URLs issued.
+    model_base: OnceLock<String>,
+    capability_only: bool,
+    read_timeout: Duration,
+    logprobs_mode: Option<&'static str>,
 }
+
+/// Largest request body read.
+const BODY_LIMIT: usize = 256 << 20;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A handler that panicked cannot leave the journal half-written (lines are written whole).
@@ -113,6 +144,22 @@ fn load_tokenizer(arg: &str, out: &Path) -> Result<(TokenText, ChatTemplate, Val
 
 /// Runs the proxy until SIGINT or SIGTERM.
 pub fn serve(cfg: Config) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .wrap_err("starting the async runtime")?;
+    // Before anything is written: a refused address leaves no recording behind.
+    let listeners = runtime.block_on(async {
+        let model = bind(&cfg.listen, cfg.allow_remote, "--listen", MODEL_EXPOSED).await?;
+        let control = bind(
+            &cfg.control_listen,
+            cfg.allow_remote,
+            "--control-listen",
+            CONTROL_EXPOSED,
+        )
+        .await?;
+        Ok::<_, eyre::Report>((model, control))
+    })?;
     let (tok, tmpl, tok_value) = load_tokenizer(&cfg.tokenizer, &cfg.out)
         .wrap_err_with(|| format!("loading tokenizer {:?}", cfg.tokenizer))?;
     let eos = tmpl.eos_token().map(str::to_owned);
@@ -120,11 +167,28 @@ pub fn serve(cfg: Config) -> Result<()> {
     // Build the id → bytes table now rather than on the first request.
     tok.vocab_size();
     let renderer = Renderer::new(tok, tmpl, eos.as_deref())?;
-    let upstream = Upstream::new(&cfg.upstream, cfg.flavor, cfg.timeout, cfg.model.clone())
-        .map_err(|e| eyre!(e))?;
+    let upstream = Upstream::new(
+        &cfg.upstream,
+        cfg.flavor,
+        cfg.timeout,
+        cfg.model.clone(),
+        cfg.upstream_api_key.clone(),
+    )
+    .map_err(|e| eyre!(e))?;
+    let control = Control::load(&cfg.control_token)?;
     let mut header_meta = Map::new();
     header_meta.insert("recorded_by".into(), "gyre record".into());
     header_meta.insert("upstream".into(), upstream.base().into());
+    let holder = format!(
+        "pid {}, serving http://{}",
+        std::process::id(),
+        listeners
+            .0
+            .local_addr()
+            .map_or_else(|_| cfg.listen.clone(), |a| a.to_string())
+    );
+    // Held until the proxy exits.
+    let _lock = lock_recording(&cfg.out, &holder)?;
     let (journal, opened) = Journal::open(
         &cfg.out,
         &tok_value,
@@ -149,57 +213,111 @@ pub fn serve(cfg: Config) -> Result<()> {
         closing: AtomicBool::new(false),
         recorded: AtomicU64::new(0),
         quiet: cfg.quiet,
+        control,
+        model_base: OnceLock::new(),
+        capability_only: cfg.capability_only,
+        read_timeout: cfg.read_timeout,
+        logprobs_mode: cfg.logprobs_mode,
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .wrap_err("starting the async runtime")?;
-    runtime.block_on(run(cfg, shared))
+    if cfg.logprobs_mode.is_none() {
+        note!(
+            "gyre record: the upstream's log-prob mode is not known, so recorded as unknown: \
+             vLLM's default (raw_logprobs) is before temperature/top-k/top-p, not the behaviour \
+             policy's; start vLLM with --logprobs-mode processed_logprobs and pass \
+             --upstream-logprobs-mode processed-logprobs (docs/record.md)"
+        );
+    }
+    runtime.block_on(run(cfg, shared, listeners))
 }
 
-async fn run(cfg: Config, shared: Arc<Shared>) -> Result<()> {
-    let listener = tokio::net::TcpListener::bind(&cfg.listen)
+/// What each listener exposes, for the warning on a non-loopback address.
+const MODEL_EXPOSED: &str = "anyone who reaches it can sample from the upstream through it and \
+     have the calls recorded (as new executions on the plain routes unless --capability-only)";
+const CONTROL_EXPOSED: &str = "anyone who reaches it AND holds the control token can issue \
+     executions, close them and write their scores";
+
+/// Binds `addr`; a non-loopback address needs `allow_remote`, and is then said loudly.
+async fn bind(
+    addr: &str,
+    allow_remote: bool,
+    flag: &str,
+    exposed: &str,
+) -> Result<tokio::net::TcpListener> {
+    let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .wrap_err_with(|| format!("listening on {}", cfg.listen))?;
+        .wrap_err_with(|| format!("listening on {addr} ({flag})"))?;
+    let bound = listener.local_addr()?;
+    if !bound.ip().is_loopback() {
+        if !allow_remote {
+            return Err(Invalid(format!(
+                "{flag} {addr} is not a loopback address: {exposed}; pass --allow-remote to \
+                 listen there anyway (docs/record.md, Security)"
+            ))
+            .into());
+        }
+        note!("gyre record: WARNING: {flag} {bound} is reachable from other hosts: {exposed}");
+    }
+    Ok(listener)
+}
+
+async fn run(
+    cfg: Config,
+    shared: Arc<Shared>,
+    (listener, control_listener): (tokio::net::TcpListener, tokio::net::TcpListener),
+) -> Result<()> {
     let addr: SocketAddr = listener.local_addr()?;
-    let app = Router::new()
-        .route(
-            "/v1/chat/completions",
-            post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| chat(s, h, b, Api::OpenAi)),
-        )
-        .route(
-            "/v1/messages",
-            post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| chat(s, h, b, Api::Anthropic)),
-        )
-        .route("/v1/messages/count_tokens", post(count_tokens))
-        .route("/v1/models", get(models))
-        .route("/gyre/closure", post(closure))
-        .route("/gyre/assessment", post(assessment))
-        .fallback(not_found)
-        .layer(DefaultBodyLimit::max(256 << 20))
-        .with_state(Arc::clone(&shared));
-    println!(
-        "gyre record: listening on http://{addr} (upstream {}, recording to {})",
+    let control_addr: SocketAddr = control_listener.local_addr()?;
+    let _ = shared.model_base.set(format!("http://{addr}"));
+    let app = model_router(Arc::clone(&shared));
+    let control_app = control_router(Arc::clone(&shared));
+    let signalled = shutdown_signal()?;
+    // One write: a reader that takes the first line and closes the pipe still got both.
+    let banner = format!(
+        "gyre record: listening on http://{addr} (upstream {}, recording to {})\n\
+         gyre record: control on http://{control_addr} (bearer token from {})\n",
         shared.upstream.base(),
-        cfg.out.display()
+        cfg.out.display(),
+        shared.control.origin
     );
-    let (stop_tx, mut stop_rx) = watch::channel(false);
+    {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(banner.as_bytes())
+            .and_then(|()| stdout.flush())
+            .wrap_err("printing the listening addresses")?;
+    }
+    let limits = Limits {
+        read_timeout: cfg.read_timeout,
+        max_connections: cfg.max_connections,
+    };
+    let (stop_tx, stop_rx) = watch::channel(false);
     let closing = Arc::clone(&shared);
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown_signal().await;
+    tokio::spawn(async move {
+        signalled.await;
         closing.closing.store(true, Ordering::SeqCst);
         let n = closing.inflight.load(Ordering::SeqCst);
         note!("gyre record: stopping; finishing {n} in-flight request(s)");
         let _ = stop_tx.send(true);
     });
+    let servers = async {
+        tokio::join!(
+            listen::serve(listener, app, limits, stop_rx.clone(), "model"),
+            listen::serve(
+                control_listener,
+                control_app,
+                limits,
+                stop_rx.clone(),
+                "control"
+            ),
+        )
+    };
     let drain = cfg.drain;
+    let mut stopped = stop_rx.clone();
     let gave_up = tokio::select! {
-        r = server => {
-            r.wrap_err("serving")?;
-            false
-        }
+        _ = servers => false,
         _ = async {
-            let _ = stop_rx.wait_for(|stop| *stop).await;
+            let _ = stopped.wait_for(|stop| *stop).await;
             tokio::time::sleep(drain).await;
         } => true,
     };
@@ -220,25 +338,26 @@ async fn run(cfg: Config, shared: Arc<Shared>) -> Result<()> {
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// SIGINT or SIGTERM, listened for from the moment this is called (before "listening" is
+/// printed, so a signal sent right after it is never the default action).
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
+        let mut term = signal(SignalKind::terminate()).wrap_err("listening for SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).wrap_err("listening for SIGINT")?;
+        Ok(async move {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        })
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
 
@@ -260,10 +379,134 @@ fn error_response(api: Api, e: &ApiError) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
+/// The harness's routes: plain (`/v1/…`, unless `--capability-only`) and under a capability
+/// URL (`/x/<execution>/<capability>/v1/…`). No control route is served here.
+fn model_router(shared: Arc<Shared>) -> Router {
+    type Scope = UrlPath<(String, String)>;
+    let mut app = Router::new()
+        .route(
+            "/x/{execution}/{capability}/v1/chat/completions",
+            post(|s: State<Arc<Shared>>, p: Scope, h: HeaderMap, b: Body| {
+                scoped_chat(s, p, h, b, Api::OpenAi)
+            }),
+        )
+        .route(
+            "/x/{execution}/{capability}/v1/messages",
+            post(|s: State<Arc<Shared>>, p: Scope, h: HeaderMap, b: Body| {
+                scoped_chat(s, p, h, b, Api::Anthropic)
+            }),
+        )
+        .route(
+            "/x/{execution}/{capability}/v1/messages/count_tokens",
+            post(|s: State<Arc<Shared>>, p: Scope, b: Body| async move {
+                match scope(&s, &p) {
+                    Ok(_) => count_tokens(s, b).await,
+                    Err(e) => error_response(Api::Anthropic, &e),
+                }
+            }),
+        )
+        .route(
+            "/x/{execution}/{capability}/v1/models",
+            get(|s: State<Arc<Shared>>, p: Scope| async move {
+                match scope(&s, &p) {
+                    Ok(_) => models(s).await,
+                    Err(e) => error_response(Api::OpenAi, &e),
+                }
+            }),
+        );
+    if !shared.capability_only {
+        app = app
+            .route(
+                "/v1/chat/completions",
+                post(|s: State<Arc<Shared>>, h: HeaderMap, b: Body| {
+                    chat(s, None, h, b, Api::OpenAi)
+                }),
+            )
+            .route(
+                "/v1/messages",
+                post(|s: State<Arc<Shared>>, h: HeaderMap, b: Body| {
+                    chat(s, None, h, b, Api::Anthropic)
+                }),
+            )
+            .route("/v1/messages/count_tokens", post(count_tokens))
+            .route("/v1/models", get(models));
+    }
+    app.fallback(not_found).with_state(shared)
+}
+
+/// The control routes, every one behind the bearer token.
+fn control_router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/gyre/executions", post(issue))
+        .route("/gyre/closure", post(closure))
+        .route("/gyre/assessment", post(assessment))
+        .fallback(control_not_found)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&shared),
+            require_token,
+        ))
+        .with_state(shared)
+}
+
+/// The execution a capability URL gives; a wrong capability is a 404, as for any unknown URL.
+fn scope(st: &Shared, path: &UrlPath<(String, String)>) -> Result<String, ApiError> {
+    let (execution, capability) = &path.0;
+    if st.control.check(execution, capability) {
+        Ok(execution.clone())
+    } else {
+        Err(ApiError::new(
+            ErrorKind::NotFound,
+            "no such URL on gyre record (a capability URL comes from POST /gyre/executions on \
+             the control listener)",
+        ))
+    }
+}
+
+async fn scoped_chat(
+    st: State<Arc<Shared>>,
+    path: UrlPath<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+    api: Api,
+) -> Response {
+    match scope(&st, &path) {
+        Ok(execution) => chat(st, Some(execution), headers, body, api).await,
+        Err(e) => {
+            note!(
+                "gyre record: {} error 404: a wrong capability URL",
+                api.name()
+            );
+            error_response(api, &e)
+        }
+    }
+}
+
+/// The body, read within the read timeout and the size limit.
+async fn read_body(body: Body, timeout: Duration) -> Result<Bytes, ApiError> {
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, BODY_LIMIT)).await {
+        Err(_) => Err(ApiError::new(
+            ErrorKind::InvalidRequest,
+            format!(
+                "the request body did not arrive within {} s (--read-timeout)",
+                timeout.as_secs_f64()
+            ),
+        )),
+        Ok(Err(e)) => Err(ApiError::new(
+            ErrorKind::InvalidRequest,
+            format!(
+                "reading the request body failed (at most {} MiB): {e}",
+                BODY_LIMIT >> 20
+            ),
+        )),
+        Ok(Ok(b)) => Ok(b),
+    }
+}
+
 async fn chat(
     State(st): State<Arc<Shared>>,
+    pinned: Option<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
     api: Api,
 ) -> Response {
     st.inflight.fetch_add(1, Ordering::SeqCst);
@@ -275,7 +518,11 @@ async fn chat(
         );
     }
     let started = Instant::now();
-    match handle(&st, api, &headers, &body).await {
+    let handled = match read_body(body, st.read_timeout).await {
+        Ok(body) => handle(&st, api, pinned, &headers, &body).await,
+        Err(e) => Err(e),
+    };
+    match handled {
         Ok((resp, line)) => {
             if !st.quiet {
                 note!("{line} {} ms", started.elapsed().as_millis());
@@ -289,7 +536,11 @@ async fn chat(
     }
 }
 
-fn hints(headers: &HeaderMap, req: &ChatRequest) -> Result<Hints, ApiError> {
+fn hints(
+    headers: &HeaderMap,
+    req: &ChatRequest,
+    pinned: Option<String>,
+) -> Result<Hints, ApiError> {
     let get = |name: &str| -> Result<Option<String>, ApiError> {
         headers
             .get(name)
@@ -324,6 +575,7 @@ fn hints(headers: &HeaderMap, req: &ChatRequest) -> Result<Hints, ApiError> {
         ),
     };
     Ok(Hints {
+        pinned,
         execution: get("x-gyre-execution")?,
         session: get("x-claude-code-session-id")?.or_else(|| req.session.clone()),
         agent: get("x-gyre-agent")?,
@@ -351,25 +603,40 @@ fn parse_body(api: Api, body: &[u8]) -> Result<ChatRequest, ApiError> {
 async fn handle(
     st: &Arc<Shared>,
     api: Api,
+    pinned: Option<String>,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<(Response, String), ApiError> {
     let started = Instant::now();
     let req = parse_body(api, body)?;
-    let hints = hints(headers, &req)?;
+    let hints = hints(headers, &req, pinned)?;
     let t = hints.arrived;
     let prep_st = Arc::clone(st);
     let (req, attr, ctx) = tokio::task::spawn_blocking(move || prep_st.prepare(req, &hints))
         .await
         .map_err(|e| ApiError::new(ErrorKind::Internal, format!("rendering failed: {e}")))??;
     let prepared = started.elapsed();
-    let completion = st
-        .upstream
-        .complete(&ctx.tokens, &req.sampling, &req.model)
-        .await?;
+    let completion = st.upstream.complete(&ctx.tokens, &req.sampling).await?;
     let sampled_at = started.elapsed();
     let sampled = st.reader.read(&completion.ids)?;
-    let model = st.upstream.model(&req.model).await;
+    let model = completion
+        .model
+        .clone()
+        .unwrap_or_else(|| req.model.clone());
+    let mut request_meta = req.meta.clone();
+    request_meta.insert("sampling".into(), sampling_meta(&completion.sent));
+    request_meta.insert(
+        "logprobs_mode".into(),
+        st.logprobs_mode.unwrap_or("unknown").into(),
+    );
+    request_meta.insert(
+        "server".into(),
+        match st.upstream.flavor() {
+            Flavor::Vllm => "vllm",
+            Flavor::Sglang => "sglang",
+        }
+        .into(),
+    );
     let finish = match (&completion.stopped, sampled.calls.is_empty()) {
         (Stopped::Length, _) => Finish::Length,
         (_, false) => Finish::ToolCalls,
@@ -410,6 +677,7 @@ async fn handle(
                 finish: finish.name(),
                 model: &model,
                 api: api.name(),
+                request_meta: &request_meta,
             },
         )?;
         (j.response_id(reply_prefix), calls, written.0, written.1)
@@ -478,6 +746,29 @@ async fn handle(
     Ok((resp, line))
 }
 
+/// The record's `meta.sampling`: the settings sent upstream (absent ones are the server's
+/// defaults, which may come from the model's generation_config).
+fn sampling_meta(s: &super::chat::Sampling) -> Value {
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            m.insert(k.into(), v);
+        }
+    };
+    put("max_tokens", s.max_tokens.map(Value::from));
+    put("temperature", s.temperature.map(Value::from));
+    put("top_p", s.top_p.map(Value::from));
+    put("top_k", s.top_k.map(Value::from));
+    put("seed", s.seed.map(Value::from));
+    put("presence_penalty", s.presence_penalty.map(Value::from));
+    put("frequency_penalty", s.frequency_penalty.map(Value::from));
+    put(
+        "stop",
+        (!s.stop.is_empty()).then(|| Value::from(s.stop.clone())),
+    );
+    Value::Object(m)
+}
+
 fn sse(text: String) -> Response {
     let mut resp = Response::new(Body::from(text));
     let h = resp.headers_mut();
@@ -502,7 +793,7 @@ impl Shared {
         };
         let mut turns = std::mem::take(&mut req.turns);
         let (attr, ctx) = {
-            let (rturns, attr) = lock(&self.journal).attribute(&mut turns, hints);
+            let (rturns, attr) = lock(&self.journal).attribute(&mut turns, hints)?;
             let ctx = lock(&self.renderer)
                 .context(&rturns, &req.tools, opts)
                 .map_err(|e| {
@@ -518,8 +809,12 @@ impl Shared {
     }
 }
 
-async fn count_tokens(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
+async fn count_tokens(State(st): State<Arc<Shared>>, body: Body) -> Response {
     let api = Api::Anthropic;
+    let body = match read_body(body, st.read_timeout).await {
+        Ok(b) => b,
+        Err(e) => return error_response(api, &e),
+    };
     let counted = (|| {
         let mut value: Value = serde_json::from_slice(&body).map_err(|e| {
             ApiError::new(
@@ -572,11 +867,99 @@ fn gyre_body(body: &[u8]) -> Result<Value, ApiError> {
     })
 }
 
-async fn closure(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
-    let done = gyre_body(&body).and_then(|v| {
-        lock(&st.journal).closure(&v)?;
-        Ok(v)
-    });
+/// Refuses a control request without the bearer token (401; nothing is recorded).
+async fn require_token(State(st): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    if st.control.authorized(req.headers()) {
+        return next.run(req).await;
+    }
+    note!(
+        "gyre record: control request {} {} without the control token refused (401)",
+        req.method(),
+        req.uri().path()
+    );
+    let e = ApiError::new(
+        ErrorKind::Unauthorized,
+        "the control routes need `Authorization: Bearer <token>` with the control token \
+         (docs/record.md, Security)",
+    );
+    let mut resp = error_response(Api::OpenAi, &e);
+    resp.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    resp
+}
+
+async fn control_body(st: &Shared, body: Body) -> Result<Value, ApiError> {
+    gyre_body(&read_body(body, st.read_timeout).await?)
+}
+
+/// `POST /gyre/executions`: issues an execution and its capability URL.
+async fn issue(State(st): State<Arc<Shared>>, body: Body) -> Response {
+    let issued = async {
+        let bytes = read_body(body, st.read_timeout).await?;
+        let v = if bytes.iter().all(u8::is_ascii_whitespace) {
+            json!({})
+        } else {
+            gyre_body(&bytes)?
+        };
+        let Value::Object(o) = &v else {
+            return Err(ApiError::new(
+                ErrorKind::InvalidRequest,
+                "the body must be a JSON object: {\"execution\"?, \"group\"?, \"budget_s\"?, \
+                 \"task\"?}",
+            ));
+        };
+        if let Some(k) = o
+            .keys()
+            .find(|k| !["execution", "group", "budget_s", "task"].contains(&k.as_str()))
+        {
+            return Err(ApiError::invalid(
+                k,
+                format!("unknown field {k:?} (execution, group, budget_s, task)"),
+            ));
+        }
+        let execution = match o.get("execution") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(e)) => Some(e.as_str()),
+            Some(_) => return Err(ApiError::invalid("execution", "execution must be a string")),
+        };
+        let group = match o.get("group") {
+            None | Some(Value::Null) => None,
+            Some(g @ Value::String(_)) => Some(g),
+            Some(_) => return Err(ApiError::invalid("group", "group must be a string")),
+        };
+        let budget_s = match o.get("budget_s") {
+            None | Some(Value::Null) => None,
+            Some(b) => Some(
+                b.as_f64()
+                    .filter(|b| b.is_finite() && *b >= 0.0)
+                    .ok_or_else(|| ApiError::invalid("budget_s", "budget_s must be seconds"))?,
+            ),
+        };
+        let task = o.get("task").filter(|t| !t.is_null());
+        let id = lock(&st.journal).issue(execution, group, budget_s, task)?;
+        let base = format!(
+            "{}/x/{id}/{}",
+            st.model_base.get().map_or("", String::as_str),
+            st.control.capability(&id)
+        );
+        note!("gyre record: issued {id}");
+        Ok::<_, ApiError>(json!({
+            "execution": id,
+            "base_url": base,
+            "openai_base_url": format!("{base}/v1"),
+        }))
+    };
+    match issued.await {
+        Ok(v) => axum::Json(v).into_response(),
+        Err(e) => error_response(Api::OpenAi, &e),
+    }
+}
+
+async fn closure(State(st): State<Arc<Shared>>, body: Body) -> Response {
+    let done = match control_body(&st, body).await {
+        Ok(v) => lock(&st.journal).closure(&v).map(|()| v),
+        Err(e) => Err(e),
+    };
     match done {
         Ok(v) => {
             note!(
@@ -589,23 +972,44 @@ async fn closure(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
     }
 }
 
-async fn assessment(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
-    match gyre_body(&body).and_then(|v| lock(&st.journal).assessment(&v)) {
+async fn assessment(State(st): State<Arc<Shared>>, body: Body) -> Response {
+    let done = match control_body(&st, body).await {
+        Ok(v) => lock(&st.journal).assessment(&v),
+        Err(e) => Err(e),
+    };
+    match done {
         Ok(()) => axum::Json(json!({"ok": true})).into_response(),
         Err(e) => error_response(Api::OpenAi, &e),
     }
 }
 
-async fn not_found(uri: axum::http::Uri) -> Response {
+async fn control_not_found(uri: axum::http::Uri) -> Response {
     let e = ApiError::new(
         ErrorKind::NotFound,
         format!(
-            "gyre record serves POST /v1/chat/completions, /v1/messages, /gyre/closure and \
+            "the control listener serves POST /gyre/executions, /gyre/closure and \
              /gyre/assessment; not {}",
             uri.path()
         ),
     );
-    let api = if uri.path().starts_with("/v1/messages") {
+    error_response(Api::OpenAi, &e)
+}
+
+async fn not_found(State(st): State<Arc<Shared>>, uri: axum::http::Uri) -> Response {
+    let plain = if st.capability_only {
+        "only under capability URLs /x/<execution>/<capability>/v1/… (--capability-only)"
+    } else {
+        "plain and under capability URLs /x/<execution>/<capability>/v1/…"
+    };
+    let e = ApiError::new(
+        ErrorKind::NotFound,
+        format!(
+            "gyre record serves POST /v1/chat/completions, /v1/messages, \
+             /v1/messages/count_tokens and GET /v1/models, {plain}; not {}",
+            uri.path()
+        ),
+    );
+    let api = if uri.path().contains("/v1/messages") {
         Api::Anthropic
     } else {
         Api::OpenAi

@@ -331,37 +331,211 @@ def edited(base):
     openai_turn(client, messages, stream=False)
 
 
-def close(base, *executions):
-    """Closes and scores executions through the proxy; bad bodies are refused."""
+def control(path, body, status, token=None):
+    """POSTs to the control listener ($GYRE_CONTROL_URL) with the control token; checks the
+    status and returns the answer's JSON."""
+    import os
+
+    token = os.environ["GYRE_CONTROL_TOKEN"] if token is None else token
+    return post(os.environ["GYRE_CONTROL_URL"] + path, body, status,
+                {"authorization": f"Bearer {token}"} if token else {})
+
+
+def post(url, body, status, headers=None):
+    """POSTs JSON to `url`; the answer must have `status`; returns its JSON."""
     import urllib.error
     import urllib.request
 
-    def post(path, body, status):
-        req = urllib.request.Request(
-            base + path, data=json.dumps(body).encode(), method="POST",
-            headers={"content-type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                got, text = r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            got, text = e.code, e.read().decode()
-        assert got == status, (path, body, got, text)
-        if status != 200:
-            assert json.loads(text)["error"]["message"], text
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), method="POST",
+        headers={"content-type": "application/json", **(headers or {})},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            got, text = r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        got, text = e.code, e.read().decode()
+    assert got == status, (url, body, got, text)
+    answer = json.loads(text)
+    if status != 200:
+        assert answer["error"]["message"], text
+    return answer
 
+
+def close(base, *executions):
+    """Closes and scores executions on the control listener; bad bodies are refused."""
     for e in executions:
-        post("/gyre/closure", {"execution": e, "status": "completed", "artifact": "patch",
-                               "version": 1}, 200)
-        post("/gyre/assessment", {"execution": e, "artifact": "patch", "version": 1,
-                                  "status": "valid", "score": 1.0, "evaluator": "tests"}, 200)
+        control("/gyre/closure", {"execution": e, "status": "completed", "artifact": "patch",
+                                  "version": 1}, 200)
+        control("/gyre/assessment", {"execution": e, "artifact": "patch", "version": 1,
+                                     "status": "valid", "score": 1.0, "evaluator": "tests"}, 200)
     e = executions[0]
-    post("/gyre/closure", {"execution": e, "status": "completed"}, 409)
-    post("/gyre/closure", {"execution": "x", "status": "finished"}, 400)
-    post("/gyre/assessment", {"execution": e, "artifact": "patch", "version": 1,
-                              "status": "valid"}, 400)
-    post("/gyre/assessment", {"kind": "closure", "execution": e}, 400)
-    post("/gyre/closure", [1, 2], 400)
+    control("/gyre/closure", {"execution": e, "status": "completed"}, 409)
+    control("/gyre/closure", {"execution": "x", "status": "finished"}, 400)
+    control("/gyre/assessment", {"execution": e, "artifact": "patch", "version": 1,
+                                 "status": "valid"}, 400)
+    control("/gyre/assessment", {"kind": "closure", "execution": e}, 400)
+    control("/gyre/closure", [1, 2], 400)
+
+
+def issue(base, state, *executions):
+    """The evaluator issues executions on the control listener and saves their answers
+    (`{"execution", "base_url", "openai_base_url"}`) in STATE; `-` asks for a random id."""
+    issued = {}
+    for e in executions:
+        body = {} if e == "-" else {"execution": e, "group": "g1"}
+        answer = control("/gyre/executions", body, 200)
+        assert answer["openai_base_url"] == answer["base_url"] + "/v1", answer
+        if e != "-":
+            assert answer["execution"] == e, answer
+            # Issuing an open issued execution again gives the same URL.
+            assert control("/gyre/executions", body, 200) == answer
+        issued[answer["execution"] if e == "-" else e] = answer
+    with open(state, "w") as f:
+        json.dump(issued, f)
+
+
+def capability_loops(base, oa_base, an_base):
+    """Unmodified clients pointed at capability URLs (no attribution header)."""
+    openai_loop(oa_base, None, stream=False)
+    anthropic_loop(an_base, None, stream=True)
+
+
+def score(base, execution, value):
+    """The evaluator closes EXECUTION and scores it VALUE."""
+    control("/gyre/closure", {"execution": execution, "status": "completed",
+                              "artifact": "patch", "version": 1}, 200)
+    control("/gyre/assessment", {"execution": execution, "artifact": "patch", "version": 1,
+                                 "status": "valid", "score": float(value),
+                                 "evaluator": "tests"}, 200)
+
+
+def expect_status(call, status, kind):
+    try:
+        call()
+    except (openai.APIStatusError, anthropic.APIStatusError) as e:
+        body = e.body if isinstance(e, openai.APIStatusError) and "type" in (e.body or {}) \
+            else (e.body or {}).get("error", e.body)
+        assert e.status_code == status, (e.status_code, e.body)
+        assert body["type"] == kind, e.body
+        return
+    raise AssertionError(f"no {status} error")
+
+
+def agent(base, own, victim, control_url):
+    """The agent under training, with only the model URL (the plain one and its execution's
+    capability URL) and the control listener's address (found by scanning loopback ports),
+    tries to write its own reward and to reach another execution. Nothing may work."""
+    reward = {"execution": victim, "status": "completed", "artifact": "patch", "version": 1}
+    score_body = {"execution": victim, "artifact": "patch", "version": 1, "status": "valid",
+                  "score": 1.0}
+    own_exec, own_cap = own.rsplit("/", 2)[1:]
+    # 1. No control route on the model listener, plain or under a capability URL.
+    for root in (base, own, own + "/v1"):
+        for path, body in (("/gyre/closure", reward), ("/gyre/assessment", score_body),
+                           ("/gyre/executions", {}), ("/gyre/closure", dict(reward, execution=own_exec))):
+            post(root + path, body, 404)
+    # 2. The control listener wants the token: none, a guessed one, the capability, a token
+    #    passed as a query string or a cookie.
+    for headers in ({}, {"authorization": "Bearer " + "0" * 64},
+                    {"authorization": "Bearer " + own_cap}, {"authorization": own_cap},
+                    {"cookie": "token=" + own_cap}):
+        for path, body in (("/gyre/closure", reward), ("/gyre/assessment", score_body),
+                           ("/gyre/closure", dict(reward, execution=own_exec)),
+                           ("/gyre/executions", {"execution": "mine"})):
+            post(control_url + path, body, 401, headers)
+    post(control_url + "/gyre/closure?token=" + own_cap, reward, 401)
+    # 3. Its own calls cannot be moved into the victim's execution.
+    messages = [{"role": "user", "content": "steps=1"}]
+    moved = openai.OpenAI(base_url=own + "/v1", api_key="x", max_retries=0,
+                          default_headers={"x-gyre-execution": victim})
+    expect_status(lambda: moved.chat.completions.create(model="p", messages=messages),
+                  403, "permission_error")
+    for headers in ({"x-gyre-execution": victim}, {"x-claude-code-session-id": victim}):
+        plain = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0,
+                              default_headers=headers)
+        expect_status(lambda: plain.chat.completions.create(model="p", messages=messages),
+                      403, "permission_error")
+    an = anthropic.Anthropic(base_url=base, api_key="x", max_retries=0)
+    for user_id in (f"user_a_account_b_session_{victim}",
+                    json.dumps({"device_id": "d", "account_uuid": "", "session_id": victim})):
+        expect_status(lambda: an.messages.create(
+            model="p", max_tokens=64, messages=messages, metadata={"user_id": user_id}),
+            403, "permission_error")
+    # 4. Forged capability URLs: the victim's id with its own capability, or a guessed one.
+    flipped = own_cap[:-1] + ("1" if own_cap[-1] == "0" else "0")
+    for forged in (f"{base}/x/{victim}/{own_cap}", f"{base}/x/{victim}/{'0' * 32}",
+                   f"{base}/x/{own_exec}/{flipped}", f"{base}/x/{own_exec}/{own_cap.upper()}"):
+        c = openai.OpenAI(base_url=forged + "/v1", api_key="x", max_retries=0)
+        expect_status(lambda: c.chat.completions.create(model="p", messages=messages),
+                      404, "not_found_error")
+    # What it may do: call the model in its own execution, and start a fresh one on the plain
+    # routes (recorded under a random id nobody scores).
+    openai_turn(openai.OpenAI(base_url=own + "/v1", api_key="x", max_retries=0), messages, False)
+    openai_turn(openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0), messages, False)
+
+
+def claude_code_today(base):
+    """Claude Code 2.1.205-shaped requests: a billing-header `system[0]` whose `cch` hash changes
+    every request, `metadata.user_id` as a JSON string, and a screenshot in a tool result."""
+    import random
+
+    client = anthropic.Anthropic(base_url=base, api_key="x", max_retries=0)
+    user_id = json.dumps({"device_id": "5ab1", "account_uuid": "", "session_id": "cc-today"})
+
+    def system():
+        cch = "%05x" % random.randrange(16 ** 5)
+        return [{"type": "text", "text": f"x-anthropic-billing-header: cc_version=2.1.205.a1; "
+                 f"cc_entrypoint=cli; cch={cch};"}, {"type": "text", "text": SYSTEM}]
+
+    def call():
+        # Streaming, as Claude Code does (the SDK refuses max_tokens 32000 without it).
+        with client.messages.stream(model="p", max_tokens=32000, system=system(),
+                                    messages=messages, tools=ANTHROPIC_TOOLS,
+                                    metadata={"user_id": user_id}) as s:
+            return s.get_final_message()
+
+    messages = [{"role": "user", "content": "Take a screenshot. steps=1"}]
+    r = call()
+    use = next(b for b in r.content if b.type == "tool_use")
+    messages.append({"role": "assistant", "content": [x for x in map(resend, r.content) if x]})
+    messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,
+        "content": [{"type": "text", "text": "saved"}, {"type": "image", "source": {
+            "type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}]})
+    r = call()
+    assert r.stop_reason == "end_turn", r.content
+
+
+def context(base):
+    """Claude Code's max_tokens 32000 on a small context, and a client that sends none."""
+    an = anthropic_client(base, "ctx-claude")
+    with an.messages.stream(model="p", max_tokens=32000, tools=ANTHROPIC_TOOLS,
+                            messages=[{"role": "user", "content": "steps=1"}]) as s:
+        r = s.get_final_message()
+    assert r.stop_reason == "tool_use", r.content
+    content, calls, finish = openai_turn(openai_client(base, "ctx-none"),
+                                         [{"role": "user", "content": "steps=1"}], False)
+    assert finish == "tool_calls" and calls, (content, finish)
+    # A prompt past the context is refused before sampling.
+    expect_openai_error(openai_client(base, "ctx-long"), "word " * 3000, 400,
+                        "invalid_request_error", "max_model_len")
+
+
+def expect_upstream_error(base, says):
+    """Every chat call answers 502 saying `says`."""
+    upstream_auth(base, says)
+
+
+def upstream_auth(base, says):
+    """The upstream refuses the proxy's credentials: a 502 that says what to do."""
+    client = openai_client(base, "auth")
+    try:
+        client.chat.completions.create(model="p", messages=[{"role": "user", "content": "hi"}])
+    except openai.APIStatusError as e:
+        assert e.status_code == 502, (e.status_code, e.body)
+        assert says in e.body["message"], e.body
+        return
+    raise AssertionError("no error")
 
 
 SCENARIOS = {
@@ -369,6 +543,8 @@ SCENARIOS = {
     "errors": errors,
     "claude-code-like": claude_code_like,
     "edited": edited,
+    "claude-code-today": claude_code_today,
+    "context": context,
 }
 
 if __name__ == "__main__":
@@ -379,6 +555,9 @@ if __name__ == "__main__":
         resume_b(base, sys.argv[3])
     elif scenario == "close":
         close(base, *sys.argv[3:])
+    elif scenario in ("issue", "capability-loops", "score", "agent", "upstream-auth",
+                      "expect-upstream-error"):
+        globals()[scenario.replace("-", "_")](base, *sys.argv[3:])
     else:
         SCENARIOS[scenario](base)
     print(f"{scenario}: ok")

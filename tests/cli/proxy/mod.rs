@@ -10,14 +10,23 @@ use std::process::{Child, Command, Stdio};
 /// A running `gyre record`.
 pub struct Proxy {
     child: Child,
-    /// `http://addr`.
+    /// `http://addr` of the model listener.
     pub url: String,
+    /// `http://addr` of the control listener.
+    pub control: String,
+    /// The control token (read from the file the proxy created beside the recording).
+    pub token: String,
 }
 
 impl Proxy {
     /// Starts `gyre record --upstream UPSTREAM --tokenizer qwen3 --out OUT --listen
-    /// 127.0.0.1:0 EXTRA…` and waits for the address it prints.
+    /// 127.0.0.1:0 --control-listen 127.0.0.1:0 EXTRA…` and waits for the addresses it prints.
     pub fn start(upstream: &str, out: &Path, extra: &[&str]) -> Proxy {
+        Self::start_env(upstream, out, extra, &[])
+    }
+
+    /// [`start`](Self::start) with `env` set for the proxy.
+    pub fn start_env(upstream: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Proxy {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gyre"))
             .args([
                 "record",
@@ -28,21 +37,63 @@ impl Proxy {
                 "--out",
             ])
             .arg(out)
-            .args(["--listen", "127.0.0.1:0", "--quiet"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--control-listen",
+                "127.0.0.1:0",
+                "--quiet",
+            ])
+            .env_remove("GYRE_CONTROL_TOKEN")
+            .envs(env.iter().copied())
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("starting gyre record");
-        let stdout = child.stdout.take().unwrap();
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut address = || {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            line.split_whitespace()
+                .find(|w| w.starts_with("http://"))
+                .unwrap_or_else(|| panic!("no address in {line:?}"))
+                .to_owned()
+        };
+        let url = address();
+        let control = address();
+        let mut token_file = out.as_os_str().to_owned();
+        token_file.push(".control-token");
+        let token = std::fs::read_to_string(&token_file)
+            .expect("the control token file beside the recording")
+            .trim()
             .to_owned();
-        Proxy { child, url }
+        Proxy {
+            child,
+            url,
+            control,
+            token,
+        }
+    }
+
+    /// Runs a scenario of `tests/cli/proxy/clients.py` against the model URL, with the
+    /// control URL and token in `GYRE_CONTROL_URL` / `GYRE_CONTROL_TOKEN` (what an evaluator
+    /// has; the agent scenarios do not read them).
+    pub fn clients(&self, scenario: &str, extra: &[&str]) {
+        clients_with(
+            &self.url,
+            scenario,
+            extra,
+            &[
+                ("GYRE_CONTROL_URL", &self.control),
+                ("GYRE_CONTROL_TOKEN", &self.token),
+            ],
+        );
+    }
+
+    /// The proxy's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends SIGTERM and waits; the exit status must be success.
@@ -79,13 +130,21 @@ pub fn python() -> PathBuf {
     p
 }
 
-/// Runs a scenario of `tests/cli/proxy/clients.py` against `base`; it must succeed.
+/// Runs a scenario of `tests/cli/proxy/clients.py` against `base` with only the model URL
+/// (no control URL or token in its environment); it must succeed.
 pub fn clients(base: &str, scenario: &str, extra: &[&str]) {
+    clients_with(base, scenario, extra, &[]);
+}
+
+fn clients_with(base: &str, scenario: &str, extra: &[&str], env: &[(&str, &str)]) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/proxy/clients.py");
     let out = Command::new(python())
         .arg(script)
         .args([base, scenario])
         .args(extra)
+        .env_remove("GYRE_CONTROL_URL")
+        .env_remove("GYRE_CONTROL_TOKEN")
+        .envs(env.iter().copied())
         .output()
         .expect("running tests/cli/proxy/clients.py");
     assert!(

@@ -9,6 +9,13 @@
 //!   results are in the prompt, a thought, a line of text and one `bash` call (or, when the
 //!   first message says `delegate` and nothing ran yet, a `Task` call); then a final answer.
 //!
+//! vLLM's own defaults are kept: without `max_tokens` 16 tokens are sampled, and a prompt
+//! longer than `max_model_len − max_tokens` is a 400. `/v1/models` lists the models with their
+//! `max_model_len`, and can answer 503 for its first calls (a server still loading).
+//!
+//! Started with an API key (vLLM `--api-key`), every route answers 401 without
+//! `Authorization: Bearer <key>`, as vLLM does.
+//!
 //! Log-probs are a hash of (prompt length, position). Every prompt received is kept, with
 //! whether it was answered normally, so tests can compare it with the recording.
 
@@ -34,8 +41,37 @@ pub struct Received {
     pub ok: bool,
 }
 
+/// How a stand-in behaves beyond its defaults.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// vLLM `--api-key`.
+    pub api_key: Option<String>,
+    /// Served model ids (`/v1/models`).
+    pub models: Vec<String>,
+    /// Context length of every model.
+    pub max_model_len: u64,
+    /// `/v1/models` answers 503 this many times first.
+    pub models_fail_first: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            api_key: None,
+            models: vec!["standin".to_owned()],
+            max_model_len: 40_960,
+            models_fail_first: 0,
+        }
+    }
+}
+
+/// vLLM's `max_tokens` when a request has none.
+const VLLM_DEFAULT_MAX_TOKENS: u64 = 16;
+
 struct Inner {
     tok: TokenText,
+    opts: Options,
+    models_asked: Mutex<usize>,
     received: Mutex<Vec<Received>>,
     encoded: Mutex<HashMap<String, Vec<u32>>>,
 }
@@ -51,6 +87,19 @@ pub struct StandIn {
 impl StandIn {
     /// Starts a stand-in on a free loopback port.
     pub fn start() -> StandIn {
+        Self::start_with_key(None)
+    }
+
+    /// Starts a stand-in that wants `Authorization: Bearer KEY` (vLLM `--api-key KEY`).
+    pub fn start_with_key(api_key: Option<&str>) -> StandIn {
+        Self::start_with(Options {
+            api_key: api_key.map(str::to_owned),
+            ..Options::default()
+        })
+    }
+
+    /// Starts a stand-in with `opts`.
+    pub fn start_with(opts: Options) -> StandIn {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -58,6 +107,8 @@ impl StandIn {
             .unwrap();
         let inner = Arc::new(Inner {
             tok: TokenText::qwen3().unwrap(),
+            opts,
+            models_asked: Mutex::new(0),
             received: Mutex::new(Vec::new()),
             encoded: Mutex::new(HashMap::new()),
         });
@@ -65,6 +116,10 @@ impl StandIn {
             .route("/v1/completions", post(completions))
             .route("/generate", post(generate))
             .route("/v1/models", get(models))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&inner),
+                require_key,
+            ))
             .with_state(Arc::clone(&inner));
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -89,9 +144,45 @@ impl StandIn {
     }
 }
 
-async fn models() -> Response {
-    axum::Json(json!({"object": "list", "data": [{"id": "standin", "object": "model"}]}))
-        .into_response()
+/// vLLM's `--api-key` check: 401 `{"error": "Unauthorized"}` without the bearer key.
+async fn require_key(
+    State(inner): State<Arc<Inner>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let Some(key) = &inner.opts.api_key else {
+        return next.run(req).await;
+    };
+    let given = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    if given == Some(&format!("Bearer {key}")) {
+        next.run(req).await
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"error": "Unauthorized"})),
+        )
+            .into_response()
+    }
+}
+
+async fn models(State(inner): State<Arc<Inner>>) -> Response {
+    {
+        let mut asked = inner.models_asked.lock().unwrap();
+        *asked += 1;
+        if *asked <= inner.opts.models_fail_first {
+            return (StatusCode::SERVICE_UNAVAILABLE, "loading").into_response();
+        }
+    }
+    let data: Vec<Value> = inner
+        .opts
+        .models
+        .iter()
+        .map(|id| json!({"id": id, "object": "model", "max_model_len": inner.opts.max_model_len}))
+        .collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
 /// What to answer to a prompt.
@@ -232,8 +323,33 @@ async fn completions(
     };
     assert_eq!(body["logprobs"], 1);
     assert_eq!(body["return_token_ids"], true);
-    let max_tokens = body.get("max_tokens").and_then(Value::as_u64);
-    let answered = answer(&inner, &prompt, max_tokens);
+    let max_tokens = body
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(VLLM_DEFAULT_MAX_TOKENS);
+    if prompt.len() as u64 + max_tokens > inner.opts.max_model_len {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"object": "error", "message": format!(
+                "This model's maximum context length is {} tokens. However, you requested {} \
+                 tokens ({} in the messages, {max_tokens} in the completion).",
+                inner.opts.max_model_len, prompt.len() as u64 + max_tokens, prompt.len()),
+                "code": 400})),
+        )
+            .into_response();
+    }
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !inner.opts.models.iter().any(|m| m == model) {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"object": "error", "message": format!("The model `{model}` does not exist."), "code": 404})),
+        )
+            .into_response();
+    }
+    let answered = answer(&inner, &prompt, Some(max_tokens));
     inner.received.lock().unwrap().push(Received {
         prompt: prompt.clone(),
         ok: answered.is_ok(),
