@@ -79,6 +79,7 @@ pub fn merge_load_errors(
         Ok(load_error(&EngineLoadError {
             diagnostics,
             warnings: Vec::new(),
+            stopped: false,
         })
         .into_value(py)
         .into_any())
