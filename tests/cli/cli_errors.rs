@@ -631,7 +631,11 @@ fn validate_stops_a_flood_of_problems_and_says_so() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let listed: Vec<&str> = stdout.lines().collect();
     assert_eq!(listed.len(), 1000, "{stderr}");
-    assert!(listed[999].starts_with(&format!("{f}:1000: ")), "{}", listed[999]);
+    assert!(
+        listed[999].starts_with(&format!("{f}:1000: ")),
+        "{}",
+        listed[999]
+    );
     assert!(
         stderr.contains(&format!("reading stopped at {f}:1000 after 1000 problems"))
             && stderr.contains("--max-problems 0"),

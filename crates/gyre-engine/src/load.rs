@@ -302,9 +302,7 @@ pub fn load_inputs(
 ) -> Result<Batch, LoadError> {
     let total: u64 = inputs.iter().map(Input::size).sum();
     let done = Arc::new(AtomicU64::new(0));
-    let max_problems = options
-        .max_problems
-        .filter(|&n| n > 0 && !options.lenient);
+    let max_problems = options.max_problems.filter(|&n| n > 0 && !options.lenient);
     let mut state = Loader {
         batch: Batch {
             files: inputs.iter().map(Input::name).collect(),
@@ -323,11 +321,9 @@ pub fn load_inputs(
         slots: Vec::new(),
         index: HashMap::new(),
         dropped: HashMap::new(),
-        errors: Kept::new(
-            max_problems.map_or(KEPT_DIAGNOSTICS, |n| {
-                usize::try_from(n).map_or(KEPT_DIAGNOSTICS, |n| n.max(KEPT_DIAGNOSTICS))
-            }),
-        ),
+        errors: Kept::new(max_problems.map_or(KEPT_DIAGNOSTICS, |n| {
+            usize::try_from(n).map_or(KEPT_DIAGNOSTICS, |n| n.max(KEPT_DIAGNOSTICS))
+        })),
         warnings: Kept::default(),
         lenient: options.lenient,
         stopped: false,

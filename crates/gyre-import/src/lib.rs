@@ -4,6 +4,7 @@
 //! - `claude_code`: a Claude Code session (`~/.claude/projects/<project>/<session>.jsonl`,
 //!   its `subagents/` files, compaction and sub-agents);
 //! - `swe_agent`: a SWE-agent `.traj` trajectory (1.x, and 0.x / EnIGMA);
+//! - `mini_swe_agent`: a mini-swe-agent `.traj.json` trajectory;
 //! - `openhands`: an OpenHands event stream, session `events/` folder or evaluation
 //!   `output.jsonl`;
 //! - `vllm`: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
@@ -24,6 +25,7 @@ pub mod convo;
 mod encode;
 pub mod error;
 pub mod input;
+mod mini_swe_agent;
 mod openai;
 mod openhands;
 mod session;
@@ -219,9 +221,10 @@ impl<T: Importer> Source for T {
 }
 
 /// Every source, in `gyre import --help` order.
-pub static IMPORTERS: [&dyn Source; 4] = [
+pub static IMPORTERS: [&dyn Source; 5] = [
     &claude_code::ClaudeCode,
     &swe_agent::SweAgent,
+    &mini_swe_agent::MiniSweAgent,
     &openhands::Openhands,
     &vllm::Vllm,
 ];

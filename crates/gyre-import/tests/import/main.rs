@@ -6,4 +6,5 @@
 mod claude_code;
 mod common;
 mod formats;
+mod mini_swe_agent;
 mod real_logs;
