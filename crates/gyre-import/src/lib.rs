@@ -7,6 +7,7 @@
 //! - `mini_swe_agent`: a mini-swe-agent `.traj.json` trajectory;
 //! - `openhands`: an OpenHands event stream, session `events/` folder or evaluation
 //!   `output.jsonl`;
+//! - `inspect`: an Inspect AI log (`.json` or `.eval`), one execution per sample;
 //! - `vllm`: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
 //!   exact records, not reconstructed.
 //!
@@ -25,6 +26,7 @@ pub mod convo;
 mod encode;
 pub mod error;
 pub mod input;
+mod inspect;
 mod mini_swe_agent;
 mod openai;
 mod openhands;
@@ -221,11 +223,12 @@ impl<T: Importer> Source for T {
 }
 
 /// Every source, in `gyre import --help` order.
-pub static IMPORTERS: [&dyn Source; 5] = [
+pub static IMPORTERS: [&dyn Source; 6] = [
     &claude_code::ClaudeCode,
     &swe_agent::SweAgent,
     &mini_swe_agent::MiniSweAgent,
     &openhands::Openhands,
+    &inspect::Inspect,
     &vllm::Vllm,
 ];
 

@@ -6,5 +6,6 @@
 mod claude_code;
 mod common;
 mod formats;
+mod inspect;
 mod mini_swe_agent;
 mod real_logs;
