@@ -7,6 +7,7 @@
 //! - `mini_swe_agent`: a mini-swe-agent `.traj.json` trajectory;
 //! - `openhands`: an OpenHands event stream, session `events/` folder or evaluation
 //!   `output.jsonl`;
+//! - `codex`: a Codex CLI rollout (`rollout-*.jsonl`);
 //! - `inspect`: an Inspect AI log (`.json` or `.eval`), one execution per sample;
 //! - `vllm`: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
 //!   exact records, not reconstructed.
@@ -22,6 +23,7 @@
 //! ([`write`](mod@write)), so its output always loads.
 
 mod claude_code;
+mod codex;
 pub mod convo;
 mod encode;
 pub mod error;
@@ -223,10 +225,11 @@ impl<T: Importer> Source for T {
 }
 
 /// Every source, in `gyre import --help` order.
-pub static IMPORTERS: [&dyn Source; 6] = [
+pub static IMPORTERS: [&dyn Source; 7] = [
     &claude_code::ClaudeCode,
     &swe_agent::SweAgent,
     &mini_swe_agent::MiniSweAgent,
+    &codex::Codex,
     &openhands::Openhands,
     &inspect::Inspect,
     &vllm::Vllm,

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod claude_code;
+mod codex;
 mod common;
 mod formats;
 mod inspect;

@@ -97,7 +97,14 @@ fn hidden_reasoning_usage_check_and_closure() {
 #[test]
 fn other_importers_refuse_it_with_its_keys() {
     let path = fixture(TRAJ);
-    for source in ["swe-agent", "openhands", "claude-code", "vllm"] {
+    for source in [
+        "swe-agent",
+        "openhands",
+        "claude-code",
+        "vllm",
+        "codex",
+        "inspect",
+    ] {
         let e = try_import(source, &[path.clone()], &opts(true, None))
             .err()
             .unwrap_or_else(|| panic!("{source} imported a mini-swe-agent trajectory"))
