@@ -9,4 +9,5 @@ mod common;
 mod formats;
 mod inspect;
 mod mini_swe_agent;
+mod openhands_instances;
 mod real_logs;
