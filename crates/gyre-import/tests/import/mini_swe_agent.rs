@@ -105,7 +105,7 @@ fn other_importers_refuse_it_with_its_keys() {
         "codex",
         "inspect",
     ] {
-        let e = try_import(source, &[path.clone()], &opts(true, None))
+        let e = try_import(source, std::slice::from_ref(&path), &opts(true, None))
             .err()
             .unwrap_or_else(|| panic!("{source} imported a mini-swe-agent trajectory"))
             .to_string();
