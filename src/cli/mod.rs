@@ -149,7 +149,8 @@ Examples:
 Keys: ? help, q quit (docs/keys.md lists them all).")]
     #[cfg(feature = "tui")]
     Inspect(inspect::InspectArgs),
-    /// Turn harness logs (Claude Code, SWE-agent, OpenHands, vLLM) into gyre/1 records.
+    /// Turn harness logs (Claude Code, SWE-agent, mini-swe-agent, Codex, OpenHands, Inspect AI,
+    /// vLLM) into gyre/1 records.
     #[command(after_help = "\
 Examples:
   gyre import claude-code SESSION.jsonl --score 1 --out session.jsonl
