@@ -180,6 +180,16 @@ impl Importer for Inspect {
                     Fit::No
                 }
             }
+            // A log written on one line.
+            Shape::Jsonl(_) => match probe.object_keys() {
+                Some(keys)
+                    if keys.contains(&"eval")
+                        && (keys.contains(&"samples") || keys.contains(&"status")) =>
+                {
+                    Fit::Yes
+                }
+                _ => Fit::No,
+            },
             Shape::Document(head) if !head.array => {
                 if head.has("eval") && (head.has("samples") || head.has("status")) {
                     Fit::Yes

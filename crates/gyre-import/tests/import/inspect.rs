@@ -137,3 +137,28 @@ fn other_importers_refuse_inspect_logs_with_what_they_are() {
         );
     }
 }
+
+#[test]
+fn a_log_written_on_one_line_is_the_same_log() {
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(GUIDE)).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("guide.json");
+    std::fs::write(&p, doc.to_string()).unwrap();
+    let (_a, one, s1) = import("inspect", &p, true, None);
+    let (_b, pretty, s2) = import("inspect", &fixture(GUIDE), true, None);
+    assert_eq!((s1.executions, s1.requests), (s2.executions, s2.requests));
+    let body = |f: &std::path::Path| -> Vec<Value> {
+        lines(f)
+            .into_iter()
+            .skip(1)
+            .map(|mut l| {
+                if let Some(m) = l.get_mut("meta").and_then(Value::as_object_mut) {
+                    m.remove("source_line");
+                }
+                l
+            })
+            .collect()
+    };
+    assert_eq!(body(&one), body(&pretty));
+}
