@@ -146,3 +146,26 @@ fn compaction_is_a_summary_call_and_replaces_the_history() {
         );
     }
 }
+
+#[test]
+fn other_importers_refuse_a_rollout_with_what_it_is() {
+    let path = fixture(ROLLOUT);
+    for source in [
+        "claude-code",
+        "swe-agent",
+        "mini-swe-agent",
+        "openhands",
+        "inspect",
+        "vllm",
+    ] {
+        let e = try_import(source, std::slice::from_ref(&path), &opts(true, None))
+            .err()
+            .unwrap_or_else(|| panic!("{source} imported a Codex rollout"))
+            .to_string();
+        assert!(
+            e.contains("the keys `timestamp`, `type`, `payload`")
+                && e.contains("it looks like `gyre import codex` input"),
+            "{source}: {e}"
+        );
+    }
+}
