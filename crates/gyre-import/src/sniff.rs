@@ -31,6 +31,8 @@ pub enum Fit {
 pub struct Probe {
     /// What was seen.
     pub shape: Shape,
+    /// The input looked at.
+    path: Option<PathBuf>,
 }
 
 /// The shapes an input can have.
@@ -119,7 +121,10 @@ impl Probe {
         } else {
             head_shape(path)
         };
-        Probe { shape }
+        Probe {
+            shape,
+            path: Some(path.to_path_buf()),
+        }
     }
 
     /// The first JSONL object, when the input is JSON Lines.
@@ -169,6 +174,11 @@ impl Probe {
     /// format it is.
     pub fn describe(&self, matches: &[&str]) -> String {
         let generic = match &self.shape {
+            Shape::Directory { events: None } if v1_events_dir(self.path.as_deref()) => {
+                "an OpenHands V1 (agent-sdk) conversation folder (`event-<n>-<id>.json` files): \
+                 gyre does not read the V1 event format yet"
+                    .to_owned()
+            }
             Shape::Directory { events: None } => {
                 "a folder that is not an OpenHands session (no `<id>.json` event files in it or \
                  in an `events/` folder inside it)"
@@ -184,6 +194,11 @@ impl Probe {
                 key_list(names.iter().map(String::as_str))
             ),
             Shape::Jsonl(values) => match values.first() {
+                Some(Value::Object(o)) if is_v1_event(o) => format!(
+                    "OpenHands V1 (agent-sdk) events (`kind`: `{}`): gyre does not read the V1 \
+                     event format yet",
+                    gyre_text::sanitize(o.get("kind").and_then(Value::as_str).unwrap_or(""))
+                ),
                 Some(Value::Object(o)) if is_gyre_record(o) => {
                     "a gyre/1 recording (lines with `kind`): it needs no import; read it with \
                      `gyre stats` or `gyre inspect`"
@@ -224,6 +239,29 @@ impl Probe {
             ),
         }
     }
+}
+
+/// Whether a JSON object is an OpenHands V1 (agent-sdk) event: a `kind` naming an event class
+/// (`ActionEvent`, `ObservationEvent`, `SystemPromptEvent`, …).
+fn is_v1_event(o: &serde_json::Map<String, Value>) -> bool {
+    o.get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| k.ends_with("Event"))
+}
+
+/// Whether a folder holds OpenHands V1 event files (`event-00000-<uuid>.json`), directly or in
+/// an `events/` folder.
+fn v1_events_dir(dir: Option<&Path>) -> bool {
+    let holds = |d: &Path| {
+        std::fs::read_dir(d).ok().is_some_and(|rd| {
+            rd.filter_map(|e| e.ok()).any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("event-") && name.ends_with(".json")
+            })
+        })
+    };
+    dir.is_some_and(|d| holds(d) || holds(&d.join("events")))
 }
 
 /// Whether a JSON Lines object is a gyre/1 record: its `kind` is one of gyre/1's (OpenHands V1

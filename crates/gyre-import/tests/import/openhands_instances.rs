@@ -81,3 +81,44 @@ fn resolver_output_jsonl_is_one_execution_per_issue() {
     assert_eq!(c[1]["status"], "timeout");
     assert_eq!(c[1]["artifact"], Value::Null);
 }
+
+/// OpenHands V1 (agent-sdk) events carry a `kind` naming their class: they are not a gyre/1
+/// recording, and gyre says it does not read them (instead of "it needs no import").
+#[test]
+fn v1_events_are_named_for_what_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = json!({"id": "e1", "timestamp": "2025-10-01T10:00:00", "source": "agent",
+                      "kind": "SystemPromptEvent", "system_prompt": {"type": "text", "text": "x"},
+                      "tools": []});
+    let p = dir.path().join("events.jsonl");
+    std::fs::write(&p, format!("{line}\n")).unwrap();
+    let folder = dir.path().join("conversation");
+    std::fs::create_dir_all(folder.join("events")).unwrap();
+    std::fs::write(
+        folder.join("events/event-00000-2b9f0c1e.json"),
+        line.to_string(),
+    )
+    .unwrap();
+    for (source, input, needle) in [
+        (
+            "openhands",
+            &p,
+            "OpenHands V1 (agent-sdk) events (`kind`: `SystemPromptEvent`)",
+        ),
+        ("vllm", &p, "OpenHands V1 (agent-sdk) events"),
+        (
+            "openhands",
+            &folder,
+            "an OpenHands V1 (agent-sdk) conversation folder",
+        ),
+    ] {
+        let e = try_import(source, std::slice::from_ref(input), &opts(true, None))
+            .err()
+            .unwrap_or_else(|| panic!("{source} imported V1 events"))
+            .to_string();
+        assert!(
+            e.contains(needle) && !e.contains("gyre/1 recording"),
+            "{source}: {e}"
+        );
+    }
+}
