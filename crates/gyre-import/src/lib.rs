@@ -12,7 +12,7 @@
 //! - `vllm`: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
 //!   exact records, not reconstructed.
 //!
-//! The first three have no token ids in their logs: their records are rebuilt by rendering the
+//! All but `vllm` have no token ids in their logs: their records are rebuilt by rendering the
 //! conversation through the tokenizer's chat template ([`convo`]), have no log-probs, and are
 //! marked `meta.reconstructed: true` (header and every request). By default a later context
 //! reuses the recorded output tokens of the earlier responses it contains (payload
