@@ -79,6 +79,7 @@ pub fn merge_load_errors(
         Ok(load_error(&EngineLoadError {
             diagnostics,
             warnings: Vec::new(),
+            stopped: false,
         })
         .into_value(py)
         .into_any())
@@ -110,7 +111,10 @@ fn paths_arg(paths: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
 pub fn load(py: Python<'_>, paths: &Bound<'_, PyAny>, lenient: bool) -> PyResult<Batch> {
     guard(|| {
         let paths = paths_arg(paths)?;
-        let options = LoadOptions { lenient };
+        let options = LoadOptions {
+            lenient,
+            ..LoadOptions::default()
+        };
         let batch = py
             .detach(|| engine_load::load(&paths, &options, &|_, _| {}))
             .map_err(|e| load_error(&e))?;

@@ -84,7 +84,10 @@ pub fn load_parts(
                 bytes: bytes.as_bytes(),
             })
             .collect();
-        let options = LoadOptions { lenient };
+        let options = LoadOptions {
+            lenient,
+            ..LoadOptions::default()
+        };
         let batch = py
             .detach(|| load_inputs(&inputs, &options, &|_, _| {}))
             .map_err(|e| load_error(&e))?;

@@ -99,6 +99,7 @@ fn print_warnings(batch: &Batch) {
 pub fn load_with_progress(input: &InputArgs) -> Result<Batch> {
     let options = LoadOptions {
         lenient: input.lenient,
+        max_problems: Some(load::KEPT_DIAGNOSTICS as u64),
     };
     let total: u64 = input
         .files

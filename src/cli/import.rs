@@ -79,9 +79,10 @@ fn subcommand(source: &dyn Source) -> Command {
 impl FromArgMatches for ImportCommand {
     fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
         let (name, sub) = matches.subcommand().ok_or_else(|| {
+            let names: Vec<&str> = IMPORTERS.iter().map(|i| i.about().name).collect();
             clap::Error::raw(
                 clap::error::ErrorKind::MissingSubcommand,
-                "gyre import needs a source: claude-code, swe-agent, openhands or vllm",
+                format!("gyre import needs a source: {}", names.join(", ")),
             )
         })?;
         let source = importer(name).ok_or_else(|| {

@@ -69,7 +69,12 @@ Examples:
     #[command(after_help = "\
 Examples:
   gyre validate runs.jsonl
-  gyre validate part-*.jsonl.gz && gyre admit part-*.jsonl.gz --out admitted.jsonl")]
+  gyre validate part-*.jsonl.gz && gyre admit part-*.jsonl.gz --out admitted.jsonl
+  gyre validate flood.jsonl.zst --max-problems 20     # stop at the 20th problem
+  gyre validate flood.jsonl.zst --max-problems 0      # read to the end, count them all
+
+Reading stops at the 1000th problem by default and says where: a file of bad lines is
+refused in seconds, however large it expands.")]
     Validate(validate::ValidateArgs),
     /// The draw log of one execution: every draw's class, candidates, weights, choice, targets.
     #[command(after_help = "\
@@ -144,7 +149,8 @@ Examples:
 Keys: ? help, q quit (docs/keys.md lists them all).")]
     #[cfg(feature = "tui")]
     Inspect(inspect::InspectArgs),
-    /// Turn harness logs (Claude Code, SWE-agent, OpenHands, vLLM) into gyre/1 records.
+    /// Turn harness logs (Claude Code, SWE-agent, mini-swe-agent, Codex, OpenHands, Inspect AI,
+    /// vLLM) into gyre/1 records.
     #[command(after_help = "\
 Examples:
   gyre import claude-code SESSION.jsonl --score 1 --out session.jsonl

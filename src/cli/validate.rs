@@ -8,7 +8,7 @@ use clap::Args;
 use color_eyre::eyre::Result;
 
 use super::exit::{EXIT_INVALID, note};
-use gyre_engine::load::{self, LoadOptions};
+use gyre_engine::load::{self, KEPT_DIAGNOSTICS, LoadOptions};
 use gyre_engine::report::plural;
 
 /// `gyre validate` arguments.
@@ -17,14 +17,22 @@ pub struct ValidateArgs {
     /// gyre/1 files (.jsonl, .jsonl.gz, .jsonl.zst), read in order.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    /// Stop reading after N problems, all of them listed (a flood of bad lines then takes
+    /// seconds); 0 reads to the end, counts every problem and lists the first 1000.
+    #[arg(long, value_name = "N", default_value_t = KEPT_DIAGNOSTICS as u64)]
+    max_problems: u64,
 }
 
 /// Runs `gyre validate`: exit 2 when there is any problem. Problems go to stdout (one per line,
-/// the first thousand), warnings and the count to stderr.
+/// up to `--max-problems`), warnings, the count and where reading stopped to stderr.
 pub fn run(args: ValidateArgs) -> Result<ExitCode> {
     let files = &args.files;
     let mut out = io::BufWriter::new(io::stdout().lock());
-    let (code, written) = match load::load(files, &LoadOptions::default(), &|_, _| {}) {
+    let options = LoadOptions {
+        lenient: false,
+        max_problems: (args.max_problems > 0).then_some(args.max_problems),
+    };
+    let (code, written) = match load::load(files, &options, &|_, _| {}) {
         Ok(batch) => {
             for w in &batch.warnings {
                 note!("warning: {w}");
@@ -56,7 +64,10 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
                 note!("warning: {w}");
             }
             let written = e.diagnostics.iter().try_for_each(|d| writeln!(out, "{d}"));
-            note!("{}", plural(e.count() as usize, "problem"));
+            match e.stopped_note() {
+                Some(stopped) => note!("{stopped}"),
+                None => note!("{}", plural(e.count() as usize, "problem")),
+            }
             (ExitCode::from(EXIT_INVALID), written)
         }
     };

@@ -336,17 +336,24 @@ fn many_problems_are_counted_and_the_first_thousand_listed() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("empty.jsonl");
     std::fs::write(&file, "{}\n".repeat(5000)).unwrap();
-    let out = run(gyre().args(["validate", file.to_str().unwrap()]));
+    // Read to the end: every problem counted, the first thousand listed.
+    let out = run(gyre().args(["validate", file.to_str().unwrap(), "--max-problems", "0"]));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(stdout.lines().count(), 1001, "{stdout}");
     assert!(stdout.contains("empty.jsonl:1000: missing field `kind`"));
     assert!(stdout.contains("… and 4000 more"), "{stdout}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("5000 problems"));
+    // By default reading stops at the thousandth, and says so.
+    let out = run(gyre().args(["validate", file.to_str().unwrap()]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1000, "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("after 1000 problems"));
     let out = run(gyre().args(["admit", file.to_str().unwrap()]));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("… and 4980 more problems") && err.contains("5000 problems"),
+        err.contains("… and 980 more problems")
+            && err.contains(":1000 after 1000 problems; the rest of the input was not read"),
         "{err}"
     );
 }

@@ -610,3 +610,61 @@ fn gzip_and_zstd_inputs_load_like_plain() {
         text(&out)
     );
 }
+
+/// A flood of bad lines (issue 19 §4: a small zstd file expanding to gigabytes of them): reading
+/// stops at `--max-problems` (1000 by default), says where and how to count them all; `0` reads
+/// to the end.
+#[test]
+fn validate_stops_a_flood_of_problems_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 100_000;
+    let plain = "not a record\n".repeat(n);
+    let flood = dir.path().join("flood.jsonl.zst");
+    std::fs::write(&flood, zstd::encode_all(plain.as_bytes(), 19).unwrap()).unwrap();
+    let f = flood.to_str().unwrap();
+
+    let out = gyre(&["validate", f]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let listed: Vec<&str> = stdout.lines().collect();
+    assert_eq!(listed.len(), 1000, "{stderr}");
+    assert!(
+        listed[999].starts_with(&format!("{f}:1000: ")),
+        "{}",
+        listed[999]
+    );
+    assert!(
+        stderr.contains(&format!("reading stopped at {f}:1000 after 1000 problems"))
+            && stderr.contains("--max-problems 0"),
+        "{stderr}"
+    );
+
+    let out = gyre(&["validate", f, "--max-problems", "7"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 7, "{}", text(&out));
+    assert!(text(&out).contains(&format!("reading stopped at {f}:7 after 7 problems")));
+
+    // 0: every line is read and counted; the first thousand are listed.
+    let out = gyre(&["validate", f, "--max-problems", "0"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stdout.lines().count(), 1001, "{stderr}");
+    assert!(stdout.ends_with("… and 99000 more (only the first 1000 are kept)\n"));
+    assert!(stderr.contains("100000 problems"), "{stderr}");
+    assert!(!stderr.contains("reading stopped"), "{stderr}");
+
+    // Other commands stop too, and point at `validate` for the rest.
+    let out = gyre(&["stats", f]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("reading stopped at") && text(&out).contains("after 1000 problems"),
+        "{}",
+        text(&out)
+    );
+}

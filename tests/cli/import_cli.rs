@@ -569,16 +569,31 @@ fn help_lists_every_importer_and_lenient() {
     let (code, stdout, _) = gyre(&["import", "--help"]);
     assert_eq!(code, 0);
     for line in [
-        "claude-code  A Claude Code session",
-        "swe-agent    A SWE-agent trajectory",
-        "openhands    OpenHands: an event stream",
-        "vllm         Logged vLLM/SGLang chat traffic",
+        "claude-code     A Claude Code session",
+        "swe-agent       A SWE-agent trajectory",
+        "mini-swe-agent  A mini-swe-agent trajectory",
+        "codex           A Codex CLI rollout",
+        "openhands       OpenHands: an event stream",
+        "inspect         An Inspect AI log",
+        "vllm            Logged vLLM/SGLang chat traffic",
     ] {
         assert!(stdout.contains(line), "{stdout}");
     }
     let (code, stdout, _) = gyre(&["import", "claude-code", "--help"]);
     assert_eq!(code, 0);
     assert!(stdout.contains("--lenient"), "{stdout}");
+    for (source, example) in [
+        ("mini-swe-agent", "gyre import mini-swe-agent trajs/"),
+        ("codex", "gyre import codex ~/.codex/sessions/"),
+        ("inspect", "gyre import inspect logs/run.eval"),
+    ] {
+        let (code, stdout, _) = gyre(&["import", source, "--help"]);
+        assert_eq!(code, 0);
+        assert!(
+            stdout.contains(example) && stdout.contains("--score"),
+            "{stdout}"
+        );
+    }
     let (code, stdout, _) = gyre(&["import", "vllm", "--help"]);
     assert_eq!(code, 0);
     assert!(

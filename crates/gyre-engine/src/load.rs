@@ -106,9 +106,31 @@ pub struct LoadError {
     /// Warnings found beside them (kept like [`Batch::warnings`]), for `gyre validate` to list
     /// every finding.
     pub warnings: Vec<Diagnostic>,
+    /// Reading stopped at the last of `diagnostics` because [`LoadOptions::max_problems`] were
+    /// found: the rest of the input was not read (it may hold more).
+    pub stopped: bool,
 }
 
 impl LoadError {
+    /// How reading stopped, in words, when it stopped early (`None` when every line was read).
+    pub fn stopped_note(&self) -> Option<String> {
+        if !self.stopped {
+            return None;
+        }
+        let last = self
+            .diagnostics
+            .iter()
+            .rfind(|d| d.omitted_count().is_none())?;
+        let name = last.file.display().to_string();
+        let file = sanitize(&name);
+        Some(format!(
+            "reading stopped at {file}:{} after {}; the rest of the input was not read \
+             (`gyre validate --max-problems 0` reads to the end and counts every problem)",
+            last.line,
+            crate::report::plural(self.count() as usize, "problem")
+        ))
+    }
+
     /// Problems found, the ones not kept included.
     pub fn count(&self) -> u64 {
         self.diagnostics
@@ -137,11 +159,14 @@ impl fmt::Display for LoadError {
                 if more == 1 { "" } else { "s" }
             )?;
         }
-        write!(
-            f,
-            "{} in the input",
-            crate::report::plural(count as usize, "problem")
-        )
+        match self.stopped_note() {
+            Some(note) => f.write_str(&note),
+            None => write!(
+                f,
+                "{} in the input",
+                crate::report::plural(count as usize, "problem")
+            ),
+        }
     }
 }
 
@@ -153,6 +178,11 @@ pub struct LoadOptions {
     /// Skip bad lines (and executions that can no longer be built) with a warning, instead of
     /// failing.
     pub lenient: bool,
+    /// Stop reading after this many problems (and keep them all); `None` reads every line and
+    /// keeps the first [`KEPT_DIAGNOSTICS`]. A flood of bad lines (a small `.zst` expanding to
+    /// gigabytes of them) then costs seconds, not the time to read it all. Problems only: under
+    /// `lenient` they are skipped lines and reading goes on.
+    pub max_problems: Option<u64>,
 }
 
 /// Everything loaded from the input files.
@@ -272,6 +302,7 @@ pub fn load_inputs(
 ) -> Result<Batch, LoadError> {
     let total: u64 = inputs.iter().map(Input::size).sum();
     let done = Arc::new(AtomicU64::new(0));
+    let max_problems = options.max_problems.filter(|&n| n > 0 && !options.lenient);
     let mut state = Loader {
         batch: Batch {
             files: inputs.iter().map(Input::name).collect(),
@@ -290,9 +321,12 @@ pub fn load_inputs(
         slots: Vec::new(),
         index: HashMap::new(),
         dropped: HashMap::new(),
-        errors: Kept::default(),
+        errors: Kept::new(max_problems.map_or(KEPT_DIAGNOSTICS, |n| {
+            usize::try_from(n).map_or(KEPT_DIAGNOSTICS, |n| n.max(KEPT_DIAGNOSTICS))
+        })),
         warnings: Kept::default(),
         lenient: options.lenient,
+        stopped: false,
     };
     let (tx, rx) = sync_channel::<Result<Chunk, (u32, Diagnostic)>>(1);
     // Three stages, one bounded queue between each: read → parse (rayon) → apply. Parsing chunk
@@ -315,12 +349,21 @@ pub fn load_inputs(
                 }
             }
         });
+        // Leaving the loop drops the receiver: the parser's next send fails, it ends and drops
+        // its receiver, and so does the reader (at most one chunk in each queue is wasted).
         for item in parsed_rx {
             match item {
                 Ok(chunk) => state.consume(chunk),
                 Err((file, d)) => state.errors.push(file, d),
             }
             progress(done.load(Ordering::Relaxed), total);
+            if let Some(max) = max_problems {
+                if state.errors.count >= max {
+                    state.errors.keep_first(max);
+                    state.stopped = true;
+                    break;
+                }
+            }
         }
     });
     state.finish()
@@ -539,19 +582,34 @@ fn parse_chunk(chunk: Chunk) -> ParsedChunk {
 /// One execution taken out of its slot with the records a chunk has for it.
 type Work = (usize, Execution, Vec<(Record, LineRef)>);
 
-/// The first [`KEPT_DIAGNOSTICS`] diagnostics by place in the input, and a count of all.
-#[derive(Default)]
+/// The first `limit` diagnostics by place in the input ([`KEPT_DIAGNOSTICS`] unless reading
+/// stops at a larger [`LoadOptions::max_problems`]), and a count of all.
 struct Kept {
     /// With the file's index, for ordering.
     list: Vec<(u32, Diagnostic)>,
     count: u64,
+    limit: usize,
+}
+
+impl Default for Kept {
+    fn default() -> Self {
+        Self::new(KEPT_DIAGNOSTICS)
+    }
 }
 
 impl Kept {
+    fn new(limit: usize) -> Self {
+        Self {
+            list: Vec::new(),
+            count: 0,
+            limit,
+        }
+    }
+
     fn push(&mut self, file: u32, d: Diagnostic) {
         self.count += 1;
         self.list.push((file, d));
-        if self.list.len() >= 2 * KEPT_DIAGNOSTICS {
+        if self.list.len() >= 2 * self.limit {
             self.trim();
         }
     }
@@ -559,11 +617,18 @@ impl Kept {
     /// Keeps the first by file and line (stable: a line's diagnostics stay in order).
     fn trim(&mut self) {
         self.list.sort_by_key(|(file, d)| (*file, d.line));
-        self.list.truncate(KEPT_DIAGNOSTICS);
+        self.list.truncate(self.limit);
     }
 
     fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// Keeps the first `n` (by file and line) and counts only them: reading stopped there.
+    fn keep_first(&mut self, n: u64) {
+        self.list.sort_by_key(|(file, d)| (*file, d.line));
+        self.list.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+        self.count = self.list.len() as u64;
     }
 
     /// The kept diagnostics in order, then an [`Diagnostic::omitted`] entry for the rest.
@@ -592,6 +657,8 @@ struct Loader {
     errors: Kept,
     warnings: Kept,
     lenient: bool,
+    /// Reading stopped early at [`LoadOptions::max_problems`].
+    stopped: bool,
 }
 
 impl Loader {
@@ -758,6 +825,7 @@ impl Loader {
             return Err(LoadError {
                 diagnostics: self.errors.into_vec(),
                 warnings: self.warnings.into_vec(),
+                stopped: self.stopped,
             });
         }
         drop(std::mem::take(&mut self.index));

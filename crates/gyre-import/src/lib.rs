@@ -4,12 +4,15 @@
 //! - `claude_code`: a Claude Code session (`~/.claude/projects/<project>/<session>.jsonl`,
 //!   its `subagents/` files, compaction and sub-agents);
 //! - `swe_agent`: a SWE-agent `.traj` trajectory (1.x, and 0.x / EnIGMA);
+//! - `mini_swe_agent`: a mini-swe-agent `.traj.json` trajectory;
 //! - `openhands`: an OpenHands event stream, session `events/` folder or evaluation
 //!   `output.jsonl`;
+//! - `codex`: a Codex CLI rollout (`rollout-*.jsonl`);
+//! - `inspect`: an Inspect AI log (`.json` or `.eval`), one execution per sample;
 //! - `vllm`: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
 //!   exact records, not reconstructed.
 //!
-//! The first three have no token ids in their logs: their records are rebuilt by rendering the
+//! All but `vllm` have no token ids in their logs: their records are rebuilt by rendering the
 //! conversation through the tokenizer's chat template ([`convo`]), have no log-probs, and are
 //! marked `meta.reconstructed: true` (header and every request). By default a later context
 //! reuses the recorded output tokens of the earlier responses it contains (payload
@@ -20,9 +23,12 @@
 //! ([`write`](mod@write)), so its output always loads.
 
 mod claude_code;
+mod codex;
 pub mod convo;
 pub mod error;
 pub mod input;
+mod inspect;
+mod mini_swe_agent;
 mod openai;
 mod openhands;
 mod session;
@@ -218,10 +224,13 @@ impl<T: Importer> Source for T {
 }
 
 /// Every source, in `gyre import --help` order.
-pub static IMPORTERS: [&dyn Source; 4] = [
+pub static IMPORTERS: [&dyn Source; 7] = [
     &claude_code::ClaudeCode,
     &swe_agent::SweAgent,
+    &mini_swe_agent::MiniSweAgent,
+    &codex::Codex,
     &openhands::Openhands,
+    &inspect::Inspect,
     &vllm::Vllm,
 ];
 

@@ -13,7 +13,7 @@ use super::write::{
     AssessmentOut, At, ClosureOut, ExecutionOut, RequestOut, ToolCallOut, Validity, spans_out,
 };
 use super::{Job, Progress};
-use gyre_engine::record::{ClosureStatus, Purpose};
+use gyre_engine::record::{Actor, ClosureStatus, Purpose};
 use gyre_text::Message;
 
 /// One model response, to become one request.
@@ -123,9 +123,38 @@ pub fn request_id(i: usize) -> String {
     format!("r{}", i + 1)
 }
 
+/// What a source knows beyond a [`Session`]: which responses an evaluator sampled, and the
+/// assessments the log itself holds.
+#[derive(Clone, Debug, Default)]
+pub struct Extras {
+    /// By response index: sampled by an evaluator (a scorer's model), not the policy.
+    pub evaluator: Vec<bool>,
+    /// The log's own assessments of the closure's artifact, in the log's order (the first is
+    /// the reward, docs/format.md §4).
+    pub assessments: Vec<Logged>,
+}
+
+/// An assessment the log holds (an Inspect AI score).
+#[derive(Clone, Debug)]
+pub struct Logged {
+    /// The reward.
+    pub score: f64,
+    /// Who assessed (`inspect scorer match`).
+    pub evaluator: String,
+    /// Time (seconds).
+    pub t: f64,
+    /// The scorer's explanation, when logged.
+    pub critique: Option<String>,
+}
+
 /// Writes a session's records: execution, one request per response (each context built,
 /// written and dropped), the optional assessment and the closure.
 pub fn records(s: Session, job: &mut Job) -> Result<()> {
+    records_with(s, &Extras::default(), job)
+}
+
+/// [`records`] with what the source knows beyond the session.
+pub fn records_with(s: Session, extras: &Extras, job: &mut Job) -> Result<()> {
     job.builder.forget();
     let start = At {
         file: &s.file,
@@ -214,6 +243,11 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
                 } else {
                     Purpose::Task
                 },
+                actor: if extras.evaluator.get(i).copied().unwrap_or(false) {
+                    Actor::Evaluator
+                } else {
+                    Actor::Policy
+                },
                 not_trainable: r.not_trainable.as_deref(),
                 t: r.t,
                 model: r.model.as_deref(),
@@ -251,7 +285,43 @@ pub fn records(s: Session, job: &mut Job) -> Result<()> {
         ));
     }
     let score = job.opts.score.filter(|_| s.scored);
-    write_end(job, &s.execution, &closure, score, start)
+    write_end(job, &s.execution, &closure, score, start)?;
+    write_logged(job, &s.execution, &closure, &extras.assessments, start)
+}
+
+/// The log's own assessments of the closure's artifact, after the closure.
+fn write_logged(
+    job: &mut Job,
+    execution: &str,
+    c: &Closure,
+    logged: &[Logged],
+    at: At,
+) -> Result<()> {
+    if c.artifact.is_null() {
+        return Ok(());
+    }
+    let version = c.version.clone().unwrap_or(Value::Null);
+    for a in logged {
+        let evaluator = Value::from(a.evaluator.as_str());
+        let critique = a.critique.as_deref().map(Value::from);
+        job.out.assessment(
+            &AssessmentOut {
+                execution,
+                artifact: &c.artifact,
+                version: &version,
+                status: Validity::Valid,
+                score: Some(a.score),
+                t: a.t.max(c.t),
+                branch: None,
+                attempt: None,
+                evaluator: Some(&evaluator),
+                error: None,
+                critique: critique.as_ref(),
+            },
+            at,
+        )?;
+    }
+    Ok(())
 }
 
 /// The closure (and, with a score, a valid assessment of the closure's artifact).

@@ -11,6 +11,9 @@ use super::input::{Counter, open};
 
 /// Bytes of (decompressed) input looked at.
 const HEAD_BYTES: u64 = 256 << 10;
+/// Bytes looked at when a JSON document's root does not close within [`HEAD_BYTES`] (a long
+/// first value, such as a trajectory's `info.submission`, would hide every later key).
+const DOC_HEAD_BYTES: u64 = 32 << 20;
 
 /// How the start of an input fits a format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +31,8 @@ pub enum Fit {
 pub struct Probe {
     /// What was seen.
     pub shape: Shape,
+    /// The input looked at.
+    path: Option<PathBuf>,
 }
 
 /// The shapes an input can have.
@@ -49,6 +54,8 @@ pub enum Shape {
     Document(DocHead),
     /// Text that is not JSON; its first characters.
     Text(String),
+    /// A zip archive (an Inspect AI `.eval` log): the names of its entries, the first few.
+    Zip(Vec<String>),
     /// The input could not be opened or read.
     Unreadable(String),
 }
@@ -63,10 +70,14 @@ pub struct DocHead {
     pub keys: Vec<String>,
     /// For a root object: the keys of the first element of each of its arrays, by array key.
     pub element_keys: Vec<(String, Vec<String>)>,
+    /// The root closed within the bytes looked at: `keys` are all of them.
+    pub complete: bool,
 }
 
 impl DocHead {
     /// Whether the root (or first element) has `key`.
+    ///
+    /// A head that is not [`complete`](Self::complete) may lack keys that come later.
     pub fn has(&self, key: &str) -> bool {
         self.keys.iter().any(|k| k == key)
     }
@@ -110,7 +121,10 @@ impl Probe {
         } else {
             head_shape(path)
         };
-        Probe { shape }
+        Probe {
+            shape,
+            path: Some(path.to_path_buf()),
+        }
     }
 
     /// The first JSONL object, when the input is JSON Lines.
@@ -160,6 +174,11 @@ impl Probe {
     /// format it is.
     pub fn describe(&self, matches: &[&str]) -> String {
         let generic = match &self.shape {
+            Shape::Directory { events: None } if v1_events_dir(self.path.as_deref()) => {
+                "an OpenHands V1 (agent-sdk) conversation folder (`event-<n>-<id>.json` files): \
+                 gyre does not read the V1 event format yet"
+                    .to_owned()
+            }
             Shape::Directory { events: None } => {
                 "a folder that is not an OpenHands session (no `<id>.json` event files in it or \
                  in an `events/` folder inside it)"
@@ -170,8 +189,17 @@ impl Probe {
             Shape::Binary => "not text (not UTF-8)".to_owned(),
             Shape::Unreadable(why) => format!("unreadable ({why})"),
             Shape::Text(start) => format!("not JSON (it starts with {start:?})"),
+            Shape::Zip(names) => format!(
+                "a zip archive holding {}",
+                key_list(names.iter().map(String::as_str))
+            ),
             Shape::Jsonl(values) => match values.first() {
-                Some(Value::Object(o)) if o.contains_key("kind") => {
+                Some(Value::Object(o)) if is_v1_event(o) => format!(
+                    "OpenHands V1 (agent-sdk) events (`kind`: `{}`): gyre does not read the V1 \
+                     event format yet",
+                    gyre_text::sanitize(o.get("kind").and_then(Value::as_str).unwrap_or(""))
+                ),
+                Some(Value::Object(o)) if is_gyre_record(o) => {
                     "a gyre/1 recording (lines with `kind`): it needs no import; read it with \
                      `gyre stats` or `gyre inspect`"
                         .to_owned()
@@ -211,6 +239,38 @@ impl Probe {
             ),
         }
     }
+}
+
+/// Whether a JSON object is an OpenHands V1 (agent-sdk) event: a `kind` naming an event class
+/// (`ActionEvent`, `ObservationEvent`, `SystemPromptEvent`, …).
+fn is_v1_event(o: &serde_json::Map<String, Value>) -> bool {
+    o.get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| k.ends_with("Event"))
+}
+
+/// Whether a folder holds OpenHands V1 event files (`event-00000-<uuid>.json`), directly or in
+/// an `events/` folder.
+fn v1_events_dir(dir: Option<&Path>) -> bool {
+    let holds = |d: &Path| {
+        std::fs::read_dir(d).ok().is_some_and(|rd| {
+            rd.filter_map(|e| e.ok()).any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("event-") && name.ends_with(".json")
+            })
+        })
+    };
+    dir.is_some_and(|d| holds(d) || holds(&d.join("events")))
+}
+
+/// Whether a JSON Lines object is a gyre/1 record: its `kind` is one of gyre/1's (OpenHands V1
+/// events have a `kind` too: `ActionEvent`, …).
+pub fn is_gyre_record(o: &serde_json::Map<String, Value>) -> bool {
+    matches!(
+        o.get("kind").and_then(Value::as_str),
+        Some("header" | "execution" | "request" | "assessment" | "closure")
+    )
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -256,6 +316,9 @@ fn head_shape(path: &Path) -> Shape {
             return Shape::Unreadable(why);
         }
     }
+    if head.starts_with(b"PK\x03\x04") {
+        return zip_shape(path);
+    }
     let bytes = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&head);
     // What comes before the first invalid byte (a multibyte character cut at the end of the
     // head, or a bad byte further on, which the reader reports at its line).
@@ -274,9 +337,40 @@ fn head_shape(path: &Path) -> Shape {
         return Shape::Jsonl(values);
     }
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        return Shape::Document(scan_head(trimmed));
+        let doc = scan_head(trimmed);
+        if doc.complete || doc.array || (head.len() as u64) < HEAD_BYTES {
+            return Shape::Document(doc);
+        }
+        return Shape::Document(longer_head(path).unwrap_or(doc));
     }
     Shape::Text(trimmed.chars().take(24).collect())
+}
+
+/// [`scan_head`] over the first [`DOC_HEAD_BYTES`] of `path`.
+fn longer_head(path: &Path) -> Option<DocHead> {
+    let mut head = Vec::new();
+    open(path, &Counter::default())
+        .ok()?
+        .take(DOC_HEAD_BYTES)
+        .read_to_end(&mut head)
+        .ok()?;
+    let bytes = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&head);
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()?,
+    };
+    Some(scan_head(text.trim_start()))
+}
+
+/// The entries of a zip archive (the first 64 names), or why it cannot be read.
+fn zip_shape(path: &Path) -> Shape {
+    let archive = std::fs::File::open(path)
+        .map_err(|e| super::input::io_reason(&e))
+        .and_then(|f| zip::ZipArchive::new(f).map_err(|e| e.to_string()));
+    match archive {
+        Ok(a) => Shape::Zip(a.file_names().take(64).map(str::to_owned).collect()),
+        Err(why) => Shape::Unreadable(format!("a zip archive that cannot be read: {why}")),
+    }
 }
 
 /// The keys of a JSON document's root (or of its first array element) and of the first element
@@ -351,6 +445,10 @@ fn scan_head(text: &str) -> DocHead {
                     }
                 }
                 depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    head.complete = true;
+                    break;
+                }
             }
             _ => {}
         }

@@ -149,9 +149,9 @@ impl Importer for SweAgent {
                 None => Fit::Unknown,
             };
         }
-        // A large document shows only its first keys.
-        match probe.shape {
-            Shape::Document(_) => Fit::Unknown,
+        // A large document may show only its first keys.
+        match &probe.shape {
+            Shape::Document(head) if !head.complete => Fit::Unknown,
             _ => Fit::No,
         }
     }

@@ -173,7 +173,7 @@ impl Importer for Vllm {
 
     fn sniff(&self, probe: &Probe) -> Fit {
         match (&probe.shape, probe.first_object()) {
-            (Shape::Jsonl(_), Some(o)) if o.contains_key("kind") => Fit::Unknown,
+            (Shape::Jsonl(_), Some(o)) if super::sniff::is_gyre_record(o) => Fit::Unknown,
             (Shape::Jsonl(_), Some(o))
                 if o.contains_key("request") || o.contains_key("response") =>
             {

@@ -62,6 +62,7 @@ pub fn follow(opts: &Options, path: &Path, jobs: &Jobs) {
                 };
                 let options = LoadOptions {
                     lenient: opts.lenient,
+                    max_problems: Some(load::KEPT_DIAGNOSTICS as u64),
                 };
                 match load::load_inputs(&[Input::Prefix { path, len }], &options, &progress) {
                     Ok(batch) => {

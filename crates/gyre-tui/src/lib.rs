@@ -124,6 +124,7 @@ pub fn load_input(opts: &Options, jobs: &Jobs) {
             files,
             &LoadOptions {
                 lenient: opts.lenient,
+                max_problems: Some(load::KEPT_DIAGNOSTICS as u64),
             },
             &progress,
         ),

@@ -107,7 +107,7 @@ impl Importer for Openhands {
                         };
                     }
                 }
-                if head.has("instance_id") || head.has("instruction") {
+                if (head.has("instance_id") || head.has("instruction")) && !head.has("messages") {
                     Fit::Unknown
                 } else {
                     Fit::No

@@ -22,10 +22,21 @@ use gyre_engine::record::ClosureStatus;
 use super::conversation::build;
 use super::events::Event;
 
-/// One evaluation instance (a line of `output.jsonl`).
+/// One evaluation instance (a line of `output.jsonl`), or one issue of the resolver's
+/// `output.jsonl` (`number`, `issue`, `git_patch`, `success`, no `instance_id`).
 #[derive(Deserialize)]
 struct Instance {
-    instance_id: Value,
+    #[serde(default)]
+    instance_id: Option<Value>,
+    /// The resolver's issue number.
+    #[serde(default)]
+    number: Option<Value>,
+    /// The resolver's patch (an evaluation keeps it in `test_result.git_patch`).
+    #[serde(default)]
+    git_patch: Option<Value>,
+    /// The resolver's verdict on its own run.
+    #[serde(default)]
+    success: Option<bool>,
     #[serde(default)]
     instruction: Option<String>,
     #[serde(default)]
@@ -38,11 +49,31 @@ struct Instance {
     metadata: Option<Value>,
 }
 
-/// Whether the file is an evaluation `output.jsonl` (its first line is an instance).
+/// Whether the file is an evaluation or resolver `output.jsonl` (its first line is an
+/// instance).
 pub(super) fn is_output_jsonl(path: &Path) -> bool {
-    Probe::of(path)
-        .first_object()
-        .is_some_and(|o| o.contains_key("instance_id"))
+    Probe::of(path).first_object().is_some_and(is_instance)
+}
+
+/// Whether a JSON object is one instance: an evaluation's (`instance_id`) or the resolver's (a
+/// `history` with the `issue` it resolved).
+fn is_instance(o: &serde_json::Map<String, Value>) -> bool {
+    o.contains_key("instance_id")
+        || (o.contains_key("history") && (o.contains_key("issue") || o.contains_key("number")))
+}
+
+/// An instance's execution id: `instance_id`, else the resolver's `issue-<number>`, else the
+/// line it is on.
+fn instance_id(inst: &Instance, n: u64) -> String {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match (&inst.instance_id, &inst.number) {
+        (Some(id), _) if !id.is_null() => text(id),
+        (_, Some(num)) if !num.is_null() => format!("issue-{}", text(num)),
+        _ => format!("line-{n}"),
+    }
 }
 
 /// Where an event was read.
@@ -95,6 +126,11 @@ pub(super) fn read_document_stream(path: &Path, job: &mut Job) -> Result<Session
     let doc = parse_document(path, &text)?;
     let (events, key) = match doc {
         Value::Array(a) => (a, None),
+        // One evaluation instance saved on its own: read as it is inside output.jsonl (the
+        // same closure, from its `error` and patch).
+        Value::Object(o) if is_instance(&o) && o.get("history").is_some_and(Value::is_array) => {
+            return read_instance_document(path, &text, Value::Object(o), job);
+        }
         Value::Object(mut o) => {
             let Some(k) = ["events", "history"]
                 .into_iter()
@@ -266,10 +302,7 @@ pub(super) fn read_output_jsonl(
                     continue;
                 }
             };
-            let id = match &inst.instance_id {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+            let id = instance_id(&inst, n);
             if let Some(first) = seen.insert(id.clone(), n) {
                 job.log.problem(diag(
                     path,
@@ -303,6 +336,31 @@ pub(super) fn read_output_jsonl(
     Ok(())
 }
 
+/// One instance saved as its own JSON document.
+fn read_instance_document(path: &Path, text: &str, doc: Value, job: &mut Job) -> Result<Session> {
+    let inst: Instance = typed(&doc).map_err(|(msg, field)| bad(path, 1, msg, Some(&field)))?;
+    let lines = json_element_lines(text, Some("history"));
+    let raw = flatten_pairs(inst.history.clone().unwrap_or_default())
+        .into_iter()
+        .map(|(i, v)| {
+            (
+                v,
+                Pos {
+                    file: path.to_path_buf(),
+                    line: line_of(&lines, i),
+                    path: format!("history[{i}]"),
+                },
+            )
+        })
+        .collect();
+    let events = typed_events(raw, job);
+    job.log.check()?;
+    let id = instance_id(&inst, 1);
+    let mut s = instance_session(path, 1, id, inst, events, job)?;
+    s.meta.insert("events_file".into(), json!(file_name(path)));
+    Ok(s)
+}
+
 /// An instance's session: its events, with the instance's outcome in the closure.
 fn instance_session(
     path: &Path,
@@ -318,6 +376,9 @@ fn instance_session(
             .instruction
             .as_ref()
             .map(|t| t.chars().take(500).collect());
+    }
+    if let Some(num) = inst.number.as_ref().filter(|_| inst.instance_id.is_none()) {
+        s.meta.insert("issue_number".into(), num.clone());
     }
     s.meta.insert("instance_id".into(), json!(id));
     s.meta.insert(
@@ -340,17 +401,24 @@ fn instance_session(
         s.closure.status = status_of_error(e);
         s.closure.meta.insert("error".into(), json!(e));
     }
-    // A SWE-bench instance is assessed on its patch; without one there is no assessable work.
-    if let Some(tr) = inst.test_result.as_ref().and_then(Value::as_object) {
-        if let Some(patch) = tr.get("git_patch") {
-            let empty = patch.as_str().is_none_or(|p| p.trim().is_empty());
-            if empty {
-                s.closure.artifact = Value::Null;
-                s.closure.version = None;
-            } else {
-                s.closure.artifact = json!("git_patch");
-                s.closure.version = Some(json!(1));
-            }
+    if let Some(ok) = inst.success {
+        s.closure.meta.insert("success".into(), json!(ok));
+    }
+    // A SWE-bench instance (or a resolved issue) is assessed on its patch; without one there is
+    // no assessable work.
+    let patch = inst
+        .test_result
+        .as_ref()
+        .and_then(|tr| tr.get("git_patch"))
+        .or(inst.git_patch.as_ref());
+    if let Some(patch) = patch {
+        let empty = patch.as_str().is_none_or(|p| p.trim().is_empty());
+        if empty {
+            s.closure.artifact = Value::Null;
+            s.closure.version = None;
+        } else {
+            s.closure.artifact = json!("git_patch");
+            s.closure.version = Some(json!(1));
         }
     }
     Ok(s)

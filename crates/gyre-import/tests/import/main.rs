@@ -5,6 +5,10 @@
 
 mod claude_code;
 mod claude_code_2_1_2xx;
+mod codex;
 mod common;
 mod formats;
+mod inspect;
+mod mini_swe_agent;
+mod openhands_instances;
 mod real_logs;
