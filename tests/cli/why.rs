@@ -282,3 +282,52 @@ fn probabilities_never_round_to_certainty_or_to_zero() {
     let huge = run(&["why", "-e", "tiny", "-r", "huge"]);
     assert!(huge.contains("p=>0.9999"), "{huge}");
 }
+
+/// A policy output marked `not_trainable` (hidden thinking) is not a candidate and claims
+/// nothing; `gyre why` names it a policy output with the reason, `gyre show --runs` prints the
+/// reason on its output run, and the request below it is the only candidate.
+#[test]
+fn a_not_trainable_output_is_named_so_and_never_claimed() {
+    let text = r#"{"kind":"request","execution":"e1","id":"r1","input":[1,2],"output":[3,4],"logprobs":[-0.1,-0.2],"not_trainable":"hidden thinking: the log holds a signature, not the reasoning"}
+{"kind":"request","execution":"e1","id":"r2","extends":"r1","input":[5],"output":[6],"logprobs":[-0.3]}
+{"kind":"closure","execution":"e1","t":1,"status":"completed","artifact":"a","version":1}
+{"kind":"assessment","execution":"e1","artifact":"a","version":1,"status":"valid","score":1,"t":2}
+"#;
+    let batch = load(text);
+    let results = gyre_engine::process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
+    let w = fate(&batch, &results, "e1", "r1");
+    assert_eq!(w.fate, Fate::NotCandidate);
+    assert_eq!(w.class, None);
+    assert_eq!(w.role(), "policy output, not trainable");
+    assert_eq!(w.weight, 0);
+    let r2 = fate(&batch, &results, "e1", "r2");
+    assert_eq!(
+        (r2.fate, r2.weight),
+        (Fate::Drawn, 1),
+        "only r2's own token is a target"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hidden.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_gyre"))
+            .args(args)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let why_text = run(&["why", "-e", "e1", "-r", "r1"]);
+    assert!(
+        why_text.starts_with("e1 · r1 · policy output, not trainable · not_candidate"),
+        "{why_text}"
+    );
+    assert!(
+        why_text.contains("not a candidate: not trainable: hidden thinking"),
+        "{why_text}"
+    );
+    let runs = run(&["show", "-e", "e1", "-r", "r2", "--runs"]);
+    assert!(runs.contains("not trainable: hidden thinking"), "{runs}");
+}

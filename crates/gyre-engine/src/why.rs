@@ -134,6 +134,10 @@ pub struct Why {
     /// (`gyre why --seeds N`; see [`super::lens`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lens: Option<RequestLens>,
+    /// A policy request of the execution whose output the record marks `not_trainable` (it
+    /// has no class; `reason` says why). Not serialised: `reason` carries it in the JSON.
+    #[serde(skip)]
+    not_trainable: bool,
 }
 
 /// The fate of request `request` (index) of `exec`, whose outcome and admission are given.
@@ -256,6 +260,7 @@ pub fn why(exec: &Execution, outcome: &Outcome, admission: &Admission, request: 
         draws_made: admission.draws.len() as u32,
         priority: admission.priority.clone(),
         lens: None,
+        not_trainable: r.actor == Actor::Policy && !r.after_closure && r.not_trainable.is_some(),
     }
 }
 
@@ -277,6 +282,16 @@ fn first_policy_output_below(exec: &Execution, r: u32) -> Option<u32> {
 }
 
 impl Why {
+    /// What the request is, in a word: its class, or why it has none (a policy output marked
+    /// not trainable, or not a policy request of the execution at all).
+    pub fn role(&self) -> &'static str {
+        match (self.class, self.not_trainable) {
+            (Some(c), _) => c.name(),
+            (None, true) => "policy output, not trainable",
+            (None, false) => "not a policy request",
+        }
+    }
+
     /// The fate in one line: `drawn at draw 2 of 4`, `weight reached 0 at draw 3 (its tokens
     /// claimed by r3, r5)`, …
     pub fn summary(&self) -> String {
@@ -339,7 +354,7 @@ impl Why {
             "{} · {} · {}{} · {}",
             self.execution,
             self.request,
-            self.class.map_or("not a policy request", Class::name),
+            self.role(),
             if self.candidate { " · candidate" } else { "" },
             self.fate
         )];

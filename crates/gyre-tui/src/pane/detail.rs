@@ -396,7 +396,7 @@ pub fn fate_lines(ctx: &Ctx, req: u32, with_lens: bool) -> Vec<Line<'static>> {
             Span::styled(
                 format!(
                     " · {}{}",
-                    w.class.map_or("not a policy request", |c| c.name()),
+                    w.role(),
                     if w.candidate {
                         " · candidate"
                     } else {
