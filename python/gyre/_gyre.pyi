@@ -136,6 +136,7 @@ class Recorder:
         finish: Optional[str] = None,
         model: Optional[str] = None,
         meta: Optional[Dict[str, Json]] = None,
+        not_trainable: Optional[str] = None,
     ) -> Optional[str]:
         """Returns the id of the request this one was written as a delta of, or None."""
     def closure(

@@ -330,10 +330,12 @@ impl Recorder {
     /// exclusive end offset (`{"end": 12, "source": "system"}` or `(12, "system")`);
     /// `tool_calls` are `{"id", "name", "start", "end"}` offsets into `output`. Returns the id of
     /// the request this one was written as a delta of, or `None` (full form).
+    /// `not_trainable="reason"` marks a policy output the log does not hold in full (hidden
+    /// thinking): kept as context, never a target.
     #[pyo3(signature = (
         execution, id, *, input, output, logprobs=None, t=None, agent="main", purpose="task",
         actor="policy", spans=None, tool_calls=None, extends=None, finish=None, model=None,
-        meta=None
+        meta=None, not_trainable=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn request(
@@ -354,6 +356,7 @@ impl Recorder {
         finish: Option<String>,
         model: Option<String>,
         meta: Option<&Bound<'_, PyAny>>,
+        not_trainable: Option<String>,
     ) -> PyResult<Option<String>> {
         guard(|| {
             let execution = id_arg(execution, "execution")?;
@@ -394,6 +397,7 @@ impl Recorder {
             let line = RequestOut {
                 purpose,
                 actor,
+                not_trainable: not_trainable.as_deref(),
                 t,
                 model: model.as_deref(),
                 extends: extends.as_deref(),

@@ -35,6 +35,27 @@ def test_the_issue_shape_records_a_run_the_cli_admits(tmp_path):
     assert list(rows) == cli_rows([path], tmp_path / "cli.jsonl", "--seed", "3", "--jmax", "2")
 
 
+def test_a_not_trainable_output_is_context_and_never_a_target(tmp_path):
+    path = tmp_path / "hidden.jsonl"
+    with gyre.Recorder(path) as rec:
+        rec.request("e", "r1", input=[1, 2], output=[3, 4], logprobs=[-0.1, -0.2],
+                    not_trainable="hidden thinking: the log holds a signature, not the reasoning")
+        rec.request("e", "r2", input=[1, 2, 3, 4, 5], output=[6], logprobs=[-0.3])
+        rec.closure("e", t=1.0, artifact="a", version=1)
+        rec.assessment("e", artifact="a", version=1, status="valid", score=1.0, t=2.0)
+    recs = [r for r in lines(path) if r["kind"] == "request"]
+    assert recs[0]["not_trainable"].startswith("hidden thinking")
+    assert "not_trainable" not in recs[1] and recs[1]["extends"] == "r1"
+    rows = gyre.load([str(path)]).admit()
+    assert [r["leaf"] for r in rows] == ["r2"]
+    # r1's output is context in the row, not a target: only r2's one token is.
+    assert [t["request"] for t in rows[0]["targets"]] == ["r2"]
+    assert list(rows) == cli_rows([path], tmp_path / "cli.jsonl")
+    with pytest.raises(ValueError, match="not_trainable"):
+        with gyre.Recorder(tmp_path / "bad.jsonl") as rec:
+            rec.request("e", "r1", input=[1], output=[2], logprobs=[-0.1], not_trainable=" ")
+
+
 def test_a_continuing_request_is_written_as_a_delta(tmp_path):
     path = tmp_path / "run.jsonl"
     with gyre.Recorder(path) as rec:
