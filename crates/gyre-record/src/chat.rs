@@ -69,6 +69,32 @@ pub struct Sampling {
     pub frequency_penalty: Option<f64>,
 }
 
+impl Sampling {
+    /// The settings given, by their OpenAI/vLLM names (absent ones left out: the server's
+    /// defaults apply). What is sent upstream and what the record's `meta.sampling` says are
+    /// this one map, so they cannot disagree.
+    pub fn fields(&self) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                m.insert(k.into(), v);
+            }
+        };
+        put("max_tokens", self.max_tokens.map(Value::from));
+        put("temperature", self.temperature.map(Value::from));
+        put("top_p", self.top_p.map(Value::from));
+        put("top_k", self.top_k.map(Value::from));
+        put("seed", self.seed.map(Value::from));
+        put("presence_penalty", self.presence_penalty.map(Value::from));
+        put("frequency_penalty", self.frequency_penalty.map(Value::from));
+        put(
+            "stop",
+            (!self.stop.is_empty()).then(|| Value::from(self.stop.clone())),
+        );
+        m
+    }
+}
+
 /// A chat request in either API, as the proxy needs it.
 #[derive(Clone, Debug)]
 pub struct ChatRequest {

@@ -624,7 +624,9 @@ async fn handle(
         .clone()
         .unwrap_or_else(|| req.model.clone());
     let mut request_meta = req.meta.clone();
-    request_meta.insert("sampling".into(), sampling_meta(&completion.sent));
+    // The settings sent upstream (absent ones are the server's defaults, which may come from
+    // the model's generation_config).
+    request_meta.insert("sampling".into(), Value::Object(completion.sent.fields()));
     request_meta.insert(
         "logprobs_mode".into(),
         st.logprobs_mode.unwrap_or("unknown").into(),
@@ -744,29 +746,6 @@ async fn handle(
         resp.headers_mut().insert("server-timing", v);
     }
     Ok((resp, line))
-}
-
-/// The record's `meta.sampling`: the settings sent upstream (absent ones are the server's
-/// defaults, which may come from the model's generation_config).
-fn sampling_meta(s: &super::chat::Sampling) -> Value {
-    let mut m = Map::new();
-    let mut put = |k: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            m.insert(k.into(), v);
-        }
-    };
-    put("max_tokens", s.max_tokens.map(Value::from));
-    put("temperature", s.temperature.map(Value::from));
-    put("top_p", s.top_p.map(Value::from));
-    put("top_k", s.top_k.map(Value::from));
-    put("seed", s.seed.map(Value::from));
-    put("presence_penalty", s.presence_penalty.map(Value::from));
-    put("frequency_penalty", s.frequency_penalty.map(Value::from));
-    put(
-        "stop",
-        (!s.stop.is_empty()).then(|| Value::from(s.stop.clone())),
-    );
-    Value::Object(m)
 }
 
 fn sse(text: String) -> Response {

@@ -301,23 +301,9 @@ fn vllm_body(model: &str, prompt: &[u32], s: &Sampling) -> Value {
         "skip_special_tokens": false,
         "stream": false,
     });
-    let o = body.as_object_mut().expect("a JSON object literal");
-    let mut put = |k: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            o.insert(k.into(), v);
-        }
-    };
-    put("max_tokens", s.max_tokens.map(Value::from));
-    put("temperature", s.temperature.map(Value::from));
-    put("top_p", s.top_p.map(Value::from));
-    put("top_k", s.top_k.map(Value::from));
-    put("seed", s.seed.map(Value::from));
-    put("presence_penalty", s.presence_penalty.map(Value::from));
-    put("frequency_penalty", s.frequency_penalty.map(Value::from));
-    put(
-        "stop",
-        (!s.stop.is_empty()).then(|| Value::from(s.stop.clone())),
-    );
+    body.as_object_mut()
+        .expect("a JSON object literal")
+        .extend(s.fields());
     body
 }
 
