@@ -13,7 +13,7 @@ use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 
@@ -105,7 +105,19 @@ async fn refuse(mut stream: TcpStream) {
     let write = async {
         stream.write_all(head.as_bytes()).await?;
         stream.write_all(body.as_bytes()).await?;
-        stream.shutdown().await
+        stream.shutdown().await?;
+        // A lingering close: closing with the client's request still unread makes the kernel
+        // send a reset, which can destroy the 503 before the client reads it. Read what it
+        // sends (a bounded amount, within the same second) until it closes its side.
+        let mut buf = [0u8; 4096];
+        let mut drained = 0;
+        while drained < 64 * 1024 {
+            match stream.read(&mut buf).await? {
+                0 => break,
+                n => drained += n,
+            }
+        }
+        std::io::Result::Ok(())
     };
     let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
 }
