@@ -112,6 +112,11 @@ fn events_dir(dir: &Path) -> Option<PathBuf> {
 }
 
 impl Probe {
+    /// The input looked at, when it is a path.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
     /// Looks at the start of `path`.
     pub fn of(path: &Path) -> Self {
         let shape = if path.is_dir() {
@@ -174,9 +179,10 @@ impl Probe {
     /// format it is.
     pub fn describe(&self, matches: &[&str]) -> String {
         let generic = match &self.shape {
-            Shape::Directory { events: None } if v1_events_dir(self.path.as_deref()) => {
-                "an OpenHands V1 (agent-sdk) conversation folder (`event-<n>-<id>.json` files): \
-                 gyre does not read the V1 event format yet"
+            Shape::Directory { events: None }
+                if self.path.as_deref().and_then(v1_events_dir).is_some() =>
+            {
+                "an OpenHands V1 (agent-sdk) conversation folder (`event-<n>-<id>.json` files)"
                     .to_owned()
             }
             Shape::Directory { events: None } => {
@@ -195,8 +201,7 @@ impl Probe {
             ),
             Shape::Jsonl(values) => match values.first() {
                 Some(Value::Object(o)) if is_v1_event(o) => format!(
-                    "OpenHands V1 (agent-sdk) events (`kind`: `{}`): gyre does not read the V1 \
-                     event format yet",
+                    "OpenHands V1 (agent-sdk) events (`kind`: `{}`)",
                     gyre_text::sanitize(o.get("kind").and_then(Value::as_str).unwrap_or(""))
                 ),
                 Some(Value::Object(o)) if is_gyre_record(o) => {
@@ -243,25 +248,38 @@ impl Probe {
 
 /// Whether a JSON object is an OpenHands V1 (agent-sdk) event: a `kind` naming an event class
 /// (`ActionEvent`, `ObservationEvent`, `SystemPromptEvent`, …).
-fn is_v1_event(o: &serde_json::Map<String, Value>) -> bool {
+pub fn is_v1_event(o: &serde_json::Map<String, Value>) -> bool {
     o.get("kind")
         .and_then(Value::as_str)
         .is_some_and(|k| k.ends_with("Event"))
 }
 
-/// Whether a folder holds OpenHands V1 event files (`event-00000-<uuid>.json`), directly or in
-/// an `events/` folder.
-fn v1_events_dir(dir: Option<&Path>) -> bool {
+/// The folder of OpenHands V1 event files (`event-00000-<uuid>.json`, or a download's
+/// `event_000000_<uuid>.json`): `dir` itself or an `events/` folder inside it.
+pub fn v1_events_dir(dir: &Path) -> Option<PathBuf> {
     let holds = |d: &Path| {
         std::fs::read_dir(d).ok().is_some_and(|rd| {
-            rd.filter_map(|e| e.ok()).any(|e| {
-                let name = e.file_name();
-                let name = name.to_string_lossy();
-                name.starts_with("event-") && name.ends_with(".json")
-            })
+            rd.filter_map(|e| e.ok())
+                .any(|e| v1_event_index(&e.file_name().to_string_lossy()).is_some())
         })
     };
-    dir.is_some_and(|d| holds(d) || holds(&d.join("events")))
+    if holds(dir) {
+        return Some(dir.to_path_buf());
+    }
+    let sub = dir.join("events");
+    holds(&sub).then_some(sub)
+}
+
+/// The index of a V1 event file (`event-00042-<uuid>.json` → 42), `None` for another name.
+pub fn v1_event_index(name: &str) -> Option<u64> {
+    let rest = name
+        .strip_suffix(".json")?
+        .strip_prefix("event")?
+        .strip_prefix(['-', '_'])?;
+    let digits = rest.split(['-', '_']).next()?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
 }
 
 /// Whether a JSON Lines object is a gyre/1 record: its `kind` is one of gyre/1's (OpenHands V1

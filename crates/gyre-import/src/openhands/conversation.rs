@@ -2,7 +2,7 @@
 //! system prompt (or a stand-in) first, every response's context the conversation before it, the
 //! closure from how the run ended.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use eyre::Result;
@@ -13,27 +13,35 @@ use crate::claude_code::SYSTEM_NOTE;
 use crate::convo::Turn;
 use crate::error::diag;
 use crate::session::{Closure, Response, Session};
-use crate::timestamp::parse_timestamp;
 use gyre_engine::record::{ClosureStatus, Source};
 use gyre_text::Message;
 
-use super::events::{Event, EventId, Item, StateExtras, classify};
+use super::events::{Item, StateExtras};
 use super::streams::{Pos, status_of_error};
 
-/// A stream's events → a [`Session`]: classified in order, then every response's context is
-/// the conversation before it.
+/// One event, classified: what it contributes to the conversation (or why it cannot be read),
+/// when it happened and where it was read.
+pub(super) struct Classified {
+    /// The event's time (seconds), when it has one.
+    pub(super) t: Option<f64>,
+    /// What it contributes, or a problem (message, field path).
+    pub(super) item: Result<Item, (String, String)>,
+    /// Where it was read.
+    pub(super) pos: Pos,
+}
+
+/// A stream's classified events → a [`Session`]: every response's context is the conversation
+/// before it.
 pub(super) fn build(
     file: &Path,
     line: u64,
     execution: String,
-    events: Vec<(Event, Pos)>,
+    events: Vec<Classified>,
     job: &mut Job,
 ) -> Result<Session> {
     let mut turns: Vec<Turn> = Vec::new();
     let mut order: Vec<Entry> = Vec::new();
     let mut responses: Vec<Response> = Vec::new();
-    let mut call_of_event: HashMap<EventId, String> = HashMap::new();
-    let mut seen: HashMap<String, usize> = HashMap::new();
     let mut system: Option<(u32, Vec<Value>, Map<String, Value>)> = None;
     let (mut first_t, mut last_t) = (None, None);
     let mut finished = false;
@@ -42,12 +50,12 @@ pub(super) fn build(
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
     let mut prev_user = false;
     let n_events = events.len();
-    for (i, (e, pos)) in events.iter().enumerate() {
-        if let Some(t) = e.timestamp.as_deref().and_then(parse_timestamp) {
+    for (i, Classified { t, item, pos }) in events.into_iter().enumerate() {
+        if let Some(t) = t {
             first_t.get_or_insert(t);
             last_t = Some(t);
         }
-        let item = match classify(e, i, pos, &mut call_of_event, &mut seen) {
+        let item = match item {
             Ok(item) => item,
             Err((msg, field)) => {
                 job.log

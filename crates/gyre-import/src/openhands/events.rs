@@ -15,6 +15,7 @@ use crate::timestamp::parse_timestamp;
 use gyre_engine::record::Source;
 use gyre_text::Message;
 
+use super::conversation::Classified;
 use super::streams::Pos;
 
 /// An event id: an integer, sometimes written as a string.
@@ -192,9 +193,25 @@ pub(super) enum Item {
     Skip(String),
 }
 
+/// A stream's events, classified in order (a response's later actions and an observation's
+/// call are found through the events before them).
+pub(super) fn classify_all(events: &[(Event, Pos)]) -> Vec<Classified> {
+    let mut call_of_event = HashMap::new();
+    let mut seen = HashMap::new();
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, (e, pos))| Classified {
+            t: e.timestamp.as_deref().and_then(parse_timestamp),
+            item: classify(e, i, pos, &mut call_of_event, &mut seen),
+            pos: pos.clone(),
+        })
+        .collect()
+}
+
 /// What an event is. The `system` action is checked before anything depends on the event's
 /// source: OpenHands writes it with `source: "agent"`.
-pub(super) fn classify(
+fn classify(
     e: &Event,
     i: usize,
     pos: &Pos,

@@ -1,6 +1,6 @@
 //! OpenHands event streams → reconstructed executions (docs/import.md#openhands).
 //!
-//! Three shapes, one execution per event stream:
+//! V0 (the classic event stream) in three shapes, one execution per event stream:
 //! - a JSON document: an array of events, or an object holding one under `events` / `history`
 //!   (a saved trajectory);
 //! - a session's `events/` folder (one `<id>.json` file per event), or the session folder
@@ -14,19 +14,26 @@
 //! definitions), the runtime information the model was given is the `recall` observation.
 //! Observations become tool results, linked to their call by `tool_call_metadata.tool_call_id`
 //! or by `cause` (the id of the action they answer).
+//!
+//! V1 (agent-sdk) conversations, events with a `kind` (`v1.rs`): a conversation folder of
+//! `event-<n>-<uuid>.json` files, or the events in one file; one request per `llm_response_id`.
 
 mod conversation;
 mod events;
 mod streams;
+mod v1;
 
 use std::path::PathBuf;
 
 use eyre::Result;
 
 use super::session::Session;
-use super::sniff::{Fit, Probe, Shape};
+use super::sniff::{Fit, Probe, Shape, is_v1_event, v1_events_dir};
 use super::{About, Importer, Job};
-use streams::{is_output_jsonl, read_document_stream, read_events_dir, read_output_jsonl};
+use streams::{
+    is_output_jsonl, is_v1_stream, read_document_stream, read_events_dir, read_output_jsonl,
+    read_v1_dir, read_v1_file,
+};
 
 /// The OpenHands importer.
 pub struct Openhands;
@@ -34,10 +41,12 @@ pub struct Openhands;
 static ABOUT: About = About {
     name: "openhands",
     what: "an OpenHands event stream",
-    summary: "OpenHands: an event stream, a session's events/ folder or an evaluation output.jsonl",
+    summary: "OpenHands: an event stream, a session's events/ folder, an evaluation output.jsonl or a \
+              V1 (agent-sdk) conversation",
     input: "EVENTS",
     input_help: "A trajectory (JSON array of events), a session's events/ folder (or the session \
-                 folder), or an evaluation output.jsonl",
+                 folder), an evaluation output.jsonl, or a V1 (agent-sdk) conversation folder \
+                 (or its events as JSON Lines)",
     many: false,
     directories: true,
     reconstructed: true,
@@ -46,6 +55,7 @@ Examples:
   gyre import openhands trajectory.json --out trajectory.jsonl
   gyre import openhands ~/.openhands/sessions/<id>/events --score 0 --out session.jsonl
   gyre import openhands evaluation/outputs/…/output.jsonl --out instances.jsonl
+  gyre import openhands ~/.openhands/conversations/<id> --score 1 --out conversation.jsonl
 
 output.jsonl holds one instance per line: one execution each (id = instance_id). docs/import.md
 has the mapping.",
@@ -62,7 +72,7 @@ impl Importer for Openhands {
         let is_event = |keys: &[&str]| keys.contains(&"action") || keys.contains(&"observation");
         match &probe.shape {
             Shape::Directory { events } => {
-                if events.is_some() {
+                if events.is_some() || probe.path().and_then(v1_events_dir).is_some() {
                     Fit::Yes
                 } else {
                     Fit::No
@@ -72,7 +82,7 @@ impl Importer for Openhands {
                 let Some(o) = probe.first_object() else {
                     return Fit::No;
                 };
-                if o.contains_key("instance_id") {
+                if o.contains_key("instance_id") || is_v1_event(o) {
                     return Fit::Yes;
                 }
                 for key in ["events", "history"] {
@@ -88,6 +98,7 @@ impl Importer for Openhands {
             }
             Shape::Document(head) if head.array => match probe.element_keys(None) {
                 Some(keys) if is_event(&keys) => Fit::Yes,
+                Some(keys) if keys.contains(&"kind") && keys.contains(&"source") => Fit::Yes,
                 Some(keys) if keys.is_empty() => Fit::Unknown,
                 _ => Fit::No,
             },
@@ -124,8 +135,14 @@ impl Importer for Openhands {
         emit: &mut dyn FnMut(&mut Job, Session) -> Result<()>,
     ) -> Result<()> {
         for path in inputs {
-            if path.is_dir() {
+            if path.is_dir() && v1_events_dir(path).is_some() {
+                let session = read_v1_dir(path, job)?;
+                emit(job, session)?;
+            } else if path.is_dir() {
                 let session = read_events_dir(path, job)?;
+                emit(job, session)?;
+            } else if is_v1_stream(path) {
+                let session = read_v1_file(path, job)?;
                 emit(job, session)?;
             } else if is_output_jsonl(path) {
                 read_output_jsonl(path, job, emit)?;

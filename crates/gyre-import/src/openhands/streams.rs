@@ -15,12 +15,13 @@ use crate::input::{
     read_document, sub_path, typed,
 };
 use crate::session::Session;
-use crate::sniff::{Probe, Shape};
+use crate::sniff::{Probe, Shape, is_v1_event, v1_event_index, v1_events_dir};
 use crate::{Job, Progress};
 use gyre_engine::record::ClosureStatus;
 
 use super::conversation::build;
-use super::events::Event;
+use super::events::{Event, classify_all};
+use super::v1;
 
 /// One evaluation instance (a line of `output.jsonl`), or one issue of the resolver's
 /// `output.jsonl` (`number`, `issue`, `git_patch`, `success`, no `instance_id`).
@@ -179,7 +180,7 @@ pub(super) fn read_document_stream(path: &Path, job: &mut Job) -> Result<Session
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "events".into());
-    let mut s = build(path, 0, id, events, job)?;
+    let mut s = build(path, 0, id, classify_all(&events), job)?;
     s.meta.insert("events_file".into(), json!(file_name(path)));
     Ok(s)
 }
@@ -259,7 +260,7 @@ pub(super) fn read_events_dir(dir: &Path, job: &mut Job) -> Result<Session> {
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "session".into());
-    let mut s = build(dir, 0, id, events, job)?;
+    let mut s = build(dir, 0, id, classify_all(&events), job)?;
     s.meta.insert("event_files".into(), json!(total));
     Ok(s)
 }
@@ -370,7 +371,7 @@ fn instance_session(
     events: Vec<(Event, Pos)>,
     job: &mut Job,
 ) -> Result<Session> {
-    let mut s = build(path, n, id.clone(), events, job)?;
+    let mut s = build(path, n, id.clone(), classify_all(&events), job)?;
     if s.task.is_none() {
         s.task = inst
             .instruction
@@ -438,6 +439,136 @@ pub(super) fn status_of_error(error: &str) -> ClosureStatus {
     } else {
         ClosureStatus::Error
     }
+}
+
+/// An OpenHands V1 conversation: its `events/` folder of `event-<n>-<uuid>.json` files (or the
+/// conversation folder holding it, with `base_state.json`), in index order.
+pub(super) fn read_v1_dir(dir: &Path, job: &mut Job) -> Result<Session> {
+    let Some(events) = v1_events_dir(dir) else {
+        return Err(bad(
+            dir,
+            0,
+            "not an OpenHands V1 conversation: no `event-<n>-<id>.json` files in it or in an \
+             `events/` folder inside it",
+            None,
+        ));
+    };
+    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(&events)
+        .map_err(|e| bad(&events, 0, crate::input::io_reason(&e), None))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| {
+            let n = v1_event_index(&p.file_name()?.to_string_lossy())?;
+            p.is_file().then_some((n, p))
+        })
+        .collect();
+    files.sort();
+    let total = files.len() as u64;
+    let mut raw = Vec::with_capacity(files.len());
+    for (k, (_, file)) in files.iter().enumerate() {
+        (job.progress)(Progress::Reading {
+            done: k as u64,
+            total,
+        });
+        let parsed =
+            read_document(file, &Counter::default()).and_then(|text| parse_document(file, &text));
+        match parsed {
+            Ok(v) => raw.push((
+                v,
+                Pos {
+                    file: file.clone(),
+                    line: 1,
+                    path: String::new(),
+                },
+            )),
+            Err(e) => match e.downcast::<crate::error::InputError>() {
+                Ok(ie) => ie.diagnostics.into_iter().for_each(|d| job.log.problem(d)),
+                Err(e) => return Err(e),
+            },
+        }
+    }
+    job.log.check()?;
+    // The conversation folder holds `events/` and `base_state.json` (the agent's settings).
+    let conversation = match events.file_name() {
+        Some(n) if n == "events" => events.parent().unwrap_or(&events).to_path_buf(),
+        _ => events.clone(),
+    };
+    let base_state = std::fs::read_to_string(conversation.join("base_state.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let model = base_state
+        .as_ref()
+        .and_then(|b| b.pointer("/agent/llm/model"))
+        .and_then(Value::as_str);
+    let id = conversation
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "conversation".into());
+    let mut s = build(dir, 0, id, v1::classify_all(raw, model), job)?;
+    s.meta.insert("event_files".into(), json!(total));
+    if let Some(m) = model {
+        s.meta.insert("model".into(), json!(m));
+    }
+    Ok(s)
+}
+
+/// Whether a file holds OpenHands V1 events: JSON Lines or an array whose first value is one.
+pub(super) fn is_v1_stream(path: &Path) -> bool {
+    let probe = Probe::of(path);
+    match &probe.shape {
+        Shape::Jsonl(_) => probe.first_object().is_some_and(is_v1_event),
+        Shape::Document(head) if head.array => probe
+            .element_keys(None)
+            .is_some_and(|k| k.contains(&"kind") && k.contains(&"source")),
+        _ => false,
+    }
+}
+
+/// OpenHands V1 events in one file: JSON Lines (one event per line) or a JSON array.
+pub(super) fn read_v1_file(path: &Path, job: &mut Job) -> Result<Session> {
+    let text = read_document(path, &Counter::default())?;
+    let mut raw = Vec::new();
+    match parse_document(path, &text) {
+        Ok(Value::Array(events)) => {
+            let lines = json_element_lines(&text, None);
+            for (i, v) in events.into_iter().enumerate() {
+                let pos = Pos {
+                    file: path.to_path_buf(),
+                    line: line_of(&lines, i),
+                    path: format!("[{i}]"),
+                };
+                raw.push((v, pos));
+            }
+        }
+        _ => {
+            for (k, line) in text.lines().enumerate() {
+                let n = k as u64 + 1;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let (values, err) = line_values(line);
+                if let Some(e) = err {
+                    job.log.problem(diag(path, n, e, None));
+                    continue;
+                }
+                for v in values {
+                    let pos = Pos {
+                        file: path.to_path_buf(),
+                        line: n,
+                        path: String::new(),
+                    };
+                    raw.push((v, pos));
+                }
+            }
+        }
+    }
+    job.log.check()?;
+    let id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "events".into());
+    let mut s = build(path, 0, id, v1::classify_all(raw, None), job)?;
+    s.meta.insert("events_file".into(), json!(file_name(path)));
+    Ok(s)
 }
 
 #[cfg(test)]

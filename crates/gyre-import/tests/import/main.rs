@@ -11,4 +11,5 @@ mod formats;
 mod inspect;
 mod mini_swe_agent;
 mod openhands_instances;
+mod openhands_v1;
 mod real_logs;
