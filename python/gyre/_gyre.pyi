@@ -83,7 +83,8 @@ class Diagnostic(TypedDict):
     field: Optional[str]
 
 class LoadError(ValueError):
-    """Invalid input: every problem as ``file:line: message (field)``."""
+    """Invalid input: every problem as ``file:line: message (field)``. Picklable (message and
+    ``diagnostics`` kept). A missing input raises ``FileNotFoundError`` instead."""
 
     diagnostics: List[Diagnostic]
 
@@ -265,7 +266,8 @@ class BatchStats:
     @property
     def order(self) -> List[str]: ...
 
-def load(paths: Union[PathLike, Sequence[PathLike]], *, lenient: bool = False) -> Batch: ...
+def load(paths: Union[PathLike, Sequence[PathLike]], *, lenient: bool = False) -> Batch:
+    """Raises ``FileNotFoundError`` for a missing input, ``LoadError`` for an invalid one."""
 def load_parts(parts: Sequence[Tuple[str, bytes]], *, lenient: bool = False) -> Batch: ...
 def split(source: Union[PathLike, bytes], shards: int) -> List[bytes]: ...
 def combine(summaries: Sequence[ShardSummary]) -> BatchStats: ...

@@ -13,7 +13,7 @@ use gyre_engine::{self as eng, Results, lens, shard, steps, why};
 use gyre_format::named::Named;
 use gyre_format::output::ExistsError;
 use numpy::PyArray1;
-use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyRuntimeError};
+use pyo3::exceptions::{PyFileNotFoundError, PyIndexError, PyKeyError, PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::json;
@@ -22,6 +22,9 @@ use crate::arrow::stream_capsule;
 use crate::convert::from_json;
 use crate::shard::{BatchStats, ShardSummary};
 use crate::{LoadError, guard, value_error};
+
+/// POSIX `ENOENT` (2 on every platform Python runs on), the errno of a missing input.
+const ENOENT: i32 = 2;
 
 /// The engine's load error as `gyre.LoadError` (a `ValueError`), `file:line` per problem.
 pub fn load_error(e: &EngineLoadError) -> PyErr {
@@ -103,7 +106,9 @@ fn paths_arg(paths: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
 
 /// Loads gyre/1 recordings (`.jsonl`, `.jsonl.gz`, `.jsonl.zst`), read in the order given.
 ///
-/// Raises `gyre.LoadError` (a `ValueError`) naming `file:line` and the field of every problem.
+/// Raises `FileNotFoundError` (an `OSError`, `.filename` the path) for an input that does not
+/// exist, as `open` would, and `gyre.LoadError` (a `ValueError`) naming `file:line` and the field
+/// of every problem in the inputs that do.
 /// `lenient=True` skips bad lines (and executions whose tree can no longer be built) instead,
 /// listing them in `Batch.warnings`.
 #[pyfunction]
@@ -111,6 +116,15 @@ fn paths_arg(paths: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
 pub fn load(py: Python<'_>, paths: &Bound<'_, PyAny>, lenient: bool) -> PyResult<Batch> {
     guard(|| {
         let paths = paths_arg(paths)?;
+        if let Some(missing) = paths.iter().find(
+            |p| matches!(std::fs::metadata(p), Err(e) if e.kind() == std::io::ErrorKind::NotFound),
+        ) {
+            return Err(PyFileNotFoundError::new_err((
+                ENOENT,
+                "No such file or directory",
+                missing.display().to_string(),
+            )));
+        }
         let options = LoadOptions {
             lenient,
             ..LoadOptions::default()

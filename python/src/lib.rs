@@ -17,12 +17,14 @@ mod convert;
 mod recorder;
 mod shard;
 
+// Named `gyre.LoadError` (where the package exports it) so that pickle finds the class again:
+// a Ray worker's error reaches the driver intact, message and `.diagnostics` included.
 pyo3::create_exception!(
-    _gyre,
+    gyre,
     LoadError,
     PyValueError,
     "Invalid input: every problem as `file:line: message (field)`, as `gyre validate` prints it. \
-     `.diagnostics` holds them as dicts (`file`, `line`, `message`, `field`)."
+     `.diagnostics` holds them as dicts (`file`, `line`, `message`, `field`). Picklable."
 );
 
 /// Runs `f`, turning a panic (a bug in gyre, never bad input) into a `RuntimeError`.

@@ -2,7 +2,9 @@
 arrays, a pyarrow Table (zero-copy from the engine's buffers), pandas and Parquet; what a
 notebook asks about an execution; errors as exceptions with file:line."""
 
+import errno
 import json
+import pickle
 
 import numpy as np
 import pandas as pd
@@ -189,10 +191,25 @@ def test_load_errors_name_file_and_line(tmp_path):
     batch = gyre.load([bad], lenient=True)
     assert batch.skipped_lines == 2 and len(batch.warnings) == 2
     assert batch.executions == ["e1"]
-    with pytest.raises(gyre.LoadError, match="cannot read"):
-        gyre.load(tmp_path / "missing.jsonl")
+    missing = tmp_path / "missing.jsonl"
+    with pytest.raises(FileNotFoundError) as e:
+        gyre.load([bad, missing])
+    assert e.value.filename == str(missing) and e.value.errno == errno.ENOENT
+    assert str(missing) in str(e.value)
     with pytest.raises(ValueError, match="no input files"):
         gyre.load([])
+
+
+def test_load_error_pickles_with_message_and_diagnostics(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind":"execution","execution":"e1","t":0}\n{oops\n')
+    with pytest.raises(gyre.LoadError) as e:
+        gyre.load(bad)
+    back = pickle.loads(pickle.dumps(e.value))
+    assert type(back) is gyre.LoadError
+    assert str(back) == str(e.value) and f"{bad}:2: malformed JSON" in str(back)
+    assert back.diagnostics == e.value.diagnostics
+    assert back.diagnostics[0]["file"] == str(bad) and back.diagnostics[0]["line"] == 2
 
 
 @pytest.mark.parametrize(

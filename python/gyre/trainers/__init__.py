@@ -9,7 +9,9 @@ One module each, each callable (``gyre.trainers.verl(rows)``) and with the same 
 * ``slime``: ``Sample``\\ s with ``rollout_id`` = execution, and the reward post-processing hook;
 * ``skyrl``: a step-wise ``GeneratorOutput`` and the ``gyre`` advantage estimator;
 * ``prime_rl``: ``TrainingSample``-shaped dicts with ``rl_weights`` = ``weight · N / B``;
-* ``trl``: the inputs an overridden ``GRPOTrainer._generate_and_score_completions`` returns.
+* ``trl``: the inputs an overridden ``GRPOTrainer._generate_and_score_completions`` returns;
+* ``packing``: packed sequences under a token budget (``cu_seqlens``, per-row ``position_ids``,
+  coefficients aligned), with the prefix-repeat figure and a hook for prefix-shared forward passes.
 
 Give each adapter one optimizer step's rows (``rows.steps(executions=N)``; a whole batch is one
 step) or one rank's shard of a step (``step.shard(world_size=K)[rank]``). docs/trainers.md has,
