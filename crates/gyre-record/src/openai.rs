@@ -60,6 +60,8 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
             temperature: opt_f64(body, "temperature")?,
             top_p: opt_f64(body, "top_p")?,
             top_k: opt_i64(body, "top_k")?,
+            min_p: opt_f64(body, "min_p")?,
+            repetition_penalty: opt_f64(body, "repetition_penalty")?,
             stop: stop_list(body.get("stop"), "stop")?,
             seed: opt_i64(body, "seed")?,
             presence_penalty: opt_f64(body, "presence_penalty")?,
