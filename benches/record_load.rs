@@ -271,6 +271,12 @@ fn main() {
     // The stand-in saw the same prompts both ways.
     let received = upstream.received();
     assert!(received.iter().all(|r| r.ok));
+    assert!(
+        received[before - calls..before]
+            .iter()
+            .all(|r| r.sent["skip_special_tokens"] == false),
+        "the proxy asks the upstream to keep special tokens (end of turn, tool-call tags)"
+    );
     let mut proxied: Vec<&Vec<u32>> = received[before - calls..before]
         .iter()
         .map(|r| &r.prompt)

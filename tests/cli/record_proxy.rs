@@ -439,3 +439,75 @@ fn the_model_name_is_asked_again_after_a_failure_and_several_models_need_model()
             .all(|r| r.model.as_deref() == Some("adapter-7"))
     );
 }
+
+#[test]
+fn min_p_and_the_penalties_are_sent_upstream_and_recorded() {
+    let standin = StandIn::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start(&standin.url(), &out, &[]);
+    clients(&proxy.url, "sampling", &[]);
+    proxy.stop();
+    validate(&out);
+    let batch = read(&out);
+    let recorded = meta(exec(&batch, "samp-chat"), 0, "sampling").expect("meta.sampling");
+    let sent = &standin.received()[0].sent;
+    for (key, value) in [
+        ("temperature", 0.7),
+        ("top_p", 0.9),
+        ("top_k", 20.0),
+        ("seed", 7.0),
+        ("min_p", 0.05),
+        ("repetition_penalty", 1.1),
+        ("presence_penalty", 0.5),
+        ("frequency_penalty", 0.25),
+    ] {
+        assert_eq!(recorded[key].as_f64(), Some(value), "meta.sampling.{key}");
+        assert_eq!(sent[key].as_f64(), Some(value), "sent {key}");
+    }
+}
+
+/// The recorded output of request `q` as text.
+fn output_text(e: &Execution, q: usize) -> String {
+    gyre_text::TokenText::qwen3().unwrap().decode(&io(e, q).1)
+}
+
+#[test]
+fn a_stop_string_is_cut_from_the_text_and_kept_in_the_sampled_ids() {
+    for api in ["vllm", "sglang"] {
+        let standin = StandIn::start();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run.jsonl");
+        let proxy = Proxy::start(&standin.url(), &out, &["--upstream-api", api]);
+        // The clients check what they are answered: the text before the stop string.
+        clients(&proxy.url, "stops", &[]);
+        proxy.stop();
+        validate(&out);
+        let batch = read(&out);
+        for id in ["stop-chat", "stop-messages"] {
+            let e = exec(&batch, id);
+            for q in 0..e.requests.len() {
+                // The ids the upstream sampled, up to the token that completed the stop string.
+                assert!(
+                    output_text(e, q).ends_with("Finished after"),
+                    "{api} {id} {q}: {:?}",
+                    output_text(e, q)
+                );
+                assert_eq!(e.requests[q].finish.as_deref(), Some("stop"));
+                assert_eq!(
+                    meta(e, q, "sampling").unwrap()["stop"],
+                    serde_json::json!(["after"])
+                );
+            }
+        }
+        // The cut text sent back is recognised: the next call continues the sample.
+        let e = exec(&batch, "stop-chat");
+        assert_eq!(e.requests.len(), 3);
+        assert!(
+            matches!(e.requests[2].extends, Some(0 | 1)),
+            "{api}: {:?}",
+            e.requests[2].extends
+        );
+        assert_inputs_are_what_the_upstream_received(&batch, &standin);
+    }
+}

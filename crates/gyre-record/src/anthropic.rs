@@ -63,6 +63,9 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
             temperature: opt_f64(body, "temperature")?,
             top_p: opt_f64(body, "top_p")?,
             top_k: opt_i64(body, "top_k")?,
+            // The Messages API has no min-p or penalties.
+            min_p: None,
+            repetition_penalty: None,
             stop: stop_list(body.get("stop_sequences"), "stop_sequences")?,
             seed: None,
             presence_penalty: None,

@@ -59,6 +59,10 @@ pub struct Sampling {
     pub top_p: Option<f64>,
     /// Top-k sampling.
     pub top_k: Option<i64>,
+    /// Min-p sampling (vLLM/SGLang extension of the Chat API).
+    pub min_p: Option<f64>,
+    /// Repetition penalty (vLLM/SGLang extension of the Chat API).
+    pub repetition_penalty: Option<f64>,
     /// Stop strings.
     pub stop: Vec<String>,
     /// Sampling seed.
@@ -84,6 +88,11 @@ impl Sampling {
         put("temperature", self.temperature.map(Value::from));
         put("top_p", self.top_p.map(Value::from));
         put("top_k", self.top_k.map(Value::from));
+        put("min_p", self.min_p.map(Value::from));
+        put(
+            "repetition_penalty",
+            self.repetition_penalty.map(Value::from),
+        );
         put("seed", self.seed.map(Value::from));
         put("presence_penalty", self.presence_penalty.map(Value::from));
         put("frequency_penalty", self.frequency_penalty.map(Value::from));

@@ -233,7 +233,20 @@ impl Journal {
                     }
                     let path = exec.path_tokens(q as u32);
                     let (input, output) = path.split_at(r.input_len as usize);
-                    let Ok(read) = reader.read(output) else {
+                    // The stop strings it was sampled with cut its text as they did then.
+                    let stops: Vec<String> = r
+                        .meta
+                        .as_ref()
+                        .and_then(|m| m.get("sampling"))
+                        .and_then(|s| s.get("stop"))
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|s| s.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let Ok(read) = reader.read(output, &stops) else {
                         continue;
                     };
                     if read.calls.len() != r.tool_calls.len() {

@@ -40,6 +40,13 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         ));
     }
     let logprobs = flag(body, "logprobs")?;
+    if opt_u64(body, "top_logprobs")?.is_some_and(|k| k > 0) {
+        return Err(ApiError::invalid(
+            "top_logprobs",
+            "top_logprobs is not supported: the proxy asks the upstream for the sampled \
+             token's log-prob only (logprobs: true alone returns those)",
+        ));
+    }
     let stream = flag(body, "stream")?;
     let include_usage = body
         .pointer("/stream_options/include_usage")
@@ -60,6 +67,8 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
             temperature: opt_f64(body, "temperature")?,
             top_p: opt_f64(body, "top_p")?,
             top_k: opt_i64(body, "top_k")?,
+            min_p: opt_f64(body, "min_p")?,
+            repetition_penalty: opt_f64(body, "repetition_penalty")?,
             stop: stop_list(body.get("stop"), "stop")?,
             seed: opt_i64(body, "seed")?,
             presence_penalty: opt_f64(body, "presence_penalty")?,
@@ -361,6 +370,25 @@ mod tests {
             Some("messages[0].content[0].type")
         );
         assert!(parse(&json!({"model": "m", "messages": [], "n": 2})).is_err());
+    }
+
+    #[test]
+    fn top_logprobs_is_refused_by_name_and_zero_is_the_sampled_token_only() {
+        let ask = |k: u64| {
+            parse(
+                &json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                "logprobs": true, "top_logprobs": k, "min_p": 0.1, "repetition_penalty": 1.2}),
+            )
+        };
+        let e = ask(3).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidRequest);
+        assert_eq!(e.param.as_deref(), Some("top_logprobs"));
+        let r = ask(0).unwrap();
+        assert!(r.logprobs);
+        assert_eq!(
+            (r.sampling.min_p, r.sampling.repetition_penalty),
+            (Some(0.1), Some(1.2))
+        );
     }
 
     #[test]

@@ -81,8 +81,10 @@ impl OutputReader {
             .collect()
     }
 
-    /// Parses sampled `ids` into thinking, text and tool calls.
-    pub fn read(&self, ids: &[u32]) -> Result<Sampled, ApiError> {
+    /// Parses sampled `ids` into thinking, text and tool calls. The text ends before the first
+    /// of `stops` (the request's stop strings) it holds, as vLLM and SGLang cut it: the ids
+    /// keep the tokens that spell the stop string, the text does not.
+    pub fn read(&self, ids: &[u32], stops: &[String]) -> Result<Sampled, ApiError> {
         let eos = ids.last().is_some_and(|&id| self.is_eos(id));
         let body = if eos { &ids[..ids.len() - 1] } else { ids };
         let pieces = self.pieces(body)?;
@@ -91,6 +93,14 @@ impl OutputReader {
         for p in &pieces {
             starts.push(bytes.len());
             bytes.extend_from_slice(p);
+        }
+        if let Some(cut) = stops
+            .iter()
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| memmem::find(&bytes, s.as_bytes()))
+            .min()
+        {
+            bytes.truncate(cut);
         }
         // Thinking: `<think>…</think>`, or only `</think>` when the template opened it.
         let (reasoning, rest_at) = match memmem::find(&bytes, THINK_CLOSE) {
@@ -203,7 +213,7 @@ mod tests {
         let text = "<think>\nplan\n</think>\n\nRunning it.\n<tool_call>\n{\"name\": \"bash\", \
                     \"arguments\": {\"cmd\": \"ls\"}}\n</tool_call><|im_end|>";
         let ids = r.tok.encode(text).unwrap();
-        let s = r.read(&ids).unwrap();
+        let s = r.read(&ids, &[]).unwrap();
         assert_eq!(s.reasoning.as_deref(), Some("plan"));
         assert_eq!(s.content, "Running it.");
         assert!(s.eos);
@@ -222,18 +232,35 @@ mod tests {
             .tok
             .encode("Hi\n<tool_call>\n{not json}\n</tool_call>")
             .unwrap();
-        let s = r.read(&ids).unwrap();
+        let s = r.read(&ids, &[]).unwrap();
         assert!(s.calls.is_empty() && !s.eos);
         assert_eq!(s.content, "Hi\n<tool_call>\n{not json}\n</tool_call>");
         let ids = r.tok.encode("<think>\nstill going").unwrap();
-        let s = r.read(&ids).unwrap();
+        let s = r.read(&ids, &[]).unwrap();
         assert_eq!(s.reasoning.as_deref(), Some("still going"));
         assert_eq!(s.content, "");
     }
 
     #[test]
+    fn the_text_ends_before_the_first_stop_string_and_calls_before_it_stay() {
+        let r = reader();
+        let text = "<think>\nok\n</think>\n\nalpha <tool_call>\n{\"name\": \"bash\", \
+                    \"arguments\": {}}\n</tool_call> beta END gamma END";
+        let ids = r.tok.encode(text).unwrap();
+        let stops = ["END".to_owned(), "delta".to_owned()];
+        let s = r.read(&ids, &stops).unwrap();
+        assert_eq!(s.content, "alpha \n beta ");
+        assert_eq!(s.reasoning.as_deref(), Some("ok"));
+        assert_eq!(s.calls.len(), 1);
+        // A stop string inside the thinking leaves no visible text.
+        let s = r.read(&ids, &["ok".to_owned()]).unwrap();
+        assert_eq!((s.reasoning.as_deref(), s.content.as_str()), (Some(""), ""));
+        assert!(s.calls.is_empty());
+    }
+
+    #[test]
     fn an_id_outside_the_vocabulary_is_an_upstream_error() {
-        let e = reader().read(&[1, 999_999_999]).unwrap_err();
+        let e = reader().read(&[1, 999_999_999], &[]).unwrap_err();
         assert_eq!(e.kind, super::super::chat::ErrorKind::Upstream);
     }
 }

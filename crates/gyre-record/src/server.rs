@@ -618,7 +618,9 @@ async fn handle(
     let prepared = started.elapsed();
     let completion = st.upstream.complete(&ctx.tokens, &req.sampling).await?;
     let sampled_at = started.elapsed();
-    let sampled = st.reader.read(&completion.ids)?;
+    // The text ends before a stop string (as vLLM's and SGLang's text does); the ids recorded
+    // are all those sampled, the stop string's tokens included.
+    let sampled = st.reader.read(&completion.ids, &completion.sent.stop)?;
     let model = completion
         .model
         .clone()

@@ -318,6 +318,8 @@ fn sglang_body(prompt: &[u32], s: &Sampling) -> Value {
     put("temperature", s.temperature.map(Value::from));
     put("top_p", s.top_p.map(Value::from));
     put("top_k", s.top_k.map(Value::from));
+    put("min_p", s.min_p.map(Value::from));
+    put("repetition_penalty", s.repetition_penalty.map(Value::from));
     put("sampling_seed", s.seed.map(Value::from));
     put("presence_penalty", s.presence_penalty.map(Value::from));
     put("frequency_penalty", s.frequency_penalty.map(Value::from));

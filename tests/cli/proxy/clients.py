@@ -521,6 +521,48 @@ def context(base):
                         "invalid_request_error", "max_model_len")
 
 
+def sampling(base):
+    """Every sampling setting the Chat API has (vLLM's extensions through extra_body)."""
+    r = openai_client(base, "samp-chat").chat.completions.create(
+        model="p", messages=[{"role": "user", "content": "steps=0"}], temperature=0.7,
+        top_p=0.9, seed=7, presence_penalty=0.5, frequency_penalty=0.25,
+        extra_body={"top_k": 20, "min_p": 0.05, "repetition_penalty": 1.1})
+    assert r.choices[0].finish_reason == "stop", r
+
+
+def stops(base):
+    """A stop string ends the text before it (vLLM's answer: finish stop, the text cut); the
+    client sends the cut text back and the next call continues the sample."""
+    oa = openai_client(base, "stop-chat")
+    messages = [{"role": "user", "content": "steps=0"}]
+    r = oa.chat.completions.create(model="p", messages=messages, stop=["after"], logprobs=True)
+    c = r.choices[0]
+    assert (c.message.content, c.finish_reason) == ("Finished ", "stop"), c
+    assert len(c.logprobs.content) == r.usage.completion_tokens
+    assert "after" in "".join(t.token for t in c.logprobs.content), c.logprobs
+    streamed = ""
+    for chunk in oa.chat.completions.create(model="p", messages=messages, stop="after",
+                                            stream=True):
+        if chunk.choices:
+            streamed += chunk.choices[0].delta.content or ""
+    assert streamed == "Finished ", streamed
+    messages += [{"role": "assistant", "content": c.message.content},
+                 {"role": "user", "content": "again"}]
+    r = oa.chat.completions.create(model="p", messages=messages, stop=["after"])
+    assert r.choices[0].message.content == "Finished ", r
+    an = anthropic_client(base, "stop-messages")
+    for stream in (False, True):
+        args = dict(model="p", max_tokens=100, stop_sequences=["after"],
+                    messages=[{"role": "user", "content": "steps=0"}])
+        if stream:
+            with an.messages.stream(**args) as s:
+                m = s.get_final_message()
+        else:
+            m = an.messages.create(**args)
+        assert (m.stop_reason, m.stop_sequence) == ("stop_sequence", "after"), m
+        assert [b.text for b in m.content if b.type == "text"] == ["Finished "], m.content
+
+
 def expect_upstream_error(base, says):
     """Every chat call answers 502 saying `says`."""
     upstream_auth(base, says)
@@ -545,6 +587,8 @@ SCENARIOS = {
     "edited": edited,
     "claude-code-today": claude_code_today,
     "context": context,
+    "sampling": sampling,
+    "stops": stops,
 }
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@
 //! Started with an API key (vLLM `--api-key`), every route answers 401 without
 //! `Authorization: Bearer <key>`, as vLLM does.
 //!
+//! Stop strings behave as vLLM's: sampling stops at the token that completes one, the token
+//! ids keep that token, the text is cut before the stop string, `finish_reason: "stop"` with
+//! `stop_reason` naming it (SGLang: `finish_reason.matched`).
+//!
 //! Log-probs are a hash of (prompt length, position). Every prompt received is kept, with
 //! whether it was answered normally, so tests can compare it with the recording.
 
@@ -39,6 +43,8 @@ pub struct Received {
     pub prompt: Vec<u32>,
     /// Answered with a normal completion.
     pub ok: bool,
+    /// The settings sent with it: vLLM's body without `prompt`, SGLang's `sampling_params`.
+    pub sent: Value,
 }
 
 /// How a stand-in behaves beyond its defaults.
@@ -266,7 +272,8 @@ fn answer(
     inner: &Inner,
     prompt: &[u32],
     max_tokens: Option<u64>,
-) -> Result<(Vec<u32>, Vec<f64>, &'static str), &'static str> {
+    stop: &[String],
+) -> Result<Answer, &'static str> {
     let text = inner.tok.decode(prompt);
     let reply = match plan(&text) {
         Plan::Fail(m) => return Err(m),
@@ -286,8 +293,54 @@ fn answer(
             finish = "length";
         }
     }
+    let mut text = inner.tok.decode(&ids);
+    let mut matched = None;
+    // The first token whose text completes a stop string ends the sample (kept in the ids);
+    // the text ends before the stop string.
+    let upto = if stop.is_empty() { 0 } else { ids.len() };
+    if let Some((n, at, s)) = (1..=upto).find_map(|n| {
+        let t = inner.tok.decode(&ids[..n]);
+        stop.iter()
+            .filter_map(|s| t.find(s.as_str()).map(|at| (at, s)))
+            .min()
+            .map(|(at, s)| (n, at, s.clone()))
+    }) {
+        ids.truncate(n);
+        text = inner.tok.decode(&ids)[..at].to_owned();
+        finish = "stop";
+        matched = Some(s);
+    }
     let lps = (0..ids.len()).map(|i| logprob(prompt.len(), i)).collect();
-    Ok((ids, lps, finish))
+    Ok(Answer {
+        ids,
+        lps,
+        finish,
+        text,
+        matched,
+    })
+}
+
+/// A sample as the stand-in answers it.
+struct Answer {
+    ids: Vec<u32>,
+    lps: Vec<f64>,
+    finish: &'static str,
+    /// The text returned (cut before a matched stop string).
+    text: String,
+    /// The stop string that ended it.
+    matched: Option<String>,
+}
+
+/// The stop strings of a request (`stop` as vLLM and SGLang take it: a string or a list).
+fn stops_of(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn prompt_of(v: Option<&Value>) -> Option<Vec<u32>> {
@@ -349,23 +402,43 @@ async fn completions(
         )
             .into_response();
     }
-    let answered = answer(&inner, &prompt, Some(max_tokens));
+    let answered = answer(
+        &inner,
+        &prompt,
+        Some(max_tokens),
+        &stops_of(body.get("stop")),
+    );
+    let mut sent = body.clone();
+    sent.as_object_mut().map(|b| b.remove("prompt"));
     inner.received.lock().unwrap().push(Received {
         prompt: prompt.clone(),
         ok: answered.is_ok(),
+        sent,
     });
     let marker = answered.as_ref().err().copied();
-    let (mut ids, mut lps, finish) = match answered {
+    let Answer {
+        mut ids,
+        mut lps,
+        finish,
+        text,
+        matched,
+    } = match answered {
         Ok(a) => a,
         Err(marker) => {
             if let Some(resp) = failure(marker).await {
                 return resp;
             }
-            (vec![9707, 151645], vec![-0.1, -0.2], "stop")
+            Answer {
+                ids: vec![9707, 151645],
+                lps: vec![-0.1, -0.2],
+                finish: "stop",
+                text: inner.tok.decode(&[9707, 151645]),
+                matched: None,
+            }
         }
     };
-    let mut choice = json!({"index": 0, "text": inner.tok.decode(&ids), "finish_reason": finish,
-        "stop_reason": null, "prompt_token_ids": prompt});
+    let mut choice = json!({"index": 0, "text": text, "finish_reason": finish,
+        "stop_reason": matched, "prompt_token_ids": prompt});
     match marker {
         Some("FAIL-LOGPROBS") => {
             lps.pop();
@@ -394,15 +467,22 @@ async fn generate(
         return (StatusCode::BAD_REQUEST, "input_ids must be token ids").into_response();
     };
     assert_eq!(body["return_logprob"], true);
-    let max_tokens = body
-        .pointer("/sampling_params/max_new_tokens")
-        .and_then(Value::as_u64);
-    let answered = answer(&inner, &prompt, max_tokens);
+    let params = body.get("sampling_params").cloned().unwrap_or(Value::Null);
+    let max_tokens = params.get("max_new_tokens").and_then(Value::as_u64);
+    let answered = answer(&inner, &prompt, max_tokens, &stops_of(params.get("stop")));
     inner.received.lock().unwrap().push(Received {
         prompt: prompt.clone(),
         ok: answered.is_ok(),
+        sent: params,
     });
-    let Ok((ids, lps, finish)) = answered else {
+    let Ok(Answer {
+        ids,
+        lps,
+        finish,
+        text,
+        matched,
+    }) = answered
+    else {
         return (StatusCode::INTERNAL_SERVER_ERROR, "failure requested").into_response();
     };
     let triples: Vec<Value> = ids
@@ -410,14 +490,13 @@ async fn generate(
         .zip(&lps)
         .map(|(id, lp)| json!([lp, id, null]))
         .collect();
-    let finish = match finish {
-        "length" => json!({"type": "length", "length": ids.len()}),
+    let finish = match (finish, matched) {
+        ("length", _) => json!({"type": "length", "length": ids.len()}),
+        (_, Some(s)) => json!({"type": "stop", "matched": s}),
         _ => json!({"type": "stop", "matched": 151645}),
     };
-    axum::Json(
-        json!({"text": inner.tok.decode(&ids), "meta_info": {"id": "standin",
+    axum::Json(json!({"text": text, "meta_info": {"id": "standin",
         "finish_reason": finish, "prompt_tokens": prompt.len(), "completion_tokens": ids.len(),
-        "output_token_logprobs": triples}}),
-    )
+        "output_token_logprobs": triples}}))
     .into_response()
 }
