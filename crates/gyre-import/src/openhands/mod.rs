@@ -135,16 +135,20 @@ impl Importer for Openhands {
         emit: &mut dyn FnMut(&mut Job, Session) -> Result<()>,
     ) -> Result<()> {
         for path in inputs {
-            if path.is_dir() && v1_events_dir(path).is_some() {
-                let session = read_v1_dir(path, job)?;
+            if path.is_dir() {
+                let session = if v1_events_dir(path).is_some() {
+                    read_v1_dir(path, job)?
+                } else {
+                    read_events_dir(path, job)?
+                };
                 emit(job, session)?;
-            } else if path.is_dir() {
-                let session = read_events_dir(path, job)?;
-                emit(job, session)?;
-            } else if is_v1_stream(path) {
+                continue;
+            }
+            let probe = Probe::of(path);
+            if is_v1_stream(&probe) {
                 let session = read_v1_file(path, job)?;
                 emit(job, session)?;
-            } else if is_output_jsonl(path) {
+            } else if is_output_jsonl(&probe) {
                 read_output_jsonl(path, job, emit)?;
             } else {
                 let session = read_document_stream(path, job)?;

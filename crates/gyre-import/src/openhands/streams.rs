@@ -52,8 +52,8 @@ struct Instance {
 
 /// Whether the file is an evaluation or resolver `output.jsonl` (its first line is an
 /// instance).
-pub(super) fn is_output_jsonl(path: &Path) -> bool {
-    Probe::of(path).first_object().is_some_and(is_instance)
+pub(super) fn is_output_jsonl(probe: &Probe) -> bool {
+    probe.first_object().is_some_and(is_instance)
 }
 
 /// Whether a JSON object is one instance: an evaluation's (`instance_id`) or the resolver's (a
@@ -198,6 +198,39 @@ fn flatten_pairs(events: Vec<Value>) -> Vec<(usize, Value)> {
     out
 }
 
+/// One JSON event per file, in the order given (`total` of them, for progress); a file that is
+/// not JSON is a problem at its line, and reading goes on.
+fn read_event_files<'a>(
+    files: impl Iterator<Item = &'a Path>,
+    total: u64,
+    job: &mut Job,
+) -> Result<Vec<(Value, Pos)>> {
+    let mut raw = Vec::with_capacity(total as usize);
+    for (k, file) in files.enumerate() {
+        (job.progress)(Progress::Reading {
+            done: k as u64,
+            total,
+        });
+        let parsed =
+            read_document(file, &Counter::default()).and_then(|text| parse_document(file, &text));
+        match parsed {
+            Ok(v) => raw.push((
+                v,
+                Pos {
+                    file: file.to_path_buf(),
+                    line: 1,
+                    path: String::new(),
+                },
+            )),
+            Err(e) => match e.downcast::<crate::error::InputError>() {
+                Ok(ie) => ie.diagnostics.into_iter().for_each(|d| job.log.problem(d)),
+                Err(e) => return Err(e),
+            },
+        }
+    }
+    Ok(raw)
+}
+
 /// A session's `events/` folder (or the session folder holding it): `<id>.json` files in id
 /// order.
 pub(super) fn read_events_dir(dir: &Path, job: &mut Job) -> Result<Session> {
@@ -223,29 +256,7 @@ pub(super) fn read_events_dir(dir: &Path, job: &mut Job) -> Result<Session> {
         .collect();
     files.sort();
     let total = files.len() as u64;
-    let mut raw = Vec::with_capacity(files.len());
-    for (k, (_, file)) in files.iter().enumerate() {
-        (job.progress)(Progress::Reading {
-            done: k as u64,
-            total,
-        });
-        let parsed =
-            read_document(file, &Counter::default()).and_then(|text| parse_document(file, &text));
-        match parsed {
-            Ok(v) => raw.push((
-                v,
-                Pos {
-                    file: file.clone(),
-                    line: 1,
-                    path: String::new(),
-                },
-            )),
-            Err(e) => match e.downcast::<crate::error::InputError>() {
-                Ok(ie) => ie.diagnostics.into_iter().for_each(|d| job.log.problem(d)),
-                Err(e) => return Err(e),
-            },
-        }
-    }
+    let raw = read_event_files(files.iter().map(|(_, f)| f.as_path()), total, job)?;
     let events = typed_events(raw, job);
     job.log.check()?;
     // The session is named by its folder (`sessions/<id>/events`).
@@ -463,29 +474,7 @@ pub(super) fn read_v1_dir(dir: &Path, job: &mut Job) -> Result<Session> {
         .collect();
     files.sort();
     let total = files.len() as u64;
-    let mut raw = Vec::with_capacity(files.len());
-    for (k, (_, file)) in files.iter().enumerate() {
-        (job.progress)(Progress::Reading {
-            done: k as u64,
-            total,
-        });
-        let parsed =
-            read_document(file, &Counter::default()).and_then(|text| parse_document(file, &text));
-        match parsed {
-            Ok(v) => raw.push((
-                v,
-                Pos {
-                    file: file.clone(),
-                    line: 1,
-                    path: String::new(),
-                },
-            )),
-            Err(e) => match e.downcast::<crate::error::InputError>() {
-                Ok(ie) => ie.diagnostics.into_iter().for_each(|d| job.log.problem(d)),
-                Err(e) => return Err(e),
-            },
-        }
-    }
+    let raw = read_event_files(files.iter().map(|(_, f)| f.as_path()), total, job)?;
     job.log.check()?;
     // The conversation folder holds `events/` and `base_state.json` (the agent's settings).
     let conversation = match events.file_name() {
@@ -512,8 +501,7 @@ pub(super) fn read_v1_dir(dir: &Path, job: &mut Job) -> Result<Session> {
 }
 
 /// Whether a file holds OpenHands V1 events: JSON Lines or an array whose first value is one.
-pub(super) fn is_v1_stream(path: &Path) -> bool {
-    let probe = Probe::of(path);
+pub(super) fn is_v1_stream(probe: &Probe) -> bool {
     match &probe.shape {
         Shape::Jsonl(_) => probe.first_object().is_some_and(is_v1_event),
         Shape::Document(head) if head.array => probe

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use crate::convo::Turn;
 use crate::input::{file_name, typed};
-use crate::openai::Content;
+use crate::openai::{Content, Function, WireCall, tool_calls};
 use crate::session::Response;
 use crate::timestamp::parse_timestamp;
 use gyre_engine::record::Source;
@@ -270,20 +270,14 @@ fn action(
     let Some(c) = &e.tool_call else {
         return Err(("missing field `tool_call`".into(), "tool_call".into()));
     };
-    let args = c.arguments.clone().unwrap_or_else(|| json!({}));
-    let arguments = match &args {
-        // Templates render an object with `tojson`; a string that is not one stays verbatim.
-        Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => args,
-        },
-        _ => args,
+    let wire = WireCall {
+        id: Some(c.id.clone()),
+        function: Some(Function {
+            name: Some(c.name.clone()),
+            arguments: c.arguments.clone(),
+        }),
     };
-    let call = ToolCall {
-        id: c.id.clone(),
-        name: c.name.clone(),
-        arguments,
-    };
+    let call = tool_calls(Some(std::slice::from_ref(&wire))).remove(0);
     let rid = e
         .llm_response_id
         .clone()

@@ -104,6 +104,15 @@ pub fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// A record's token array (`input`, `output`) as ids.
+pub fn token_ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
 /// Request records with their full inputs (delta encodings resolved).
 pub fn requests(path: &Path) -> Vec<(Value, Vec<u32>)> {
     let ids = |v: &Value| -> Vec<u32> {
@@ -147,12 +156,7 @@ pub fn check_requests(path: &Path, tok: &TokenText) {
                 r["id"]
             );
         }
-        let output: Vec<u32> = r["output"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_u64().unwrap() as u32)
-            .collect();
+        let output = token_ids(&r["output"]);
         for c in r["tool_calls"].as_array().into_iter().flatten() {
             let (s, e) = (
                 c["start"].as_u64().unwrap() as usize,

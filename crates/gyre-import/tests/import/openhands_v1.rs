@@ -39,13 +39,7 @@ fn a_v1_conversation_folder_is_one_request_per_model_response() {
     check_requests(&out, &tok);
     let text = |k: usize| {
         let (r, input) = &reqs[k];
-        let output: Vec<u32> = r["output"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_u64().unwrap() as u32)
-            .collect();
-        (tok.decode(input), tok.decode(&output))
+        (tok.decode(input), tok.decode(&token_ids(&r["output"])))
     };
     let (input, output) = text(0);
     // The system message holds the prompt, its dynamic context and the three tools by name.
