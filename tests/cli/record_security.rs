@@ -4,13 +4,13 @@
 //! comes from the environment (docs/record.md, "Security").
 #![cfg(feature = "record")]
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
 use crate::proxy::standin::StandIn;
-use crate::proxy::{Proxy, clients, gyre};
+use crate::proxy::{Proxy, clients, closed_by_peer, gyre, http};
 use gyre_engine::load::{Batch, LoadOptions, load};
 use serde_json::Value;
 
@@ -197,62 +197,6 @@ fn capability_only_serves_no_plain_route() {
     assert!(body.contains("--capability-only"), "{body}");
     proxy.stop();
     assert_eq!(read(&out).executions.len(), 0);
-}
-
-/// One HTTP/1.1 request on a fresh connection; (status, body).
-fn http(base: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let addr = base.trim_start_matches("http://");
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    // A connection over the limit is answered 503 and closed at once, possibly before the
-    // request is written: a broken pipe or a reset then still leaves the answer to read.
-    let sent = write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    if let Err(e) = sent {
-        assert!(
-            matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset),
-            "{e}"
-        );
-    }
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => raw.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == ErrorKind::ConnectionReset && !raw.is_empty() => break,
-            Err(e) => panic!("reading the answer: {e}"),
-        }
-    }
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status in {text:?}"));
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_owned();
-    (status, body)
-}
-
-/// Reads from `s` until the peer closes it (or the 30 s guard expires: then `false`).
-fn closed_by_peer(s: &mut TcpStream) -> bool {
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut buf = [0u8; 512];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
-            Err(_) => return false,
-        }
-    }
 }
 
 #[test]

@@ -18,7 +18,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -29,6 +28,7 @@ use serde_json::{Map, Value};
 
 use super::chat::{ApiError, ErrorKind, ReplyCall, Turn, now, random_id};
 use super::payload::{Found, Payloads, Produced, collapse};
+use super::recording::Recording;
 use super::render::{Context, RenderTurn, hash_tokens};
 use super::sampled::OutputReader;
 use gyre_engine::load::{self, LoadOptions};
@@ -140,7 +140,7 @@ impl ExecState {
 
 /// The recording, and what the proxy remembers of the executions in it.
 pub struct Journal {
-    rec: Recorder<BufWriter<File>>,
+    rec: Recording,
     payloads: Payloads,
     execs: HashMap<String, ExecState>,
     /// Executions issued by the control side: reachable through their capability URL only.
@@ -192,7 +192,7 @@ impl Journal {
             (rec, 0)
         };
         let mut journal = Journal {
-            rec,
+            rec: Recording::new(path, rec)?,
             payloads: Payloads::new(payload_limit),
             execs: HashMap::new(),
             issued: HashSet::new(),
@@ -296,6 +296,9 @@ impl Journal {
         turns: &'a mut [Turn],
         hints: &Hints,
     ) -> Result<(Vec<RenderTurn<'a>>, Attribution), ApiError> {
+        // What the file holds is known (after a failed write that is not undone yet, it is
+        // read again first, or the request refused before it costs a completion).
+        self.rec.ready().map_err(write_failed)?;
         let named = match &hints.pinned {
             Some(pinned) => {
                 if hints.execution.as_ref().is_some_and(|e| e != pinned) {
@@ -525,6 +528,7 @@ impl Journal {
         budget_s: Option<f64>,
         task: Option<&Value>,
     ) -> Result<String, ApiError> {
+        self.rec.ready().map_err(write_failed)?;
         let id = match execution {
             Some(id) => {
                 check_issued_id(id)?;
@@ -550,16 +554,17 @@ impl Journal {
         meta.insert("recorded_by".into(), "gyre record".into());
         meta.insert("attribution".into(), ISSUED.into());
         self.rec
-            .execution(&ExecutionOut {
-                execution: &id,
-                t,
-                budget_s,
-                group,
-                task,
-                meta: Some(&meta),
+            .write(|rec| {
+                rec.execution(&ExecutionOut {
+                    execution: &id,
+                    t,
+                    budget_s,
+                    group,
+                    task,
+                    meta: Some(&meta),
+                })
             })
             .map_err(record_error)?;
-        self.flush()?;
         let mut st = ExecState::new(t, true);
         st.budget_s = budget_s;
         self.execs.insert(id.clone(), st);
@@ -586,29 +591,14 @@ impl Journal {
         t: f64,
         out: &Outcome,
     ) -> Result<(String, Option<String>), ApiError> {
+        self.rec.ready().map_err(write_failed)?;
         // Closed meanwhile: the request is still recorded (the engine flags it after closure).
         let known = self.rec.knows_execution(&p.execution);
         let st = self
             .execs
             .entry(p.execution.clone())
             .or_insert_with(|| ExecState::new(t, known));
-        if !st.written {
-            let group = st.group.clone().map(Value::from);
-            let mut meta = Map::new();
-            meta.insert("recorded_by".into(), "gyre record".into());
-            self.rec
-                .execution(&ExecutionOut {
-                    execution: &p.execution,
-                    // Never after its first request (of several arriving together).
-                    t: st.t.min(t),
-                    budget_s: st.budget_s,
-                    group: group.as_ref(),
-                    task: None,
-                    meta: Some(&meta),
-                })
-                .map_err(record_error)?;
-            st.written = true;
-        }
+        let (was_written, next_request) = (st.written, st.next_request);
         let id = loop {
             let id = format!("r{}", st.next_request);
             st.next_request += 1;
@@ -616,6 +606,18 @@ impl Journal {
                 break id;
             }
         };
+        let group = st.group.clone().map(Value::from);
+        let mut exec_meta = Map::new();
+        exec_meta.insert("recorded_by".into(), "gyre record".into());
+        let execution = (!st.written).then(|| ExecutionOut {
+            execution: &p.execution,
+            // Never after its first request (of several arriving together).
+            t: st.t.min(t),
+            budget_s: st.budget_s,
+            group: group.as_ref(),
+            task: None,
+            meta: Some(&exec_meta),
+        });
         let spans: Vec<SpanOut> = ctx.spans.iter().map(SpanOut::from).collect();
         let calls: Vec<ToolCallOut> = out
             .calls
@@ -642,25 +644,39 @@ impl Journal {
         if let Some(call) = &p.delegated_by {
             meta.insert("delegated_by".into(), call.as_str().into());
         }
-        let written = self
-            .rec
-            .request(&RequestOut {
-                purpose: p.purpose,
-                t: Some(t),
-                model: Some(out.model),
-                logprobs: Some(out.logprobs),
-                tool_calls: &calls,
-                finish: Some(out.finish),
-                meta: Some(&meta),
-                ..RequestOut::new(&p.execution, &id, &p.agent, &ctx.tokens, &spans, out.output)
-            })
-            .map_err(record_error)?;
-        self.rec.flush().map_err(|e| {
-            ApiError::new(
-                ErrorKind::Internal,
-                format!("writing the recording failed: {e}"),
-            )
-        })?;
+        let request = RequestOut {
+            purpose: p.purpose,
+            t: Some(t),
+            model: Some(out.model),
+            logprobs: Some(out.logprobs),
+            tool_calls: &calls,
+            finish: Some(out.finish),
+            meta: Some(&meta),
+            ..RequestOut::new(&p.execution, &id, &p.agent, &ctx.tokens, &spans, out.output)
+        };
+        // The execution's line (the first time) and the request's are written together, or
+        // neither is; then the execution is as unwritten and the id as free as before.
+        let written = self.rec.write(|rec| {
+            if let Some(e) = &execution {
+                rec.execution(e)?;
+            }
+            rec.request(&request)
+        });
+        let st = self.execs.get_mut(&p.execution);
+        let written = match (written, st) {
+            (Ok(w), Some(st)) => {
+                st.written = true;
+                w
+            }
+            (Ok(w), None) => w,
+            (Err(e), st) => {
+                if let Some(st) = st {
+                    st.written = was_written;
+                    st.next_request = next_request;
+                }
+                return Err(record_error(e));
+            }
+        };
         self.remember(Arc::new(Produced {
             execution: p.execution.clone(),
             agent: p.agent.clone(),
@@ -705,12 +721,13 @@ impl Journal {
         };
         let meta = body.get("meta").and_then(Value::as_object);
         self.rec
-            .closure(&ClosureOut {
-                meta,
-                ..c.as_ref().into()
+            .write(|rec| {
+                rec.closure(&ClosureOut {
+                    meta,
+                    ..c.as_ref().into()
+                })
             })
             .map_err(record_error)?;
-        self.flush()?;
         self.payloads.forget_execution(&c.execution);
         self.execs.remove(&c.execution);
         Ok(())
@@ -723,19 +740,13 @@ impl Journal {
             return Err(ApiError::invalid("kind", "not an assessment"));
         };
         self.rec
-            .assessment(&a.as_ref().into())
-            .map_err(record_error)?;
-        self.flush()
+            .write(|rec| rec.assessment(&a.as_ref().into()))
+            .map_err(record_error)
     }
 
     /// Flushes the recording.
     pub fn flush(&mut self) -> Result<(), ApiError> {
-        self.rec.flush().map_err(|e| {
-            ApiError::new(
-                ErrorKind::Internal,
-                format!("writing the recording failed: {e}"),
-            )
-        })
+        self.rec.flush().map_err(write_failed)
     }
 }
 
@@ -801,11 +812,16 @@ fn record_error(e: RecordError) -> ApiError {
             param: None,
         },
         RecordError::Invalid(le) => line_error(le),
-        RecordError::Io(e) => ApiError::new(
-            ErrorKind::Internal,
-            format!("writing the recording failed: {e}"),
-        ),
+        RecordError::Io(e) => write_failed(e),
     }
+}
+
+/// 500: the record was not written (the file is as it was before it).
+fn write_failed(e: std::io::Error) -> ApiError {
+    ApiError::new(
+        ErrorKind::Internal,
+        format!("writing the recording failed, so nothing was recorded: {e}"),
+    )
 }
 
 /// The `n` longest non-blank lines of `text`, trimmed (what a compaction summary is recognised

@@ -13,7 +13,8 @@
 //! [`TokenSource`]): `chat` (the API-neutral conversation and errors), `openai` and `anthropic`
 //! (request parsing, JSON and SSE answers), `render` (conversation → ids and spans), `sampled`
 //! (sampled ids → text, reasoning, tool calls), `payload` (what the proxy produced, for
-//! restoration), `journal` (executions, agents, the recording), `upstream` (the policy server),
+//! restoration), `journal` (executions, agents, the recording), `recording` (the file, and undoing a
+//! record whose write failed), `upstream` (the policy server),
 //! `control` (the token and capability URLs), `listen` (connection limits and timeouts) and
 //! `server` (routes, shutdown).
 
@@ -24,6 +25,7 @@ mod journal;
 mod listen;
 mod openai;
 mod payload;
+mod recording;
 mod render;
 mod sampled;
 mod server;

@@ -3,9 +3,11 @@
 
 pub mod standin;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 /// A running `gyre record`.
 pub struct Proxy {
@@ -27,6 +29,22 @@ impl Proxy {
 
     /// [`start`](Self::start) with `env` set for the proxy.
     pub fn start_env(upstream: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Proxy {
+        Self::spawn(upstream, out, extra, env, Stdio::inherit())
+    }
+
+    /// [`start`](Self::start) with the proxy's stderr written to `log`.
+    pub fn start_logged(upstream: &str, out: &Path, extra: &[&str], log: &Path) -> Proxy {
+        let log = std::fs::File::create(log).expect("creating the proxy's log file");
+        Self::spawn(upstream, out, extra, &[], Stdio::from(log))
+    }
+
+    fn spawn(
+        upstream: &str,
+        out: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Proxy {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gyre"))
             .args([
                 "record",
@@ -48,7 +66,7 @@ impl Proxy {
             .envs(env.iter().copied())
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("starting gyre record");
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
@@ -96,12 +114,17 @@ impl Proxy {
         self.child.id()
     }
 
-    /// Sends SIGTERM and waits; the exit status must be success.
-    pub fn stop(mut self) {
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
         // SAFETY: kill(2) on our own child's pid.
         #[allow(unsafe_code)]
         let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         assert_eq!(rc, 0);
+    }
+
+    /// Sends SIGTERM and waits; the exit status must be success.
+    pub fn stop(mut self) {
+        self.terminate();
         let status = self.child.wait().unwrap();
         assert!(status.success(), "gyre record exited with {status}");
     }
@@ -166,4 +189,75 @@ pub fn gyre(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// One HTTP/1.1 request on a fresh connection; (status, body).
+pub fn http(base: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    http_with(base, method, path, &[], body)
+}
+
+/// [`http`] with more header lines (`name`, `value`).
+pub fn http_with(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let addr = base.trim_start_matches("http://");
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    // A connection over the limit is answered 503 and closed at once, possibly before the
+    // request is written: a broken pipe or a reset then still leaves the answer to read.
+    let sent = write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         {extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    if let Err(e) = sent {
+        assert!(
+            matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset),
+            "{e}"
+        );
+    }
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset && !raw.is_empty() => break,
+            Err(e) => panic!("reading the answer: {e}"),
+        }
+    }
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    (status, body)
+}
+
+/// Reads from `s` until the peer closes it (or the 30 s guard expires: then `false`).
+pub fn closed_by_peer(s: &mut TcpStream) -> bool {
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut buf = [0u8; 512];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
 }
