@@ -14,7 +14,7 @@ use gyre_import::convo::Builder;
 use gyre_import::error::{ExistsError, InputError, UsageError};
 use gyre_import::write::Sink;
 use gyre_import::{IMPORTERS, Options, Progress, Source, Summary, importer, load_tokenizer};
-use gyre_text::sanitize;
+use gyre_text::{TemplateError, sanitize};
 
 /// Options every importer takes.
 #[derive(Args, Debug)]
@@ -28,10 +28,15 @@ pub struct CommonArgs {
     /// Overwrite --out if it exists.
     #[arg(long)]
     force: bool,
-    /// Tokenizer and chat template: `qwen3` (bundled) or a tokenizer.json path (with
-    /// tokenizer_config.json beside it).
-    #[arg(long, default_value = "qwen3")]
+    /// Tokenizer and chat template: `qwen3` (bundled), a model directory (tokenizer.json or
+    /// tokenizer.json.gz, with tokenizer_config.json and/or chat_template.jinja), or a
+    /// tokenizer.json / .gz file (the rest is read from its directory).
+    #[arg(long, default_value = "qwen3", value_name = "NAME|DIR|FILE")]
     tokenizer: String,
+    /// Chat template to render with instead of the tokenizer's: a .jinja file, or a JSON file
+    /// holding chat_template (tokenizer_config.json, chat_template.json).
+    #[arg(long, value_name = "FILE")]
+    chat_template: Option<PathBuf>,
     /// Skip lines (events, messages) that cannot be read, with a warning, instead of failing.
     #[arg(long)]
     lenient: bool,
@@ -126,6 +131,14 @@ impl Subcommand for ImportCommand {
     }
 }
 
+/// The inputs, for a message: the file, or how many.
+fn c_inputs(cmd: &ImportCommand) -> String {
+    match cmd.common.inputs.as_slice() {
+        [one] => one.display().to_string(),
+        many => format!("{} inputs", many.len()),
+    }
+}
+
 /// Runs an import: invalid input, bad arguments and an existing `--out` print one plain line
 /// (or the list of problems) and exit 2.
 pub fn run(cmd: ImportCommand) -> Result<ExitCode> {
@@ -138,6 +151,14 @@ pub fn run(cmd: ImportCommand) -> Result<ExitCode> {
                 Some(x.to_string())
             } else if let Some(x) = e.downcast_ref::<UsageError>() {
                 Some(format!("gyre: {x}"))
+            } else if e.chain().any(|c| c.is::<TemplateError>()) {
+                let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+                Some(format!(
+                    "gyre: {}: {} (the model's chat template refuses this conversation; \
+                     --chat-template renders with another)",
+                    c_inputs(&cmd),
+                    chain.join(": ")
+                ))
             } else {
                 e.downcast_ref::<ExistsError>()
                     .map(|x| format!("gyre: {x}"))
@@ -191,6 +212,7 @@ fn run_inner(cmd: &ImportCommand) -> Result<()> {
     let c = &cmd.common;
     let opts = Options {
         tokenizer: c.tokenizer.clone(),
+        chat_template: c.chat_template.clone(),
         restore: !cmd.reconstruct.as_ref().is_some_and(|r| r.no_restore),
         score: cmd.reconstruct.as_ref().and_then(|r| r.score),
         lenient: c.lenient,
@@ -203,8 +225,13 @@ fn run_inner(cmd: &ImportCommand) -> Result<()> {
     // finds the temporary file to remove.
     let sink = Sink::open(&c.out, c.force)?;
     gyre_import::check_inputs(source, &c.inputs)?;
-    let (tok, tmpl, tokenizer) = load_tokenizer(&opts.tokenizer)
-        .map_err(|e| UsageError(format!("--tokenizer {}: {e:#}", opts.tokenizer)))?;
+    let (tok, tmpl, tokenizer) = load_tokenizer(&opts).map_err(|e| {
+        UsageError(format!(
+            "--tokenizer {}: {}",
+            sanitize(&opts.tokenizer),
+            sanitize(&format!("{e:#}"))
+        ))
+    })?;
     let mut builder = Builder::new(tok, tmpl)?;
     let total: u64 = c
         .inputs

@@ -27,8 +27,9 @@ pub struct InspectArgs {
     lenient: bool,
     #[command(flatten)]
     admission: AdmissionArgs,
-    /// Tokenizer: a bundled name (qwen3) or a tokenizer.json path (default: the header's).
-    #[arg(long, value_name = "NAME|PATH")]
+    /// Tokenizer: a bundled name (qwen3), a tokenizer.json or tokenizer.json.gz, or the model
+    /// directory holding one (default: the header's).
+    #[arg(long, value_name = "NAME|DIR|FILE")]
     tokenizer: Option<String>,
     /// Keep reading FILE as it grows (a recording `gyre record` or a `Recorder` is still
     /// writing): new executions and requests appear and the engine re-runs; read up to the last

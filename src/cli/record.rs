@@ -25,10 +25,16 @@ pub struct RecordArgs {
     /// The policy server, e.g. http://127.0.0.1:8000 (a trailing /v1 is fine).
     #[arg(long)]
     upstream: String,
-    /// The served model's tokenizer: a bundled name (qwen3), or a tokenizer.json (or its
-    /// directory) with the model's tokenizer_config.json beside it (for the chat template).
-    #[arg(long)]
+    /// The served model's tokenizer: a bundled name (qwen3), the model's directory (as Hugging
+    /// Face ships it: tokenizer.json or tokenizer.json.gz, tokenizer_config.json and/or
+    /// chat_template.jinja), or a tokenizer.json / .gz file (the rest read from its directory).
+    #[arg(long, value_name = "NAME|DIR|FILE")]
     tokenizer: String,
+    /// Chat template to render with instead of the tokenizer's: a .jinja file, or a JSON file
+    /// holding chat_template (tokenizer_config.json, chat_template.json). Qwen3-Coder, for one,
+    /// runs on the Qwen3 tokenizer with its own template.
+    #[arg(long, value_name = "FILE")]
+    chat_template: Option<PathBuf>,
     /// The recording (gyre/1 JSONL); an existing one is appended to.
     #[arg(long, short)]
     out: PathBuf,
@@ -135,6 +141,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         upstream: args.upstream,
         flavor: args.upstream_api,
         tokenizer: args.tokenizer,
+        chat_template: args.chat_template,
         out: args.out,
         listen: args.listen,
         control_listen: args.control_listen,

@@ -43,8 +43,9 @@ pub struct ShowArgs {
     /// One line per run of tokens sharing a reason: position, length, reason, text.
     #[arg(long)]
     runs: bool,
-    /// Tokenizer: a bundled name (qwen3) or a tokenizer.json path (default: the header's).
-    #[arg(long, value_name = "NAME|PATH")]
+    /// Tokenizer: a bundled name (qwen3), a tokenizer.json or tokenizer.json.gz, or the model
+    /// directory holding one (default: the header's).
+    #[arg(long, value_name = "NAME|DIR|FILE")]
     tokenizer: Option<String>,
     /// With `--color lens` (or `--runs`, adding a lens column): seeds to look through, from
     /// --seed on.

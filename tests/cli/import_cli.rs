@@ -647,7 +647,8 @@ fn pipes_fifos_and_devices_are_refused_without_reading_them() {
     assert!(!out.exists());
 }
 
-/// `--tokenizer` naming a device, a FIFO or a folder says so (it said "no such file").
+/// `--tokenizer` naming a device or a folder without a tokenizer says so (it said "no such
+/// file").
 #[test]
 fn a_tokenizer_that_is_not_a_regular_file_says_so() {
     let dir = tempfile::tempdir().unwrap();
@@ -655,13 +656,141 @@ fn a_tokenizer_that_is_not_a_regular_file_says_so() {
     let o = out.to_str().unwrap();
     let s = fixture("claude-code/short.jsonl");
     let s = s.to_str().unwrap();
-    for tok in ["/dev/zero", dir.path().to_str().unwrap()] {
+    for (tok, needle) in [
+        (
+            "/dev/zero",
+            "is not a regular file (a tokenizer.json is expected)",
+        ),
+        (
+            dir.path().to_str().unwrap(),
+            "holds no tokenizer.json or tokenizer.json.gz",
+        ),
+    ] {
         refused(
             &["import", "claude-code", s, "--out", o, "--tokenizer", tok],
             &out,
-            "is not a regular file (a tokenizer.json is expected)",
+            needle,
         );
     }
+}
+
+/// A model directory as Hugging Face ships it (gzipped tokenizer, the template in
+/// chat_template.jinja, a config without one) imports exactly as the bundled name does, and
+/// `--chat-template` picks another template; a directory without any template is one line.
+#[test]
+fn a_hugging_face_model_directory_and_chat_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tokenizers/qwen3");
+    let model = dir.path().join("Qwen3-8B");
+    std::fs::create_dir(&model).unwrap();
+    std::fs::copy(
+        assets.join("tokenizer.json.gz"),
+        model.join("tokenizer.json.gz"),
+    )
+    .unwrap();
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(assets.join("tokenizer_config.json")).unwrap())
+            .unwrap();
+    let mut bare = config.clone();
+    bare.as_object_mut().unwrap().remove("chat_template");
+    std::fs::write(model.join("tokenizer_config.json"), bare.to_string()).unwrap();
+    let template = model.join("chat_template.jinja");
+    std::fs::write(&template, config["chat_template"].as_str().unwrap()).unwrap();
+    let src = fixture("claude-code/tool_heavy.jsonl");
+    let import = |out: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "import",
+            "claude-code",
+            src.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        gyre(&args)
+    };
+    let (by_dir, by_name) = (dir.path().join("dir.jsonl"), dir.path().join("name.jsonl"));
+    let (code, _, err) = import(&by_dir, &["--tokenizer", model.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = import(&by_name, &[]);
+    assert_eq!(code, 0, "{err}");
+    let (a, b) = (
+        crate::import_common::lines(&by_dir),
+        crate::import_common::lines(&by_name),
+    );
+    assert_eq!(
+        a[0]["tokenizer"]["path"],
+        model
+            .join("tokenizer.json.gz")
+            .canonicalize()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    assert_eq!(a[1..], b[1..]);
+    // The header's .gz path shows the recording's tokens as text.
+    let execution = a[1]["execution"].as_str().unwrap();
+    let (code, text, err) = gyre(&["show", by_dir.to_str().unwrap(), "--execution", execution]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("<|im_start|>"), "{text}");
+
+    // --chat-template moved out of the directory: the directory alone has none.
+    let elsewhere = dir.path().join("coder.jinja");
+    std::fs::rename(&template, &elsewhere).unwrap();
+    let out = dir.path().join("none.jsonl");
+    let err = refused(
+        &[
+            "import",
+            "claude-code",
+            src.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--tokenizer",
+            model.to_str().unwrap(),
+        ],
+        &out,
+        "no chat template",
+    );
+    assert!(err.contains("--chat-template FILE"), "{err}");
+    let (code, _, err) = import(
+        &out,
+        &[
+            "--tokenizer",
+            model.to_str().unwrap(),
+            "--chat-template",
+            elsewhere.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(crate::import_common::lines(&out)[1..], b[1..]);
+
+    // A template that refuses the conversation (as gpt-oss's and Llama 3's do some tool
+    // histories) is one plain line naming the request, not an internal error.
+    let strict = dir.path().join("strict.jinja");
+    std::fs::write(
+        &strict,
+        "{% for m in messages %}{% if m.role == 'tool' %}{{ raise_exception('no tool turns \
+         here') }}{% endif %}{{ m.content }}{% endfor %}",
+    )
+    .unwrap();
+    let out = dir.path().join("strict.jsonl");
+    let err = refused(
+        &[
+            "import",
+            "claude-code",
+            src.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--chat-template",
+            strict.to_str().unwrap(),
+        ],
+        &out,
+        "no tool turns here",
+    );
+    assert!(
+        err.contains("tool_heavy.jsonl: ") && err.contains("of r2") && err.contains("refuses"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
 /// The longest log line is bounded and `GYRE_MAX_LINE_MB` raises or lowers it, as for

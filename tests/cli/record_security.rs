@@ -276,6 +276,69 @@ fn a_non_loopback_listen_address_is_refused_without_allow_remote() {
     }
 }
 
+/// A model directory gyre cannot use (no template, a SentencePiece-only tokenizer, a broken
+/// `--chat-template`) is one plain line and exit 2, never "internal error", and nothing is
+/// recorded.
+#[test]
+fn model_assets_it_cannot_use_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let model = dir.path().join("gpt-oss-20b");
+    std::fs::create_dir(&model).unwrap();
+    let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tokenizers/qwen3");
+    std::fs::copy(
+        assets.join("tokenizer.json.gz"),
+        model.join("tokenizer.json.gz"),
+    )
+    .unwrap();
+    std::fs::write(
+        model.join("tokenizer_config.json"),
+        "{\"eos_token\": \"<|im_end|>\"}",
+    )
+    .unwrap();
+    let sp_only = dir.path().join("llama");
+    std::fs::create_dir(&sp_only).unwrap();
+    std::fs::write(sp_only.join("tokenizer.model"), b"sentencepiece").unwrap();
+    let broken = dir.path().join("broken.jinja");
+    std::fs::write(&broken, "{% if %}").unwrap();
+    let m = model.to_str().unwrap();
+    for (args, needle) in [
+        (vec!["--tokenizer", m], "no chat template"),
+        (
+            vec!["--tokenizer", sp_only.to_str().unwrap()],
+            "holds tokenizer.model but no tokenizer.json",
+        ),
+        (
+            vec![
+                "--tokenizer",
+                m,
+                "--chat-template",
+                broken.to_str().unwrap(),
+            ],
+            "does not compile",
+        ),
+    ] {
+        let mut all = vec![
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--out",
+            out.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--control-listen",
+            "127.0.0.1:0",
+        ];
+        all.extend(args);
+        let (code, _, err) = gyre(&all);
+        assert_eq!(code, 2, "{all:?}: {err}");
+        assert!(err.contains(needle), "{all:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert!(!err.contains("internal error"), "{err}");
+        assert!(!out.exists(), "nothing is recorded");
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn the_recording_and_the_token_file_are_private_and_a_shared_token_file_is_refused() {

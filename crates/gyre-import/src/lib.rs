@@ -40,7 +40,7 @@ pub mod write;
 
 use std::path::{Path, PathBuf};
 
-use eyre::{Result, bail};
+use eyre::Result;
 use serde_json::{Map, Value, json};
 
 pub use timestamp::parse_timestamp;
@@ -50,14 +50,16 @@ use error::{Log, bad};
 use sniff::{Fit, Probe};
 use write::{Out, Sink};
 
-use gyre_text::{ChatTemplate, TokenText};
+use gyre_text::{ChatTemplate, ModelAssets, TokenText};
 
 /// Options shared by the importers.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Tokenizer: a bundled name (`qwen3`) or a `tokenizer.json` path (its chat template is read
-    /// from `tokenizer_config.json` beside it).
+    /// Tokenizer: a bundled name (`qwen3`), a model directory, or a `tokenizer.json` (or `.gz`)
+    /// path; its chat template is found beside it (see [`ModelAssets::load`]).
     pub tokenizer: String,
+    /// A chat template file overriding the one beside the tokenizer (`--chat-template`).
+    pub chat_template: Option<PathBuf>,
     /// Payload restoration (default on).
     pub restore: bool,
     /// Adds a valid assessment of the closure's artifact with this score.
@@ -71,6 +73,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             tokenizer: "qwen3".into(),
+            chat_template: None,
             restore: true,
             score: None,
             lenient: false,
@@ -239,38 +242,15 @@ pub fn importer(name: &str) -> Option<&'static dyn Source> {
     IMPORTERS.iter().copied().find(|i| i.about().name == name)
 }
 
-/// The tokenizer and chat template named by `arg`, and the header's `tokenizer` value.
-pub fn load_tokenizer(arg: &str) -> Result<(TokenText, ChatTemplate, Value)> {
-    if arg == "qwen3" {
-        return Ok((
-            TokenText::bundled("qwen3")?,
-            ChatTemplate::qwen3()?,
-            Value::String("qwen3".into()),
-        ));
-    }
-    let path = PathBuf::from(arg);
-    if !path.exists() {
-        bail!(
-            "{}: no such file (a bundled name is `qwen3`)",
-            path.display()
-        );
-    }
-    if let Err(why) = gyre_text::tokenizer::check_file(&path) {
-        bail!("{why}");
-    }
-    let path = std::fs::canonicalize(&path).unwrap_or(path);
-    let tok = TokenText::from_file(&path)?;
-    let config = path.with_file_name("tokenizer_config.json");
-    if !config.is_file() {
-        bail!(
-            "{}: no tokenizer_config.json beside it (its chat template is needed to render \
-             conversations)",
-            path.display()
-        );
-    }
-    let tmpl = ChatTemplate::from_config_file(&config)?;
-    let header = json!({ "path": path.to_string_lossy() });
-    Ok((tok, tmpl, header))
+/// The tokenizer and chat template of `opts` (see [`ModelAssets::load`]), and the header's
+/// `tokenizer` value (the bundled name, or the tokenizer file's absolute path).
+pub fn load_tokenizer(opts: &Options) -> Result<(TokenText, ChatTemplate, Value)> {
+    let assets = ModelAssets::load(&opts.tokenizer, opts.chat_template.as_deref())?;
+    let header = match &assets.tokenizer_file {
+        Some(file) => json!({ "path": file.to_string_lossy() }),
+        None => Value::String(opts.tokenizer.clone()),
+    };
+    Ok((assets.tokenizer, assets.template, header))
 }
 
 /// Checks that every input is something `source` reads, before any work: an input that is

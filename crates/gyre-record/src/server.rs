@@ -17,7 +17,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use eyre::{Result, WrapErr, bail, eyre};
+use eyre::{Result, WrapErr, eyre};
 use gyre_format::note::Invalid;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
@@ -33,7 +33,7 @@ use super::sampled::OutputReader;
 use super::upstream::{Flavor, Stopped, Upstream};
 use super::{anthropic, openai};
 use gyre_engine::record::Purpose;
-use gyre_text::{ChatTemplate, RenderOptions, TokenText};
+use gyre_text::{ChatTemplate, ModelAssets, RenderOptions, TokenText, sanitize};
 
 /// What `gyre record` was asked to do.
 #[derive(Clone, Debug)]
@@ -42,9 +42,11 @@ pub struct Config {
     pub upstream: String,
     /// Which server it is.
     pub flavor: Flavor,
-    /// `NAME|PATH`: a bundled tokenizer, or a `tokenizer.json` (or the directory holding it)
-    /// with its `tokenizer_config.json` beside it.
+    /// `NAME|DIR|FILE`: a bundled tokenizer, a model directory, or a `tokenizer.json` (or
+    /// `.gz`) whose directory holds the chat template (see [`ModelAssets::load`]).
     pub tokenizer: String,
+    /// A chat template file overriding the tokenizer's (`--chat-template`).
+    pub chat_template: Option<PathBuf>,
     /// The recording (appended to when it exists).
     pub out: PathBuf,
     /// Address the harness's model routes listen on (port 0 = any free port).
@@ -104,42 +106,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The tokenizer, chat template and the header's `tokenizer` value for `arg`.
-fn load_tokenizer(arg: &str, out: &Path) -> Result<(TokenText, ChatTemplate, Value)> {
-    if gyre_text::tokenizer::BUNDLED.contains(&arg) {
-        let tok = TokenText::bundled(arg)?;
-        let tmpl = match arg {
-            "qwen3" => ChatTemplate::qwen3()?,
-            other => bail!("no chat template is bundled for {other}"),
-        };
-        return Ok((tok, tmpl, Value::from(arg)));
-    }
-    let path = Path::new(arg);
-    let (json, config) = if path.is_dir() {
-        (
-            path.join("tokenizer.json"),
-            path.join("tokenizer_config.json"),
-        )
-    } else {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        (path.to_path_buf(), dir.join("tokenizer_config.json"))
+/// The tokenizer, chat template and the header's `tokenizer` value for `arg` (and
+/// `--chat-template`): the bundled name, or the tokenizer file's path relative to the
+/// recording's directory when it is inside it.
+fn load_tokenizer(
+    arg: &str,
+    chat_template: Option<&Path>,
+    out: &Path,
+) -> Result<(TokenText, ChatTemplate, Value)> {
+    let assets = ModelAssets::load(arg, chat_template)?;
+    let Some(file) = &assets.tokenizer_file else {
+        return Ok((assets.tokenizer, assets.template, Value::from(arg)));
     };
-    let tok = TokenText::from_file(&json)?;
-    let tmpl = ChatTemplate::from_config_file(&config).wrap_err_with(|| {
-        format!(
-            "the chat template: gyre record needs the tokenizer_config.json that comes with {}",
-            json.display()
-        )
-    })?;
-    let abs = std::fs::canonicalize(&json).unwrap_or(json.clone());
     let out_dir = std::fs::canonicalize(
         out.parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new(".")),
     )
     .unwrap_or_default();
-    let shown = abs.strip_prefix(&out_dir).unwrap_or(&abs);
-    Ok((tok, tmpl, json!({ "path": shown.to_string_lossy() })))
+    let shown = file.strip_prefix(&out_dir).unwrap_or(file);
+    let header = json!({ "path": shown.to_string_lossy() });
+    Ok((assets.tokenizer, assets.template, header))
 }
 
 /// Runs the proxy until SIGINT or SIGTERM.
@@ -160,8 +147,15 @@ pub fn serve(cfg: Config) -> Result<()> {
         .await?;
         Ok::<_, eyre::Report>((model, control))
     })?;
-    let (tok, tmpl, tok_value) = load_tokenizer(&cfg.tokenizer, &cfg.out)
-        .wrap_err_with(|| format!("loading tokenizer {:?}", cfg.tokenizer))?;
+    // A problem with the model's files is the user's to fix: one plain line, exit 2.
+    let (tok, tmpl, tok_value) =
+        load_tokenizer(&cfg.tokenizer, cfg.chat_template.as_deref(), &cfg.out).map_err(|e| {
+            Invalid(format!(
+                "--tokenizer {}: {}",
+                sanitize(&cfg.tokenizer),
+                sanitize(&format!("{e:#}"))
+            ))
+        })?;
     let eos = tmpl.eos_token().map(str::to_owned);
     let reader = OutputReader::new(tok.clone(), eos.as_deref());
     // Build the id → bytes table now rather than on the first request.

@@ -17,6 +17,20 @@ use super::tokenizer::TokenText;
 /// The Qwen3 `tokenizer_config.json` (holds its chat template).
 const QWEN3_CONFIG: &str = include_str!("../../../assets/tokenizers/qwen3/tokenizer_config.json");
 
+/// A chat template that does not compile, or that refuses to render a conversation (its own
+/// `raise_exception`, or an operation its Jinja cannot do on these messages): the model's
+/// files or the conversation are at fault, not gyre, so commands print it as one plain line.
+#[derive(Debug)]
+pub struct TemplateError(pub String);
+
+impl std::fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TemplateError {}
+
 /// One chat message, serialised the way HuggingFace templates expect.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -175,14 +189,26 @@ impl ChatTemplate {
                 .to_owned(),
             _ => bail!("tokenizer_config.json has no chat_template"),
         };
-        let token = |key: &str| match v.get(key) {
-            Some(serde_json::Value::String(s)) => Some(s.clone()),
-            Some(serde_json::Value::Object(o)) => {
-                o.get("content").and_then(|c| c.as_str()).map(str::to_owned)
-            }
-            _ => None,
+        let (bos, eos) = special_tokens(&v);
+        Self::new(template, bos, eos)
+    }
+
+    /// From template source (a `chat_template.jinja`), with the `bos_token` / `eos_token` of
+    /// `config`, the text of the model's `tokenizer_config.json`, when there is one.
+    pub fn from_source(source: String, config: Option<&str>) -> Result<Self> {
+        let (bos, eos) = match config {
+            Some(text) => special_tokens(
+                &serde_json::from_str(text).wrap_err("tokenizer_config.json is not JSON")?,
+            ),
+            None => (None, None),
         };
-        Self::new(template, token("bos_token"), token("eos_token"))
+        Self::new(source, bos, eos)
+    }
+
+    /// The bundled Qwen3 special tokens around another template's source (`--chat-template`
+    /// with the bundled tokenizer, as Qwen3-Coder runs).
+    pub fn with_qwen3_tokens(source: String) -> Result<Self> {
+        Self::from_source(source, Some(QWEN3_CONFIG))
     }
 
     /// From template source and the special-token strings it may use.
@@ -200,8 +226,10 @@ impl ChatTemplate {
         env.add_function("raise_exception", |msg: String| -> Result<Value, Error> {
             Err(Error::new(ErrorKind::InvalidOperation, msg))
         });
+        // transformers' one extra global: the current local date and time, formatted.
+        env.add_function("strftime_now", strftime_now);
         env.add_template_owned("chat", source)
-            .map_err(|e| eyre!("chat template does not compile: {e:#}"))?;
+            .map_err(|e| TemplateError(format!("chat template does not compile: {e}")))?;
         let mut t = Self {
             env,
             bos_token,
@@ -240,7 +268,7 @@ impl ChatTemplate {
             None => ctx,
         };
         tmpl.render(ctx)
-            .map_err(|e| eyre!("rendering the chat template: {e:#}"))
+            .map_err(|e| TemplateError(format!("rendering the chat template: {e}")).into())
     }
 
     /// [`render`](Self::render), then tokenised with `tok` (special tokens recognised).
@@ -326,6 +354,33 @@ impl ChatTemplate {
         text.push_str(&self.render(messages, &[], opts)?);
         Ok(text)
     }
+}
+
+/// A `tokenizer_config.json`'s `bos_token` and `eos_token`: a string, or an `AddedToken`
+/// object's `content`.
+fn special_tokens(config: &serde_json::Value) -> (Option<String>, Option<String>) {
+    let token = |key: &str| match config.get(key) {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Object(o)) => {
+            o.get("content").and_then(|c| c.as_str()).map(str::to_owned)
+        }
+        _ => None,
+    };
+    (token("bos_token"), token("eos_token"))
+}
+
+/// `strftime_now(format)` as transformers defines it for templates (Llama 3.x writes
+/// `Today Date: {{ strftime_now("%d %b %Y") }}`): the local time in C `strftime` notation.
+fn strftime_now(format: String) -> Result<Value, Error> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    write!(out, "{}", chrono::Local::now().format(&format)).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("strftime_now: {format:?} is not a valid strftime format"),
+        )
+    })?;
+    Ok(Value::from(out))
 }
 
 /// Python's `json.dumps(value, ensure_ascii=False, indent=indent)`.

@@ -99,21 +99,14 @@ impl TokenText {
         }
     }
 
-    /// A HuggingFace `tokenizer.json` file: a regular file (never a device or FIFO) of at most
-    /// [`MAX_TOKENIZER_BYTES`].
+    /// A HuggingFace `tokenizer.json` file, plain or gzipped (`tokenizer.json.gz`, recognised by
+    /// its bytes, not its name), or a model directory holding one (see [`tokenizer_file`]): a
+    /// regular file (never a device or FIFO) of at most [`MAX_TOKENIZER_BYTES`], decompressed too.
     pub fn from_file(path: &Path) -> Result<Self> {
-        let size = check_file(path).map_err(|e| eyre!(e))?;
-        let mut bytes = Vec::with_capacity(size as usize);
-        std::fs::File::open(path)
-            .and_then(|f| {
-                std::io::Read::read_to_end(
-                    &mut std::io::Read::take(f, MAX_TOKENIZER_BYTES),
-                    &mut bytes,
-                )
-            })
-            .wrap_err_with(|| format!("reading {}", path.display()))?;
-        Self::from_tokenizer_json(&bytes, &path.display().to_string())
-            .wrap_err_with(|| format!("{} is not a usable tokenizer.json", path.display()))
+        let file = tokenizer_file(path).map_err(|e| eyre!(e))?;
+        let bytes = read_tokenizer_bytes(&file)?;
+        Self::from_tokenizer_json(&bytes, &file.display().to_string())
+            .wrap_err_with(|| format!("{} is not a usable tokenizer.json", file.display()))
     }
 
     /// A HuggingFace `tokenizer.json` already in memory; `label` names it in the UI.
@@ -153,8 +146,9 @@ impl TokenText {
         }
     }
 
-    /// From a command-line value `NAME|PATH`: a bundled name, else a `tokenizer.json` path
-    /// (relative paths are resolved against `base_dir`).
+    /// From a command-line value `NAME|PATH`: a bundled name, else a `tokenizer.json` (or
+    /// `.gz`) path or a model directory holding one (relative paths are resolved against
+    /// `base_dir`).
     pub fn from_arg(arg: &str, base_dir: &Path) -> Result<Self> {
         if BUNDLED.contains(&arg) {
             return Self::bundled(arg);
@@ -359,6 +353,64 @@ impl TokenText {
             .pieces
             .get_or_init(|| build_pieces(&self.inner.source))
     }
+}
+
+/// The tokenizer file `path` names: `path` itself, or for a directory (a model as Hugging Face
+/// ships it) its `tokenizer.json`, else its `tokenizer.json.gz`. An error says what the
+/// directory holds instead when it has neither.
+pub fn tokenizer_file(path: &Path) -> std::result::Result<std::path::PathBuf, String> {
+    if !path.is_dir() {
+        check_file(path)?;
+        return Ok(path.to_path_buf());
+    }
+    for name in ["tokenizer.json", "tokenizer.json.gz"] {
+        let file = path.join(name);
+        if file.exists() {
+            check_file(&file)?;
+            return Ok(file);
+        }
+    }
+    let other = ["tokenizer.model", "tiktoken.model", "vocab.json"]
+        .into_iter()
+        .find(|n| path.join(n).exists());
+    Err(match other {
+        Some(n) => format!(
+            "{} holds {n} but no tokenizer.json or tokenizer.json.gz (gyre reads Hugging Face \
+             tokenizers in the tokenizer.json format; `transformers` writes one with \
+             AutoTokenizer.from_pretrained(DIR).save_pretrained(DIR))",
+            path.display()
+        ),
+        None => format!(
+            "{} holds no tokenizer.json or tokenizer.json.gz",
+            path.display()
+        ),
+    })
+}
+
+/// The JSON text of a tokenizer file, gunzipped when it starts with the gzip magic bytes; at
+/// most [`MAX_TOKENIZER_BYTES`] either way (a small `.gz` cannot expand without bound).
+fn read_tokenizer_bytes(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut raw = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_TOKENIZER_BYTES).read_to_end(&mut raw))
+        .wrap_err_with(|| format!("reading {}", path.display()))?;
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(raw);
+    }
+    let mut json = Vec::with_capacity(raw.len() * 4);
+    flate2::read::GzDecoder::new(raw.as_slice())
+        .take(MAX_TOKENIZER_BYTES + 1)
+        .read_to_end(&mut json)
+        .wrap_err_with(|| format!("{} is not a readable gzip file", path.display()))?;
+    if json.len() as u64 > MAX_TOKENIZER_BYTES {
+        bail!(
+            "{} expands to more than the {} MiB limit for a tokenizer.json",
+            path.display(),
+            MAX_TOKENIZER_BYTES >> 20
+        );
+    }
+    Ok(json)
 }
 
 /// Expected length of a UTF-8 sequence from its lead byte (1 for bytes that cannot lead, so an

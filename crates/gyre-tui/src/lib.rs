@@ -63,7 +63,7 @@ pub struct Options {
     pub settings: Settings,
     /// Skip invalid lines instead of failing.
     pub lenient: bool,
-    /// `--tokenizer NAME|PATH`.
+    /// `--tokenizer NAME|DIR|FILE`.
     pub tokenizer: Option<String>,
     /// Read the one input file again whenever it grows (`--follow`).
     pub follow: bool,

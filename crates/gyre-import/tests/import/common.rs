@@ -33,6 +33,7 @@ pub fn builder() -> Builder {
 pub fn opts(restore: bool, score: Option<f64>) -> Options {
     Options {
         tokenizer: "qwen3".into(),
+        chat_template: None,
         restore,
         score,
         lenient: false,

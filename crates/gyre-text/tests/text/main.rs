@@ -3,5 +3,6 @@
 // Test helpers may unwrap too: a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
+mod assets;
 mod template;
 mod tokens;
