@@ -2,7 +2,10 @@
 
 import os
 import pathlib
-from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Tuple, TypedDict, Union, final
+from typing import (
+    Any, Dict, Generic, Iterator, List, Literal, Optional, Sequence, Tuple, TypedDict, TypeVar, Union, final,
+    overload,
+)
 
 import numpy as np
 import numpy.typing as npt
@@ -50,9 +53,11 @@ class Target(TypedDict):
     offset: int
     len: int
     pos: int
+    # meta.sampling.temperature of ``request``; None when it recorded none.
+    temperature: Optional[float]
 
-# One admitted trajectory (``gyre/admitted-1``). ``advantage`` is absent with
-# ``advantage="none"``; with ``numpy=True`` the array fields are NumPy arrays.
+# One admitted trajectory (``gyre/admitted-1``), its arrays as lists (``numpy=False``, the
+# default). ``advantage`` is absent with ``advantage="none"``.
 Row = TypedDict(
     "Row",
     {
@@ -64,10 +69,11 @@ Row = TypedDict(
         "reward": float,
         "advantage": Optional[float],
         "dummy": bool,
-        "tokens": Union[List[int], npt.NDArray[np.uint32]],
+        "tokens": List[int],
         "prompt_len": int,
-        "loss_mask": Union[List[int], npt.NDArray[np.uint8]],
-        "logprobs": Union[None, List[float], npt.NDArray[np.float64]],
+        "loss_mask": List[int],
+        "logprobs": Optional[List[float]],
+        "temperature": Optional[float],
         "targets": List[Target],
         "exec_targets": int,
         "weight": float,
@@ -75,6 +81,35 @@ Row = TypedDict(
     },
     total=False,
 )
+
+# The same row with ``numpy=True``: ``tokens`` uint32, ``loss_mask`` uint8 and ``logprobs``
+# float64 NumPy arrays.
+NumpyRow = TypedDict(
+    "NumpyRow",
+    {
+        "execution": str,
+        "group": Json,
+        "draw": int,
+        "leaf": Optional[str],
+        "class": Optional[ClassName],
+        "reward": float,
+        "advantage": Optional[float],
+        "dummy": bool,
+        "tokens": npt.NDArray[np.uint32],
+        "prompt_len": int,
+        "loss_mask": npt.NDArray[np.uint8],
+        "logprobs": Optional[npt.NDArray[np.float64]],
+        "temperature": Optional[float],
+        "targets": List[Target],
+        "exec_targets": int,
+        "weight": float,
+        "batch_executions": int,
+    },
+    total=False,
+)
+
+# What a RowIter yields: Row, or NumpyRow from ``iter(numpy=True)``.
+RowT = TypeVar("RowT")
 
 class Diagnostic(TypedDict):
     file: str
@@ -204,9 +239,19 @@ class Rows:
 
     def __len__(self) -> int: ...
     def __getitem__(self, i: int, /) -> Row: ...
-    def __iter__(self) -> "RowIter": ...
-    def row(self, i: int, *, numpy: bool = False) -> Row: ...
-    def iter(self, *, numpy: bool = False) -> "RowIter": ...
+    def __iter__(self) -> "RowIter[Row]": ...
+    @overload
+    def row(self, i: int, *, numpy: Literal[False] = False) -> Row: ...
+    @overload
+    def row(self, i: int, *, numpy: Literal[True]) -> NumpyRow: ...
+    @overload
+    def row(self, i: int, *, numpy: bool) -> Union[Row, NumpyRow]: ...
+    @overload
+    def iter(self, *, numpy: Literal[False] = False) -> "RowIter[Row]": ...
+    @overload
+    def iter(self, *, numpy: Literal[True]) -> "RowIter[NumpyRow]": ...
+    @overload
+    def iter(self, *, numpy: bool) -> "RowIter[Union[Row, NumpyRow]]": ...
     def to_arrow(self) -> pyarrow.Table: ...
     def to_pandas(self) -> pandas.DataFrame: ...
     def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
@@ -240,9 +285,9 @@ class Rows:
     def why(self, execution: str, request: str, *, seeds: Optional[int] = None) -> Dict[str, Any]: ...
 
 @final
-class RowIter(Iterator[Row]):
-    def __iter__(self) -> "RowIter": ...
-    def __next__(self) -> Row: ...
+class RowIter(Iterator[RowT], Generic[RowT]):
+    def __iter__(self) -> "RowIter[RowT]": ...
+    def __next__(self) -> RowT: ...
 
 @final
 class ShardSummary:

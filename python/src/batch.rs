@@ -450,6 +450,7 @@ fn row_dict<'py>(py: Python<'py>, row: Row, numpy: bool) -> PyResult<Bound<'py, 
         Some(lp) => d.set_item("logprobs", PyList::new(py, &lp)?)?,
         None => d.set_item("logprobs", py.None())?,
     }
+    d.set_item("temperature", row.temperature)?;
     let targets = PyList::empty(py);
     for t in &row.targets {
         let td = PyDict::new(py);
@@ -457,6 +458,7 @@ fn row_dict<'py>(py: Python<'py>, row: Row, numpy: bool) -> PyResult<Bound<'py, 
         td.set_item("offset", t.offset)?;
         td.set_item("len", t.len)?;
         td.set_item("pos", t.pos)?;
+        td.set_item("temperature", t.temperature)?;
         targets.append(td)?;
     }
     d.set_item("targets", targets)?;

@@ -11,6 +11,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "assets" / "demo" / "example.jsonl"
+# Requests with meta.sampling.temperature as `gyre record` writes it: one temperature, two, none,
+# 0 (greedy), not a number, and a dummy.
+TEMPERATURES = REPO / "tests" / "fixtures" / "temperatures.jsonl"
 
 
 def gyre_bin() -> str:

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import gyre
-from conftest import DEMO, cli_rows, run_gyre
+from conftest import DEMO, TEMPERATURES, cli_rows, run_gyre
 
 SETTINGS = [
     dict(cli=[], py={}),
@@ -24,9 +24,9 @@ SETTINGS = [
 ]
 
 
-@pytest.fixture(params=["demo", "synth"])
+@pytest.fixture(params=["demo", "synth", "temperatures"])
 def recording(request, synth):
-    return DEMO if request.param == "demo" else synth
+    return {"demo": DEMO, "synth": synth, "temperatures": TEMPERATURES}[request.param]
 
 
 @pytest.mark.parametrize("case", SETTINGS, ids=lambda c: " ".join(c["cli"]) or "defaults")
@@ -234,3 +234,21 @@ def test_compressed_inputs_and_many_files(tmp_path, synth):
     b = gyre.load([synth, DEMO]).admit()
     assert list(a) == list(b) == cli_rows([synth, DEMO], tmp_path / "cli.jsonl")
     assert a.to_arrow().equals(b.to_arrow())
+
+
+def test_rows_carry_the_recorded_sampling_temperature():
+    # tests/fixtures/temperatures.jsonl: meta.sampling.temperature as `gyre record` writes it.
+    rows = {r["execution"]: r for r in gyre.load(TEMPERATURES).admit()}
+    assert rows["same"]["temperature"] == 0.7
+    assert [t["temperature"] for t in rows["same"]["targets"]] == [0.7, 0.7]
+    # Targets sampled at two temperatures: the row has none, each run keeps its own.
+    assert rows["mixed"]["temperature"] is None
+    assert [(t["request"], t["temperature"]) for t in rows["mixed"]["targets"]] == [("r1", 0.7), ("r2", 1.0)]
+    assert rows["greedy"]["temperature"] == 0.0
+    # Not recorded, not a number, or no targets (a dummy): unknown, never a made-up 1.0.
+    for e in ("unrecorded", "garbled", "dummy"):
+        assert rows[e]["temperature"] is None, e
+        assert all(t["temperature"] is None for t in rows[e]["targets"]), e
+    table = gyre.load(TEMPERATURES).admit().to_arrow()
+    assert table.schema.field("temperature").type == pa.float64()
+    assert table.schema.field("targets").type.value_type.field("temperature").type == pa.float64()

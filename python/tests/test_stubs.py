@@ -12,7 +12,7 @@ import gyre
 from gyre import _gyre
 
 STUB = ast.parse((Path(gyre.__file__).parent / "_gyre.pyi").read_text())
-HELPER_TYPES = {"Span", "ToolCall", "Target", "Row", "Diagnostic", "PathLike", "TokenIds", "Floats", "Json",
+HELPER_TYPES = {"Span", "ToolCall", "Target", "Row", "NumpyRow", "RowT", "Diagnostic", "PathLike", "TokenIds", "Floats", "Json",
                 "Advantage", "ClassName"}
 
 
@@ -77,8 +77,19 @@ def test_functions_and_methods_match_their_stubs():
             continue
         if not isinstance(node, ast.ClassDef) or name == "LoadError":
             continue
+        overloads = {}
         for item in node.body:
-            if not isinstance(item, ast.FunctionDef):
+            if isinstance(item, ast.FunctionDef) and any(
+                isinstance(d, ast.Name) and d.id == "overload" for d in item.decorator_list
+            ):
+                overloads.setdefault(item.name, []).append(stub_params(item))
+        for method, variants in overloads.items():
+            # Overloads narrow the types (numpy=True → arrays); one of them states the runtime
+            # parameters with their defaults, and stubtest checks the rest.
+            assert runtime_params(getattr(obj, method)) in variants, (name, method)
+            checked += 1
+        for item in node.body:
+            if not isinstance(item, ast.FunctionDef) or item.name in overloads:
                 continue
             if item.name in ("__init__", "__new__"):
                 assert stub_params(item) == runtime_params(obj), name
@@ -119,3 +130,39 @@ def test_mypy_stubtest_finds_no_difference(tmp_path):
         capture_output=True, text=True, cwd=tmp_path,
     )
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_numpy_overloads_give_arrays_to_the_type_checker(tmp_path):
+    # `row(numpy=True)` and `iter(numpy=True)` are typed as NumPy rows, the defaults as lists;
+    # mypy accepts the right uses and refuses the wrong ones.
+    (tmp_path / "mypy.ini").write_text("[mypy]\nignore_missing_imports = True\n")
+    good = tmp_path / "good.py"
+    good.write_text(
+        "from typing import List\n"
+        "import numpy as np\nimport numpy.typing as npt\nimport gyre\n"
+        "rows = gyre.load('run.jsonl').admit()\n"
+        "a: npt.NDArray[np.uint32] = rows.row(0, numpy=True)['tokens']\n"
+        "b: List[int] = rows.row(0)['tokens']\n"
+        "for r in rows.iter(numpy=True):\n    c: npt.NDArray[np.uint8] = r['loss_mask']\n"
+        "for s in rows:\n    d: List[int] = s['loss_mask']\n"
+    )
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from typing import List\nimport gyre\n"
+        "rows = gyre.load('run.jsonl').admit()\n"
+        "e: List[int] = rows.row(0, numpy=True)['tokens']\n"
+        "for r in rows.iter(numpy=True):\n    f: List[int] = r['loss_mask']\n"
+    )
+    env = {**__import__("os").environ, "MYPYPATH": str(Path(gyre.__file__).parents[1])}
+
+    def mypy(path):
+        return subprocess.run(
+            [sys.executable, "-m", "mypy", "--config-file", str(tmp_path / "mypy.ini"), str(path)],
+            capture_output=True, text=True, cwd=tmp_path, env=env,
+        )
+
+    ok = mypy(good)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    wrong = mypy(bad)
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+    assert wrong.stdout.count("Incompatible types in assignment") == 2, wrong.stdout

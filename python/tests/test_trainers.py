@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import gyre
-from conftest import run_gyre
+from conftest import TEMPERATURES, run_gyre
 from gyre.trainers import prime_rl, skyrl, slime, trl, verl
 
 EPS_LOW, EPS_HIGH, CLIP_C = 0.2, 0.28, 3.0
@@ -398,7 +398,8 @@ def prime_rl_step_loss(samples, log_ratios_full):
 def test_prime_rl_rl_weights_keep_the_contract(rows):
     for k, step in enumerate(rows.steps(executions=5)):
         lr = noise(step, 400 + k)
-        samples = prime_rl(step)
+        # gyre synth records no sampling settings: the temperature is the caller's.
+        samples = prime_rl(step, temperature=1.0)
         recs = list(step)
         full = []
         for r, s in zip(recs, samples):
@@ -407,3 +408,34 @@ def test_prime_rl_rl_weights_keep_the_contract(rows):
             full.append(f)
             assert s["token_ids"] == r["tokens"]
         assert prime_rl_step_loss(samples, full) == pytest.approx(contract_loss(step, lr), rel=1e-9, abs=1e-12)
+
+
+def test_prime_rl_temperatures_are_the_recorded_ones_per_target():
+    # prime-rl (559b4477, trainer/rl/train.py) divides each token's logits by its `temperatures`
+    # entry before the log-softmax: a target's entry must be the temperature it was sampled at.
+    # The first step holds same, mixed and unrecorded (the greedy execution is the next step's).
+    step = gyre.load(TEMPERATURES).admit().steps(executions=3)[0]
+    by_exec = {r["execution"]: (r, s) for r, s in zip(step, prime_rl(step, temperature=0.9))}
+    assert sorted(by_exec) == ["mixed", "same", "unrecorded"]
+    for e, (r, s) in by_exec.items():
+        temps = np.asarray(s["temperatures"])
+        assert len(temps) == len(s["token_ids"])
+        for run in r["targets"]:
+            want = run["temperature"] if run["temperature"] is not None else 0.9
+            assert np.all(temps[run["pos"] : run["pos"] + run["len"]] == want), e
+    r, s = by_exec["mixed"]
+    assert [s["temperatures"][i] for i in np.nonzero(s["mask"])[0]] == [0.7, 0.7, 1.0]
+    # A target with no recorded temperature falls back to the caller's.
+    r, s = by_exec["unrecorded"]
+    assert {s["temperatures"][i] for i in np.nonzero(s["mask"])[0]} == {0.9}
+
+
+def test_prime_rl_refuses_an_unknown_or_greedy_temperature():
+    rows = gyre.load(TEMPERATURES).admit()
+    with pytest.raises(ValueError, match=r"'unrecorded', request 'r1': no sampling temperature"):
+        prime_rl(rows)
+    with pytest.raises(ValueError, match=r"'greedy', request 'r1': sampled at temperature 0.0"):
+        prime_rl(rows, temperature=1.0)
+    # The recorded temperature is the fact: the caller's only fills in where none was recorded.
+    same = prime_rl(gyre.load(TEMPERATURES).admit().steps(executions=1)[0], temperature=2.0)[0]
+    assert {same["temperatures"][i] for i in np.nonzero(same["mask"])[0]} == {0.7}

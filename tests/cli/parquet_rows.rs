@@ -93,10 +93,19 @@ fn read_jsonl(path: &Path) -> Vec<Value> {
 #[test]
 fn parquet_rows_hold_the_jsonl_rows_values() {
     let dir = tempfile::tempdir().unwrap();
-    let input = demo();
-    for (seed, advantage) in [("0", "drgrpo"), ("3", "grpo"), ("1", "none")] {
-        let jsonl = dir.path().join(format!("rows-{seed}.jsonl"));
-        let pq = dir.path().join(format!("rows-{seed}.parquet"));
+    // The demo, and a recording whose requests carry sampling temperatures (the `temperature`
+    // column and the targets' `temperature` field, null and not).
+    let temperatures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/temperatures.jsonl");
+    for (input, seed, advantage) in [
+        (demo(), "0", "drgrpo"),
+        (demo(), "3", "grpo"),
+        (demo(), "1", "none"),
+        (temperatures, "0", "drgrpo"),
+    ] {
+        let name = input.file_stem().unwrap().to_str().unwrap();
+        let jsonl = dir.path().join(format!("rows-{name}-{seed}.jsonl"));
+        let pq = dir.path().join(format!("rows-{name}-{seed}.parquet"));
         for out in [&jsonl, &pq] {
             let o = gyre(&[
                 "admit",
@@ -115,7 +124,7 @@ fn parquet_rows_hold_the_jsonl_rows_values() {
         let (rows, format) = read_parquet(&pq);
         let expected = read_jsonl(&jsonl);
         assert!(!expected.is_empty());
-        assert_eq!(rows, expected, "seed {seed}, advantage {advantage}");
+        assert_eq!(rows, expected, "{name}, seed {seed}, advantage {advantage}");
         assert_eq!(format.as_deref(), Some("gyre/admitted-1"));
         // `advantage` is a column exactly when it is a JSONL field.
         assert_eq!(

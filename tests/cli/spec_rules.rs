@@ -913,7 +913,7 @@ fn s1_request_after_closure_is_in_the_tree_flagged_and_not_admitted() {
     assert_eq!(u32s(&all[0]["tokens"]), vec![1, 2, 10]);
     assert_eq!(
         all[0]["targets"],
-        json!([{"request": "r1", "offset": 0, "len": 1, "pos": 2}])
+        json!([{"request": "r1", "offset": 0, "len": 1, "pos": 2, "temperature": null}])
     );
 }
 
@@ -1744,8 +1744,8 @@ fn s6_loss_normalisation_per_execution() {
 /// docs/format.md §8 on the compaction recording (default settings). Draw 1 is class main (r4, the only
 /// main candidate), draw 2 main-summary (r3). Row fields:
 /// tokens = leaf's I + O; prompt_len = index of the first target; loss_mask 1 exactly at the
-/// targets; logprobs = recorded value at policy tokens, 0.0 elsewhere; targets runs
-/// request/offset/len/pos; exec_targets/weight/batch_executions.
+/// targets; logprobs = recorded value at policy tokens, 0.0 elsewhere; temperature null (none
+/// recorded); targets runs request/offset/len/pos/temperature; exec_targets/weight/batch_executions.
 #[test]
 fn s8_export_row_invariants() {
     let (batch, results) = run(&compaction_recording(), &Settings::default());
@@ -1764,9 +1764,10 @@ fn s8_export_row_invariants() {
     assert_eq!(r["prompt_len"], 4);
     assert_eq!(u32s(&r["loss_mask"]), vec![1]);
     assert_eq!(f64s(&r["logprobs"]), vec![lpv(12)]);
+    assert_eq!(r["temperature"], Value::Null);
     assert_eq!(
         r["targets"],
-        json!([{"request": "r4", "offset": 0, "len": 1, "pos": 4}])
+        json!([{"request": "r4", "offset": 0, "len": 1, "pos": 4, "temperature": null}])
     );
 
     let r = &all[1];
@@ -1783,9 +1784,9 @@ fn s8_export_row_invariants() {
     assert_eq!(
         r["targets"],
         json!([
-            {"request": "r1", "offset": 0, "len": 1, "pos": 2},
-            {"request": "r2", "offset": 0, "len": 1, "pos": 4},
-            {"request": "r3", "offset": 0, "len": 2, "pos": 6},
+            {"request": "r1", "offset": 0, "len": 1, "pos": 2, "temperature": null},
+            {"request": "r2", "offset": 0, "len": 1, "pos": 4, "temperature": null},
+            {"request": "r3", "offset": 0, "len": 2, "pos": 6, "temperature": null},
         ])
     );
     for r in &all {

@@ -87,6 +87,18 @@ impl Request {
             .unwrap_or(false)
     }
 
+    /// The temperature the output was sampled at: `meta.sampling.temperature` when it is a
+    /// finite number ≥ 0 (docs/format.md §1, §8); `None` when not recorded (the server's
+    /// default was in force, which the record does not say) or not a valid temperature.
+    pub fn temperature(&self) -> Option<f64> {
+        self.meta
+            .as_ref()?
+            .get("sampling")?
+            .get("temperature")?
+            .as_f64()
+            .filter(|t| t.is_finite() && *t >= 0.0)
+    }
+
     /// Span covering full-input offset `offset` (`None` = unlabelled). Only offsets of
     /// context this request brought into the tree are answered (see [`Request::spans`]).
     pub fn span_at(&self, offset: u32) -> Option<&Span> {

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::Results;
 use super::admit::{Admission, Class, trainable_node};
-use super::execution::Execution;
+use super::execution::{Execution, Request};
 use super::load::Batch;
 use super::loss::target_weight;
 use super::score::{AdvantageMode, Outcome};
@@ -20,7 +20,7 @@ use gyre_format::output::Sink;
 
 /// A run of targets: path positions `pos..pos+len` are output tokens `offset..offset+len` of
 /// `request`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TargetRun {
     /// Request id.
     pub request: String,
@@ -30,6 +30,9 @@ pub struct TargetRun {
     pub len: u32,
     /// Position in the row's `tokens`.
     pub pos: u64,
+    /// The temperature `request` was sampled at (`meta.sampling.temperature`); `None` when it
+    /// recorded none.
+    pub temperature: Option<f64>,
 }
 
 /// One admitted trajectory, field for field as exported.
@@ -60,6 +63,9 @@ pub struct Row {
     pub loss_mask: Vec<u8>,
     /// Behaviour log-prob per response token (0.0 off-policy); `None` when a target lacks one.
     pub logprobs: Option<Vec<f64>>,
+    /// The temperature every target was sampled at; `None` when a target's request recorded
+    /// none, when they differ (each run of `targets` has its own) or when there are no targets.
+    pub temperature: Option<f64>,
     /// Provenance of the targets.
     pub targets: Vec<TargetRun>,
     /// `L_i`.
@@ -114,6 +120,7 @@ fn rows_of(batch: &Batch, results: &Results, i: usize, only: Option<u32>) -> Vec
         prompt_len: 0,
         loss_mask: Vec::new(),
         logprobs: Some(Vec::new()),
+        temperature: None,
         targets: Vec::new(),
         exec_targets,
         weight: target_weight(exec_targets),
@@ -229,13 +236,14 @@ fn fill_path(exec: &Execution, row: &mut Row, leaf: u32, is_target: impl Fn(Node
             }
         }
         if target {
-            push_run(&mut runs, &owner.id, node.offset, node.len, start);
+            push_run(&mut runs, owner, node.offset, node.len, start);
         }
     }
     row.tokens = tokens;
     row.prompt_len = prompt_len;
     row.loss_mask = loss_mask;
     row.logprobs = logprobs;
+    row.temperature = common_temperature(&runs);
     row.targets = runs;
 }
 
@@ -245,22 +253,31 @@ pub fn is_parquet(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
 }
 
+/// The one temperature all `runs` were sampled at, if every run recorded it and they agree.
+fn common_temperature(runs: &[TargetRun]) -> Option<f64> {
+    let first = runs.first()?.temperature?;
+    runs.iter()
+        .all(|r| r.temperature == Some(first))
+        .then_some(first)
+}
+
 /// Adds target node `offset..offset+len` of request `request` at path position `pos`, merged
 /// into the last run when it continues it (pieces of one output split by later divergences).
-fn push_run(runs: &mut Vec<TargetRun>, request: &str, offset: u32, len: u32, pos: u64) {
+fn push_run(runs: &mut Vec<TargetRun>, request: &Request, offset: u32, len: u32, pos: u64) {
     match runs.last_mut() {
         Some(last)
-            if last.request == request
+            if last.request == request.id
                 && last.offset + last.len == offset
                 && last.pos + last.len as u64 == pos =>
         {
             last.len += len
         }
         _ => runs.push(TargetRun {
-            request: request.to_string(),
+            request: request.id.clone(),
             offset,
             len,
             pos,
+            temperature: request.temperature(),
         }),
     }
 }
@@ -278,7 +295,7 @@ pub fn draw_targets(exec: &Execution, admission: &Admission, k: u32) -> Vec<Targ
         let node = &tree.nodes[n as usize];
         if admission.claimed_by[n as usize] == Some(k) {
             let owner = &exec.requests[node.owner as usize];
-            push_run(&mut runs, &owner.id, node.offset, node.len, pos);
+            push_run(&mut runs, owner, node.offset, node.len, pos);
         }
         pos += node.len as u64;
     }

@@ -1,7 +1,7 @@
 //! The `gyre/admitted-1` rows as Arrow columns and as a Parquet file (docs/format.md §8, columnar form).
 //!
 //! One column per export field, same names, same values: `tokens`, `loss_mask` and `logprobs`
-//! are list columns, `targets` a list of `{request, offset, len, pos}` structs. The only change
+//! are list columns, `targets` a list of `{request, offset, len, pos, temperature}` structs. The only change
 //! of form is `group`: any JSON value in the JSONL rows, a string column here, holding a string
 //! group as itself and any other value (a number, an object) as its JSON text. `advantage` is
 //! left out with [`AdvantageMode::None`], as the JSONL rows leave the field out.
@@ -51,6 +51,7 @@ fn target_fields() -> Fields {
         Field::new("offset", DataType::UInt32, false),
         Field::new("len", DataType::UInt32, false),
         Field::new("pos", DataType::UInt64, false),
+        Field::new("temperature", DataType::Float64, true),
     ])
 }
 
@@ -73,6 +74,7 @@ pub fn schema(mode: AdvantageMode) -> SchemaRef {
         Field::new("prompt_len", DataType::UInt64, false),
         list_of(DataType::UInt8, false, "loss_mask"),
         list_of(DataType::Float64, true, "logprobs"),
+        Field::new("temperature", DataType::Float64, true),
         Field::new(
             "targets",
             DataType::List(Arc::new(Field::new_list_field(
@@ -159,7 +161,8 @@ pub fn record_batch(rows: &[Row], mode: AdvantageMode) -> RecordBatch {
             ),
             Arc::new(runs.clone().map(|t| t.offset).collect::<UInt32Array>()),
             Arc::new(runs.clone().map(|t| t.len).collect::<UInt32Array>()),
-            Arc::new(runs.map(|t| t.pos).collect::<UInt64Array>()),
+            Arc::new(runs.clone().map(|t| t.pos).collect::<UInt64Array>()),
+            Arc::new(runs.map(|t| t.temperature).collect::<Float64Array>()),
         ],
         None,
     );
@@ -184,6 +187,7 @@ pub fn record_batch(rows: &[Row], mode: AdvantageMode) -> RecordBatch {
             Arc::new(Float64Array::from(logprobs)),
             logprob_nulls,
         ),
+        Arc::new(rows.iter().map(|r| r.temperature).collect::<Float64Array>()),
         list(
             DataType::Struct(target_fields()),
             offsets(rows.iter().map(|r| r.targets.len())),

@@ -5,4 +5,5 @@
 
 mod properties;
 mod recorder;
+mod temperature;
 mod tree_reference;
