@@ -104,11 +104,21 @@ pub struct Message {
     pub at: Instant,
 }
 
-/// What a settings change did: batch and execution figures before and after.
+/// What a settings change did: batch and execution figures of the results shown before and of
+/// those shown after, with the settings of each (a burst of keys can put several changes
+/// between the two: the line names them all, never only the last key's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
-    /// The change (`J_max 5 → 3`).
+    /// The change, from the settings before to those after (`J_max 5 → 10`).
     pub what: String,
+    /// Settings of the results shown before.
+    pub settings_before: Settings,
+    /// Their advantage mode.
+    pub advantage_before: AdvantageMode,
+    /// Settings of the results shown after.
+    pub settings_after: Settings,
+    /// Their advantage mode.
+    pub advantage_after: AdvantageMode,
     /// Batch totals before.
     pub before: Totals,
     /// Batch totals after.
@@ -134,8 +144,6 @@ pub struct Rerun {
     pub results: Results,
     /// Their totals.
     pub totals: Totals,
-    /// The change that asked for them.
-    pub what: String,
 }
 
 /// What the run loop waits for: a terminal event, or the report of background work.
@@ -681,6 +689,7 @@ impl App {
             totals,
         });
         self.load = Load::Ready;
+        self.change = None;
         self.new_results();
         self.sel.batch += 1;
         // Open on the execution with the most draws (the first such), at draw n/n.
@@ -740,6 +749,8 @@ impl App {
             results: Arc::new(results),
             totals,
         });
+        // The Δ line's figures are of the old batch.
+        self.change = None;
         self.new_results();
         self.sel.batch += 1;
         // "Why" names a request by its index in the old batch.
@@ -1070,7 +1081,7 @@ impl App {
                 } else {
                     old.wrapping_sub(1)
                 };
-                self.rerun(format!("seed {old} → {}", self.settings.seed));
+                self.rerun();
             }
             Command::JmaxUp | Command::JmaxDown => {
                 let old = self.settings.jmax;
@@ -1080,11 +1091,7 @@ impl App {
                     old.saturating_sub(1)
                 };
                 if old != self.settings.jmax {
-                    self.rerun(format!(
-                        "J_max {} → {}",
-                        jmax_text(old),
-                        jmax_text(self.settings.jmax)
-                    ));
+                    self.rerun();
                 }
             }
             Command::Priority => {
@@ -1095,11 +1102,7 @@ impl App {
                     .position(|p| *p == old)
                     .map_or(0, |i| (i + 1) % self.priorities.len());
                 self.settings.priority = self.priorities[i].clone();
-                self.rerun(format!(
-                    "priority {} → {}",
-                    priority_text(&old),
-                    priority_text(&self.settings.priority)
-                ));
+                self.rerun();
             }
             Command::EditPriority => {
                 self.overlay = Overlay::Priority(PriorityEditor::new(&self.settings.priority));
@@ -1111,11 +1114,7 @@ impl App {
                     AdvantageMode::Grpo => AdvantageMode::None,
                     AdvantageMode::None => AdvantageMode::DrGrpo,
                 };
-                self.rerun(format!(
-                    "advantage {} → {}",
-                    Named::name(old),
-                    Named::name(self.advantage)
-                ));
+                self.rerun();
             }
             Command::Sort => self.execs.next_sort(),
             Command::Filter => {
@@ -1218,10 +1217,9 @@ impl App {
             }
             Go::Jmax(j) => {
                 self.overlay = Overlay::None;
-                let old = self.settings.jmax;
-                if old != j {
+                if self.settings.jmax != j {
                     self.settings.jmax = j;
-                    self.rerun(format!("J_max {} → {}", jmax_text(old), jmax_text(j)));
+                    self.rerun();
                 }
             }
             Go::Say(m) => self.say(m),
@@ -1403,15 +1401,11 @@ impl App {
                 let new = e.priority();
                 self.overlay = Overlay::None;
                 if new != self.settings.priority {
-                    let old = std::mem::replace(&mut self.settings.priority, new);
+                    self.settings.priority = new;
                     if !self.priorities.contains(&self.settings.priority) {
                         self.priorities.push(self.settings.priority.clone());
                     }
-                    self.rerun(format!(
-                        "priority {} → {}",
-                        priority_text(&old),
-                        priority_text(&self.settings.priority)
-                    ));
+                    self.rerun();
                 }
             }
             _ => {}
@@ -1505,7 +1499,7 @@ impl App {
 
     /// Asks the engine to re-run with the current settings: on a worker when there is one (the
     /// screen keeps the old results and says "re-running…"), else at once.
-    fn rerun(&mut self, what: String) {
+    fn rerun(&mut self) {
         let Some(d) = &self.data else { return };
         let (batch, settings, advantage) =
             (Arc::clone(&d.batch), self.settings.clone(), self.advantage);
@@ -1518,7 +1512,6 @@ impl App {
                 advantage,
                 results,
                 totals,
-                what,
             }
         };
         match &self.jobs {
@@ -1533,7 +1526,9 @@ impl App {
         }
     }
 
-    /// Puts re-run results on screen, unless newer settings were asked for since.
+    /// Puts re-run results on screen, unless newer settings were asked for since. The Δ line
+    /// compares them with the results they replace, whatever settings those were made with: a
+    /// burst of keys re-runs once per key, and only the last re-run is installed.
     fn install(&mut self, r: Rerun) {
         if r.settings != self.settings || r.advantage != self.advantage {
             return;
@@ -1542,12 +1537,25 @@ impl App {
         if !Arc::ptr_eq(&r.batch, &d.batch) {
             return;
         }
+        let (from, from_adv) = (d.results.settings.clone(), d.results.advantage_mode);
+        if from == r.settings && from_adv == r.advantage {
+            // Keys that ended where they started (`+ -`): the results on screen stand.
+            self.say(format!(
+                "settings back to {}: the results on screen stand",
+                self.export_settings()
+            ));
+            return;
+        }
         let i = self.sel.exec;
         let change = d.batch.executions.get(i).map(|e| {
             let exec_totals =
                 |res: &Results| stats::execution_totals(e, &res.outcomes[i], &res.admissions[i]);
             Change {
-                what: r.what,
+                what: settings_change((&from, from_adv), (&r.settings, r.advantage)),
+                settings_before: from.clone(),
+                advantage_before: from_adv,
+                settings_after: r.settings.clone(),
+                advantage_after: r.advantage,
                 before: d.totals,
                 after: r.totals,
                 exec: e.id.clone(),
@@ -1708,6 +1716,42 @@ impl App {
         };
         let effects = self.on_pane(pane, |ctx, p| p.wheel(ctx, down));
         self.apply_all(effects.unwrap_or_default());
+    }
+}
+
+/// What differs between two settings and advantage modes, each in its one spelling:
+/// `J_max 5 → 10`, `seed 0 → 2 · priority main>sub → main`.
+pub fn settings_change(from: (&Settings, AdvantageMode), to: (&Settings, AdvantageMode)) -> String {
+    let ((a, a_adv), (b, b_adv)) = (from, to);
+    let mut parts = Vec::new();
+    if a.seed != b.seed {
+        parts.push(format!("seed {} → {}", a.seed, b.seed));
+    }
+    if a.jmax != b.jmax {
+        parts.push(format!(
+            "J_max {} → {}",
+            jmax_text(a.jmax),
+            jmax_text(b.jmax)
+        ));
+    }
+    if a.priority != b.priority {
+        parts.push(format!(
+            "priority {} → {}",
+            priority_text(&a.priority),
+            priority_text(&b.priority)
+        ));
+    }
+    if a_adv != b_adv {
+        parts.push(format!(
+            "advantage {} → {}",
+            Named::name(a_adv),
+            Named::name(b_adv)
+        ));
+    }
+    if parts.is_empty() {
+        "settings unchanged".into()
+    } else {
+        parts.join(" · ")
     }
 }
 
