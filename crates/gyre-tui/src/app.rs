@@ -210,6 +210,8 @@ pub enum Action {
     Text(TokenText),
     /// A tokenizer is being loaded (ids are shown meanwhile).
     TextLoading(String),
+    /// The tokenizer could not be loaded: why (ids stay on screen).
+    TextFailed(String),
     /// A message for the status line.
     Message(String),
     /// An export finished: its path and the status line to show.
@@ -281,6 +283,8 @@ pub struct App {
     pub text: TokenText,
     /// What the title says about token text.
     pub tokenizer: String,
+    /// The tokenizer being loaded while ids are shown, for the status line to say so.
+    pub text_loading: Option<String>,
     /// Where exports go.
     pub cwd: PathBuf,
     /// Exports still being written, by path.
@@ -355,6 +359,7 @@ impl App {
             quit: false,
             text: TokenText::none(),
             tokenizer: "ids (no tokenizer)".into(),
+            text_loading: None,
             cwd: PathBuf::from("."),
             exporting: Vec::new(),
             jobs: None,
@@ -515,10 +520,17 @@ impl App {
             Action::Text(t) => {
                 self.tokenizer = t.label().to_string();
                 self.text = t;
+                self.text_loading = None;
                 self.tokens.resized();
             }
             Action::TextLoading(name) => {
                 self.tokenizer = format!("ids while {name} loads…");
+                self.text_loading = Some(name);
+            }
+            Action::TextFailed(m) => {
+                self.text_loading = None;
+                self.tokenizer = "ids (the tokenizer failed to load)".into();
+                self.say(m);
             }
             Action::Message(m) => self.say(m),
             Action::Exported(path, m) => {
@@ -1018,9 +1030,18 @@ impl App {
                 {
                     self.focus = p
                 }
-                Some(Pane::Detail) => self.say(format!(
-                    "the detail pane needs a terminal at least {NARROW} columns wide (z zooms it)"
-                )),
+                // Left out of the layout (the detail pane below {NARROW} columns, or turned
+                // off): it opens zoomed.
+                Some(p) if areas(self.size, self.detail, Some(p)).order().contains(&p) => {
+                    self.focus = p;
+                    self.zoom = true;
+                    self.tokens.resized();
+                    self.say(format!(
+                        "pane {n} zoomed: no room for it beside the others at {} columns (z \
+                         goes back)",
+                        self.size.0
+                    ));
+                }
                 _ => {}
             },
             Command::Zoom => {
@@ -1066,7 +1087,8 @@ impl App {
                 self.detail = !self.detail;
                 if self.detail && self.areas().detail.width == 0 {
                     self.say(format!(
-                        "the detail pane needs a terminal at least {NARROW} columns wide"
+                        "the detail pane needs a terminal at least {NARROW} columns wide (6 \
+                         shows it zoomed)"
                     ));
                 }
                 if !self.areas().order().contains(&self.focus) {
@@ -1122,8 +1144,9 @@ impl App {
                 self.apply_all(effects.unwrap_or_default());
             }
             Command::Search => {
+                // A new query each time (n and N still step through the last one's matches).
                 self.overlay = Overlay::Search {
-                    field: Field::new(self.search.query.clone()),
+                    field: Field::default(),
                     at: 0,
                 }
             }
@@ -1158,7 +1181,23 @@ impl App {
 
     fn pane_command(&mut self, c: Command) {
         let effects = self.on_pane(self.focus, |ctx, p| p.command(ctx, c));
-        self.apply_all(effects.unwrap_or_default());
+        let effects = effects.unwrap_or_default();
+        // A link followed in a zoomed pane lands in the tokens pane: the zoom gives way to it.
+        let lands = effects.iter().any(|e| {
+            matches!(
+                e,
+                Effect::SelectRequest(_)
+                    | Effect::ShowPos { .. }
+                    | Effect::Jump { .. }
+                    | Effect::OpenExec(_)
+            )
+        });
+        if self.zoom && self.focus != Pane::Tokens && lands {
+            self.zoom = false;
+            self.focus = Pane::Tokens;
+            self.tokens.resized();
+        }
+        self.apply_all(effects);
     }
 
     /// `m`: pins the results on screen, or drops the pin.
@@ -1227,8 +1266,15 @@ impl App {
     }
 
     /// The request `y` explains: the one whose output is under the token cursor (tokens
-    /// focused), else the selected one.
+    /// focused), the candidate highlighted in the replay pane (replay focused), else the
+    /// selected one.
     fn open_why(&mut self) {
+        let highlighted = (self.focus == Pane::Replay)
+            .then(|| {
+                let ctx = self.ctx()?;
+                self.replay.selected_request(&ctx)
+            })
+            .flatten();
         let under_cursor = (self.focus == Pane::Tokens)
             .then(|| {
                 let d = self.data.as_ref()?;
@@ -1239,7 +1285,7 @@ impl App {
                 (node.kind == gyre_engine::tree::NodeKind::Output).then_some(node.owner)
             })
             .flatten();
-        match under_cursor.or(self.sel.request) {
+        match highlighted.or(under_cursor).or(self.sel.request) {
             Some(request) => {
                 self.overlay = Overlay::Why {
                     exec: self.sel.exec,
