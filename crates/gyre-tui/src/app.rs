@@ -1138,7 +1138,11 @@ impl App {
                 };
                 self.rerun();
             }
-            Command::Sort => self.execs.next_sort(),
+            Command::Sort => {
+                self.execs.next_sort();
+                self.sync();
+                self.say_sorted();
+            }
             Command::Filter => {
                 let effects = self.with_ctx(|ctx, p| p.execs.next_filter(ctx));
                 self.apply_all(effects.unwrap_or_default());
@@ -1177,6 +1181,27 @@ impl App {
             }
             _ => self.pane_command(c),
         }
+    }
+
+    /// After `o`: the list keeps the selected execution on screen, so the first row (the
+    /// largest) may be scrolled away; the status line names it and how to get there.
+    fn say_sorted(&mut self) {
+        let Some(d) = &self.data else { return };
+        let (rows, row) = (&self.execs.rows, self.execs.row);
+        let Some(&first) = rows.first() else { return };
+        let by = self.execs.sort.name();
+        let m = if row == 0 || self.execs.offset == 0 {
+            format!("executions by {by}")
+        } else {
+            format!(
+                "executions by {by}: first {} (g in the list goes there) · {} stays selected, row {}/{}",
+                gyre_format::sanitize(&d.batch.executions[first].id),
+                gyre_format::sanitize(&d.batch.executions[self.sel.exec].id),
+                row + 1,
+                rows.len()
+            )
+        };
+        self.say(m);
     }
 
     fn pane_command(&mut self, c: Command) {

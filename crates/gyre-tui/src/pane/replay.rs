@@ -317,7 +317,7 @@ pub fn content(ctx: &Ctx, mode: Mode, width: u16) -> (Links, Option<(usize, usiz
             rows.push(line(
                 format!(
                     "{stop} · L_i = {l} · weight {} · B = {}",
-                    gyre_engine::loss::target_weight(l),
+                    gyre_engine::report::weight_text(gyre_engine::loss::target_weight(l)),
                     ctx.results.batch_executions
                 ),
                 if adm.stop == Stop::JmaxReached {

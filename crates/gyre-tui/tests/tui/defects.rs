@@ -119,3 +119,84 @@ fn the_header_always_names_the_recording() {
     assert!(head.contains("swe-bench-verified-run-0042.jsonl"), "{head}");
     assert!(head.contains("J_max 5"), "{head}");
 }
+
+#[test]
+fn the_replay_stop_line_spells_the_weight_as_compare_does() {
+    let mut app = demo_app(160, 45, false);
+    cmds(
+        &mut app,
+        &[Command::JmaxDown, Command::JmaxDown, Command::JmaxDown],
+    );
+    cmds(
+        &mut app,
+        &[Command::JmaxDown, Command::Jump(3), Command::Zoom],
+    );
+    let replay = area_text(&app, app.areas().replay);
+    let l = app.ctx().unwrap().admission().targets();
+    let w = gyre_engine::report::weight_text(gyre_engine::loss::target_weight(l));
+    assert!(replay.contains(&format!("· weight {w} ·")), "{replay}");
+}
+
+#[test]
+fn the_compare_batch_line_is_whole_at_160_columns() {
+    let mut app = synth_app(160, 45, false);
+    cmds(
+        &mut app,
+        &[Command::Pin, Command::JmaxDown, Command::Compare],
+    );
+    let s = screen(&app).replace(['║', '\n'], " ");
+    let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(s.contains("status change"), "{s}");
+}
+
+#[test]
+fn end_in_the_tokens_fills_the_pane_and_w_says_when_it_is_at_the_end() {
+    let mut app = synth_app(120, 40, false);
+    cmds(&mut app, &[Command::Jump(5), Command::End]);
+    let a = app.areas().tokens;
+    let buf = render(&app);
+    let row = |y: u16| {
+        (a.x + 1..a.right() - 1)
+            .map(|x| buf[(x, y)].symbol().to_string())
+            .collect::<String>()
+    };
+    assert!(
+        path_len(&app) > 400,
+        "a path longer than the pane: {}",
+        path_len(&app)
+    );
+    assert!(
+        !row(a.bottom() - 2).trim().is_empty(),
+        "the last row at the bottom"
+    );
+    cmds(&mut app, &[Command::NextSegment]);
+    let said = &app.message.as_ref().unwrap().text;
+    assert!(said.starts_with("already in the last segment"), "{said}");
+}
+
+#[test]
+fn a_dashboard_chart_says_when_more_bars_follow() {
+    let mut app = synth_app(60, 16, false);
+    cmds(&mut app, &[Command::Dashboard]);
+    let s = screen(&app);
+    assert!(s.contains("more after"), "{s}");
+}
+
+#[test]
+fn after_a_sort_the_status_line_names_the_first_row() {
+    let mut app = synth_app(80, 24, false);
+    cmds(&mut app, &[Command::Jump(1), Command::End]);
+    let mut said = Vec::new();
+    for _ in 0..5 {
+        cmds(&mut app, &[Command::Sort]);
+        let m = app.message.as_ref().unwrap().text.clone();
+        assert!(m.starts_with("executions by "), "{m}");
+        said.push(m);
+    }
+    let first = app.execs.rows[0];
+    let id = &app.data.as_ref().unwrap().batch.executions[first].id;
+    assert!(
+        said.iter().any(|m| m.contains(&format!("first {id}"))) || app.execs.offset == 0,
+        "{said:?}"
+    );
+}
