@@ -104,11 +104,21 @@ pub struct Message {
     pub at: Instant,
 }
 
-/// What a settings change did: batch and execution figures before and after.
+/// What a settings change did: batch and execution figures of the results shown before and of
+/// those shown after, with the settings of each (a burst of keys can put several changes
+/// between the two: the line names them all, never only the last key's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
-    /// The change (`J_max 5 → 3`).
+    /// The change, from the settings before to those after (`J_max 5 → 10`).
     pub what: String,
+    /// Settings of the results shown before.
+    pub settings_before: Settings,
+    /// Their advantage mode.
+    pub advantage_before: AdvantageMode,
+    /// Settings of the results shown after.
+    pub settings_after: Settings,
+    /// Their advantage mode.
+    pub advantage_after: AdvantageMode,
     /// Batch totals before.
     pub before: Totals,
     /// Batch totals after.
@@ -134,8 +144,6 @@ pub struct Rerun {
     pub results: Results,
     /// Their totals.
     pub totals: Totals,
-    /// The change that asked for them.
-    pub what: String,
 }
 
 /// What the run loop waits for: a terminal event, or the report of background work.
@@ -202,6 +210,8 @@ pub enum Action {
     Text(TokenText),
     /// A tokenizer is being loaded (ids are shown meanwhile).
     TextLoading(String),
+    /// The tokenizer could not be loaded: why (ids stay on screen).
+    TextFailed(String),
     /// A message for the status line.
     Message(String),
     /// An export finished: its path and the status line to show.
@@ -273,6 +283,8 @@ pub struct App {
     pub text: TokenText,
     /// What the title says about token text.
     pub tokenizer: String,
+    /// The tokenizer being loaded while ids are shown, for the status line to say so.
+    pub text_loading: Option<String>,
     /// Where exports go.
     pub cwd: PathBuf,
     /// Exports still being written, by path.
@@ -347,6 +359,7 @@ impl App {
             quit: false,
             text: TokenText::none(),
             tokenizer: "ids (no tokenizer)".into(),
+            text_loading: None,
             cwd: PathBuf::from("."),
             exporting: Vec::new(),
             jobs: None,
@@ -507,10 +520,17 @@ impl App {
             Action::Text(t) => {
                 self.tokenizer = t.label().to_string();
                 self.text = t;
+                self.text_loading = None;
                 self.tokens.resized();
             }
             Action::TextLoading(name) => {
                 self.tokenizer = format!("ids while {name} loads…");
+                self.text_loading = Some(name);
+            }
+            Action::TextFailed(m) => {
+                self.text_loading = None;
+                self.tokenizer = "ids (the tokenizer failed to load)".into();
+                self.say(m);
             }
             Action::Message(m) => self.say(m),
             Action::Exported(path, m) => {
@@ -681,6 +701,7 @@ impl App {
             totals,
         });
         self.load = Load::Ready;
+        self.change = None;
         self.new_results();
         self.sel.batch += 1;
         // Open on the execution with the most draws (the first such), at draw n/n.
@@ -740,6 +761,8 @@ impl App {
             results: Arc::new(results),
             totals,
         });
+        // The Δ line's figures are of the old batch.
+        self.change = None;
         self.new_results();
         self.sel.batch += 1;
         // "Why" names a request by its index in the old batch.
@@ -1007,9 +1030,18 @@ impl App {
                 {
                     self.focus = p
                 }
-                Some(Pane::Detail) => self.say(format!(
-                    "the detail pane needs a terminal at least {NARROW} columns wide (z zooms it)"
-                )),
+                // Left out of the layout (the detail pane below {NARROW} columns, or turned
+                // off): it opens zoomed.
+                Some(p) if areas(self.size, self.detail, Some(p)).order().contains(&p) => {
+                    self.focus = p;
+                    self.zoom = true;
+                    self.tokens.resized();
+                    self.say(format!(
+                        "pane {n} zoomed: no room for it beside the others at {} columns (z \
+                         goes back)",
+                        self.size.0
+                    ));
+                }
                 _ => {}
             },
             Command::Zoom => {
@@ -1055,7 +1087,8 @@ impl App {
                 self.detail = !self.detail;
                 if self.detail && self.areas().detail.width == 0 {
                     self.say(format!(
-                        "the detail pane needs a terminal at least {NARROW} columns wide"
+                        "the detail pane needs a terminal at least {NARROW} columns wide (6 \
+                         shows it zoomed)"
                     ));
                 }
                 if !self.areas().order().contains(&self.focus) {
@@ -1070,7 +1103,7 @@ impl App {
                 } else {
                     old.wrapping_sub(1)
                 };
-                self.rerun(format!("seed {old} → {}", self.settings.seed));
+                self.rerun();
             }
             Command::JmaxUp | Command::JmaxDown => {
                 let old = self.settings.jmax;
@@ -1080,11 +1113,7 @@ impl App {
                     old.saturating_sub(1)
                 };
                 if old != self.settings.jmax {
-                    self.rerun(format!(
-                        "J_max {} → {}",
-                        jmax_text(old),
-                        jmax_text(self.settings.jmax)
-                    ));
+                    self.rerun();
                 }
             }
             Command::Priority => {
@@ -1095,11 +1124,7 @@ impl App {
                     .position(|p| *p == old)
                     .map_or(0, |i| (i + 1) % self.priorities.len());
                 self.settings.priority = self.priorities[i].clone();
-                self.rerun(format!(
-                    "priority {} → {}",
-                    priority_text(&old),
-                    priority_text(&self.settings.priority)
-                ));
+                self.rerun();
             }
             Command::EditPriority => {
                 self.overlay = Overlay::Priority(PriorityEditor::new(&self.settings.priority));
@@ -1111,20 +1136,21 @@ impl App {
                     AdvantageMode::Grpo => AdvantageMode::None,
                     AdvantageMode::None => AdvantageMode::DrGrpo,
                 };
-                self.rerun(format!(
-                    "advantage {} → {}",
-                    Named::name(old),
-                    Named::name(self.advantage)
-                ));
+                self.rerun();
             }
-            Command::Sort => self.execs.next_sort(),
+            Command::Sort => {
+                self.execs.next_sort();
+                self.sync();
+                self.say_sorted();
+            }
             Command::Filter => {
                 let effects = self.with_ctx(|ctx, p| p.execs.next_filter(ctx));
                 self.apply_all(effects.unwrap_or_default());
             }
             Command::Search => {
+                // A new query each time (n and N still step through the last one's matches).
                 self.overlay = Overlay::Search {
-                    field: Field::new(self.search.query.clone()),
+                    field: Field::default(),
                     at: 0,
                 }
             }
@@ -1157,9 +1183,46 @@ impl App {
         }
     }
 
+    /// After `o`: the list keeps the selected execution on screen, so the first row (the
+    /// largest) may be scrolled away; the status line names it and how to get there.
+    fn say_sorted(&mut self) {
+        let Some(d) = &self.data else { return };
+        let (rows, row) = (&self.execs.rows, self.execs.row);
+        let Some(&first) = rows.first() else { return };
+        let by = self.execs.sort.name();
+        let m = if row == 0 || self.execs.offset == 0 {
+            format!("executions by {by}")
+        } else {
+            format!(
+                "executions by {by}: first {} (g in the list goes there) · {} stays selected, row {}/{}",
+                gyre_format::sanitize(&d.batch.executions[first].id),
+                gyre_format::sanitize(&d.batch.executions[self.sel.exec].id),
+                row + 1,
+                rows.len()
+            )
+        };
+        self.say(m);
+    }
+
     fn pane_command(&mut self, c: Command) {
         let effects = self.on_pane(self.focus, |ctx, p| p.command(ctx, c));
-        self.apply_all(effects.unwrap_or_default());
+        let effects = effects.unwrap_or_default();
+        // A link followed in a zoomed pane lands in the tokens pane: the zoom gives way to it.
+        let lands = effects.iter().any(|e| {
+            matches!(
+                e,
+                Effect::SelectRequest(_)
+                    | Effect::ShowPos { .. }
+                    | Effect::Jump { .. }
+                    | Effect::OpenExec(_)
+            )
+        });
+        if self.zoom && self.focus != Pane::Tokens && lands {
+            self.zoom = false;
+            self.focus = Pane::Tokens;
+            self.tokens.resized();
+        }
+        self.apply_all(effects);
     }
 
     /// `m`: pins the results on screen, or drops the pin.
@@ -1218,10 +1281,9 @@ impl App {
             }
             Go::Jmax(j) => {
                 self.overlay = Overlay::None;
-                let old = self.settings.jmax;
-                if old != j {
+                if self.settings.jmax != j {
                     self.settings.jmax = j;
-                    self.rerun(format!("J_max {} → {}", jmax_text(old), jmax_text(j)));
+                    self.rerun();
                 }
             }
             Go::Say(m) => self.say(m),
@@ -1229,8 +1291,15 @@ impl App {
     }
 
     /// The request `y` explains: the one whose output is under the token cursor (tokens
-    /// focused), else the selected one.
+    /// focused), the candidate highlighted in the replay pane (replay focused), else the
+    /// selected one.
     fn open_why(&mut self) {
+        let highlighted = (self.focus == Pane::Replay)
+            .then(|| {
+                let ctx = self.ctx()?;
+                self.replay.selected_request(&ctx)
+            })
+            .flatten();
         let under_cursor = (self.focus == Pane::Tokens)
             .then(|| {
                 let d = self.data.as_ref()?;
@@ -1241,7 +1310,7 @@ impl App {
                 (node.kind == gyre_engine::tree::NodeKind::Output).then_some(node.owner)
             })
             .flatten();
-        match under_cursor.or(self.sel.request) {
+        match highlighted.or(under_cursor).or(self.sel.request) {
             Some(request) => {
                 self.overlay = Overlay::Why {
                     exec: self.sel.exec,
@@ -1403,15 +1472,11 @@ impl App {
                 let new = e.priority();
                 self.overlay = Overlay::None;
                 if new != self.settings.priority {
-                    let old = std::mem::replace(&mut self.settings.priority, new);
+                    self.settings.priority = new;
                     if !self.priorities.contains(&self.settings.priority) {
                         self.priorities.push(self.settings.priority.clone());
                     }
-                    self.rerun(format!(
-                        "priority {} → {}",
-                        priority_text(&old),
-                        priority_text(&self.settings.priority)
-                    ));
+                    self.rerun();
                 }
             }
             _ => {}
@@ -1505,7 +1570,7 @@ impl App {
 
     /// Asks the engine to re-run with the current settings: on a worker when there is one (the
     /// screen keeps the old results and says "re-running…"), else at once.
-    fn rerun(&mut self, what: String) {
+    fn rerun(&mut self) {
         let Some(d) = &self.data else { return };
         let (batch, settings, advantage) =
             (Arc::clone(&d.batch), self.settings.clone(), self.advantage);
@@ -1518,7 +1583,6 @@ impl App {
                 advantage,
                 results,
                 totals,
-                what,
             }
         };
         match &self.jobs {
@@ -1533,7 +1597,9 @@ impl App {
         }
     }
 
-    /// Puts re-run results on screen, unless newer settings were asked for since.
+    /// Puts re-run results on screen, unless newer settings were asked for since. The Δ line
+    /// compares them with the results they replace, whatever settings those were made with: a
+    /// burst of keys re-runs once per key, and only the last re-run is installed.
     fn install(&mut self, r: Rerun) {
         if r.settings != self.settings || r.advantage != self.advantage {
             return;
@@ -1542,12 +1608,25 @@ impl App {
         if !Arc::ptr_eq(&r.batch, &d.batch) {
             return;
         }
+        let (from, from_adv) = (d.results.settings.clone(), d.results.advantage_mode);
+        if from == r.settings && from_adv == r.advantage {
+            // Keys that ended where they started (`+ -`): the results on screen stand.
+            self.say(format!(
+                "settings back to {}: the results on screen stand",
+                self.export_settings()
+            ));
+            return;
+        }
         let i = self.sel.exec;
         let change = d.batch.executions.get(i).map(|e| {
             let exec_totals =
                 |res: &Results| stats::execution_totals(e, &res.outcomes[i], &res.admissions[i]);
             Change {
-                what: r.what,
+                what: settings_change((&from, from_adv), (&r.settings, r.advantage)),
+                settings_before: from.clone(),
+                advantage_before: from_adv,
+                settings_after: r.settings.clone(),
+                advantage_after: r.advantage,
                 before: d.totals,
                 after: r.totals,
                 exec: e.id.clone(),
@@ -1708,6 +1787,42 @@ impl App {
         };
         let effects = self.on_pane(pane, |ctx, p| p.wheel(ctx, down));
         self.apply_all(effects.unwrap_or_default());
+    }
+}
+
+/// What differs between two settings and advantage modes, each in its one spelling:
+/// `J_max 5 → 10`, `seed 0 → 2 · priority main>sub → main`.
+pub fn settings_change(from: (&Settings, AdvantageMode), to: (&Settings, AdvantageMode)) -> String {
+    let ((a, a_adv), (b, b_adv)) = (from, to);
+    let mut parts = Vec::new();
+    if a.seed != b.seed {
+        parts.push(format!("seed {} → {}", a.seed, b.seed));
+    }
+    if a.jmax != b.jmax {
+        parts.push(format!(
+            "J_max {} → {}",
+            jmax_text(a.jmax),
+            jmax_text(b.jmax)
+        ));
+    }
+    if a.priority != b.priority {
+        parts.push(format!(
+            "priority {} → {}",
+            priority_text(&a.priority),
+            priority_text(&b.priority)
+        ));
+    }
+    if a_adv != b_adv {
+        parts.push(format!(
+            "advantage {} → {}",
+            Named::name(a_adv),
+            Named::name(b_adv)
+        ));
+    }
+    if parts.is_empty() {
+        "settings unchanged".into()
+    } else {
+        parts.join(" · ")
     }
 }
 

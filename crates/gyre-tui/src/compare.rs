@@ -11,7 +11,7 @@ use gyre_engine::diff::Diff;
 use gyre_engine::report::diff_lines;
 
 use super::overlay::centered;
-use super::pane::{Ctx, fit};
+use super::pane::{Ctx, fit, wrap};
 
 /// Executions (indices into the batch) the compare view lists, in order.
 pub fn listed(diff: &Diff) -> Vec<usize> {
@@ -55,11 +55,14 @@ pub fn render(
         return;
     };
     let l = diff_lines(diff, labels.0, labels.1);
-    let mut lines: Vec<Line> = l
-        .head
-        .iter()
-        .map(|h| Line::styled(fit(h, w), t.strong()))
-        .collect();
+    // The head lines wrap (the batch line runs past 140 columns); the rows are cut.
+    let mut lines: Vec<Line> = wrap(
+        l.head
+            .iter()
+            .map(|h| Line::styled(h.clone(), t.strong()))
+            .collect(),
+        inner.width,
+    );
     lines.push(Line::default());
     let head_rows = lines.len();
     let room = (inner.height as usize).saturating_sub(head_rows + 2);

@@ -225,6 +225,10 @@ fn token_bars(
     // One bar a line: when they do not all fit, a window of them that holds the selected one.
     let fits = (block.inner(area).height as usize).max(1);
     let first = window_start(sel, fits, bars.len());
+    let block = match more_bars(first, fits, bars.len()) {
+        Some(note) => block.title_bottom(note),
+        None => block,
+    };
     let data: Vec<Bar> = bars
         .iter()
         .enumerate()
@@ -246,6 +250,23 @@ fn token_bars(
         .bar_gap(0)
         .data(BarGroup::default().bars(&data))
         .render(area, buf);
+}
+
+/// When a chart shows only some of its bars: which, and on which side the others are.
+fn more_bars(first: usize, fits: usize, len: usize) -> Option<Line<'static>> {
+    (len > fits).then(|| {
+        let last = (first + fits).min(len);
+        Line::from(format!(
+            " bars {}–{last} of {len}: more {} ",
+            first + 1,
+            match (first > 0, last < len) {
+                (true, true) => "before and after",
+                (true, false) => "before",
+                _ => "after",
+            }
+        ))
+        .right_aligned()
+    })
 }
 
 /// The first of `fits` bars shown out of `len` so that bar `sel` is among them (it stays in
@@ -353,6 +374,10 @@ fn rows_chart(ctx: &Ctx, b: &Breakdown, sel: usize, focused: bool, area: Rect, b
     let per = 3u16;
     let fits = (inner.width / per).max(1) as usize;
     let first = window_start(sel, fits, b.rows.len());
+    let block = match more_bars(first, fits, b.rows.len()) {
+        Some(note) => block.title_bottom(note),
+        None => block,
+    };
     let data: Vec<Bar> = b
         .rows
         .iter()

@@ -93,7 +93,7 @@ pub fn areas(size: (u16, u16), detail: bool, zoom: Option<Pane>) -> Areas {
         return a;
     }
     let narrow = size.0 < NARROW;
-    if let Some(z) = zoom.filter(|&z| z != Pane::Detail || !narrow) {
+    if let Some(z) = zoom {
         match z {
             // The tokens keep their why line.
             Pane::Tokens => {

@@ -167,7 +167,7 @@ fn load_text(opts: &Options, batch: &Batch, jobs: &Jobs) {
             let _ = t.decode(&[0]);
             jobs.send(Action::Text(t));
         }
-        Err(e) => jobs.send(Action::Message(format!(
+        Err(e) => jobs.send(Action::TextFailed(format!(
             "tokenizer: {e:#}; ids shown as ⟨id⟩"
         ))),
     }

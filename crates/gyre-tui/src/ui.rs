@@ -224,61 +224,83 @@ fn totals_text(t: &Totals) -> String {
     )
 }
 
+/// `s` cut to `w` columns from the left, starting with `…` when cut: a path keeps its file name.
+fn fit_left(s: &str, w: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    if s.width() <= w {
+        return s.to_string();
+    }
+    let mut tail = Vec::new();
+    let mut used = 0;
+    for ch in s.chars().rev() {
+        let cw = ch.width().unwrap_or(0);
+        if used + cw + 1 > w {
+            break;
+        }
+        used += cw;
+        tail.push(ch);
+    }
+    if w == 0 {
+        return String::new();
+    }
+    std::iter::once('…').chain(tail.into_iter().rev()).collect()
+}
+
 fn title(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
+    let w = area.width as usize;
+    // Which recording is open comes first, always: a long path keeps its file name.
+    let label = fit_left(&sanitize(&app.label), (w / 2).max(20));
     let mut spans = vec![
         Span::styled(" gyre ", t.strong().add_modifier(Modifier::REVERSED)),
         Span::raw(" "),
+        Span::styled(label, t.strong()),
     ];
     let sep = || Span::styled(" · ", t.dim());
-    // What must always be visible comes first: the draw shown and the settings.
-    match (&app.data, app.ctx()) {
-        (Some(d), Some(ctx)) => {
-            let s = &d.results.settings;
-            spans.push(Span::raw(format!(
-                "{} ",
-                fit(&sanitize(&ctx.exec().id), 24)
-            )));
-            spans.push(Span::styled(
-                format!("draw {}/{}", app.sel.step, app.draws()),
-                t.strong(),
-            ));
-            spans.push(sep());
-            spans.push(Span::styled(
-                format!("J_max {}", jmax_text(s.jmax)),
-                t.strong(),
-            ));
-            spans.push(sep());
-            spans.push(Span::raw(format!("seed {}", s.seed)));
-            spans.push(sep());
-            spans.push(Span::raw(format!(
-                "priority {}",
-                priority_text(&s.priority)
-            )));
-            spans.push(sep());
-            spans.push(Span::raw(format!(
-                "adv {}",
-                d.results.advantage_mode.name()
-            )));
-            if app.rerunning() {
-                spans.push(Span::styled(" · re-running…", t.warn()));
-            }
-            spans.push(sep());
-            spans.push(Span::raw(totals_text(&d.totals)));
-            spans.push(sep());
-            spans.push(Span::raw(sanitize(&app.label)));
-            spans.push(Span::styled(
-                format!(
-                    " · {} executions · tokens: {}",
-                    d.batch.executions.len(),
-                    sanitize(&app.tokenizer)
-                ),
-                t.dim(),
-            ));
+    // Then the draw shown and the settings; what the tail cannot hold gives way.
+    if let (Some(d), Some(ctx)) = (&app.data, app.ctx()) {
+        let s = &d.results.settings;
+        spans.push(sep());
+        spans.push(Span::raw(format!(
+            "{} ",
+            fit(&sanitize(&ctx.exec().id), 24)
+        )));
+        spans.push(Span::styled(
+            format!("draw {}/{}", app.sel.step, app.draws()),
+            t.strong(),
+        ));
+        spans.push(sep());
+        spans.push(Span::styled(
+            format!("J_max {}", jmax_text(s.jmax)),
+            t.strong(),
+        ));
+        spans.push(sep());
+        spans.push(Span::raw(format!("seed {}", s.seed)));
+        spans.push(sep());
+        spans.push(Span::raw(format!(
+            "adv {}",
+            d.results.advantage_mode.name()
+        )));
+        if app.rerunning() {
+            spans.push(Span::styled(" · re-running…", t.warn()));
         }
-        _ => spans.push(Span::raw(sanitize(&app.label))),
+        spans.push(sep());
+        spans.push(Span::raw(format!(
+            "priority {}",
+            priority_text(&s.priority)
+        )));
+        spans.push(sep());
+        spans.push(Span::raw(totals_text(&d.totals)));
+        spans.push(Span::styled(
+            format!(
+                " · {} executions · tokens: {}",
+                d.batch.executions.len(),
+                sanitize(&app.tokenizer)
+            ),
+            t.dim(),
+        ));
     }
-    Paragraph::new(fit_line(spans, area.width as usize)).render(area, buf);
+    Paragraph::new(fit_line(spans, w)).render(area, buf);
 }
 
 fn loading(app: &App, phase: Phase, done: u64, total: u64, full: Rect, buf: &mut Buffer) {
@@ -326,7 +348,8 @@ fn loading(app: &App, phase: Phase, done: u64, total: u64, full: Rect, buf: &mut
 
 fn legend(app: &App) -> Line<'static> {
     let t = &app.theme;
-    let mut spans = vec![Span::styled(format!("{}: ", app.colour.name()), t.dim())];
+    let mut spans: Vec<Span<'static>> = text_progress(app).into_iter().collect();
+    spans.push(Span::styled(format!("{}: ", app.colour.name()), t.dim()));
     for tone in Tone::legend(app.colour) {
         spans.push(Span::styled(format!(" {} ", tone.label()), t.tone(tone)));
         spans.push(Span::raw(" "));
@@ -334,6 +357,15 @@ fn legend(app: &App) -> Line<'static> {
     spans.extend(lens_progress(app));
     spans.push(Span::styled("  (c: next colouring)", t.dim()));
     Line::from(spans)
+}
+
+/// While the tokenizer loads: that ids are shown until it is there.
+fn text_progress(app: &App) -> Option<Span<'static>> {
+    let name = app.text_loading.as_ref()?;
+    Some(Span::styled(
+        format!(" ids shown: token text once {} loads… ", sanitize(name)),
+        app.theme.warn(),
+    ))
 }
 
 /// While the lens colouring waits for the lens: how far the worker is.
@@ -359,7 +391,10 @@ fn status(app: &App, area: Rect, hints: Rect, buf: &mut Buffer) {
         (Some(m), _) => Line::styled(format!(" {}", sanitize(&m.text)), app.theme.strong()),
         (None, Some(c)) => {
             // A seed or priority change also starts a new lens: its progress leads the line.
-            let mut spans: Vec<Span<'static>> = lens_progress(app).into_iter().collect();
+            let mut spans: Vec<Span<'static>> = text_progress(app)
+                .into_iter()
+                .chain(lens_progress(app))
+                .collect();
             spans.extend([
                 Span::styled(" Δ ", app.theme.key()),
                 Span::styled(change_text(c), app.theme.strong()),

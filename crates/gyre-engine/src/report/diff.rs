@@ -14,8 +14,8 @@ fn delta(a: u64, b: u64) -> String {
     }
 }
 
-/// `1/L_i` with four significant digits.
-fn weight_text(w: f64) -> String {
+/// `1/L_i` with four significant digits: how every report (and the inspector) spells a weight.
+pub fn weight_text(w: f64) -> String {
     if w == 0.0 {
         "0".into()
     } else if w >= 1e-3 {

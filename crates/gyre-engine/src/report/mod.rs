@@ -6,7 +6,7 @@ mod replay;
 mod stats;
 mod sweep;
 
-pub use diff::{DiffLines, diff_json, diff_lines, diff_text};
+pub use diff::{DiffLines, diff_json, diff_lines, diff_text, weight_text};
 pub use replay::{draw_runs, replay_json, replay_text};
 pub use stats::stats_table;
 pub use sweep::{sweep_json, sweep_text};

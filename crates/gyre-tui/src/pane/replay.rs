@@ -67,6 +67,16 @@ impl ReplayPane {
         }
     }
 
+    /// The request of the highlighted link: a candidate, or the drawn request of a target span.
+    pub fn selected_request(&self, ctx: &Ctx) -> Option<u32> {
+        let (links, _) = content(ctx, self.mode, inner_width(ctx.areas.replay));
+        let (r, k) = self.selected?;
+        match links.rows.get(r)?.get(k)?.jump.as_ref()? {
+            Effect::SelectRequest(r) | Effect::ShowPos { request: r, .. } => Some(*r),
+            _ => None,
+        }
+    }
+
     fn scroll_by(&mut self, c: Command, links: &Links, h: usize) {
         if let Some(s) = super::scroll(self.scroll, c, links.rows.len(), h) {
             self.scroll = s;
@@ -307,7 +317,7 @@ pub fn content(ctx: &Ctx, mode: Mode, width: u16) -> (Links, Option<(usize, usiz
             rows.push(line(
                 format!(
                     "{stop} · L_i = {l} · weight {} · B = {}",
-                    gyre_engine::loss::target_weight(l),
+                    gyre_engine::report::weight_text(gyre_engine::loss::target_weight(l)),
                     ctx.results.batch_executions
                 ),
                 if adm.stop == Stop::JmaxReached {

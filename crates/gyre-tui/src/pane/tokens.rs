@@ -138,6 +138,12 @@ impl TokensPane {
                 None => l.move_rows(cur_row, -((h / 3) as i64)),
             }
         };
+        // Never past the page that ends on the path's last row (G filled a third of it).
+        let last_page = {
+            let last = l.row_of(v.index.len - 1);
+            l.move_rows(last, -(h.saturating_sub(1) as i64))
+        };
+        let top = top.min(last_page);
         if let Some(v) = self.view.as_mut() {
             v.top = top;
         }
@@ -363,7 +369,11 @@ impl PaneView for TokensPane {
                 if seg + 1 < v.index.nodes.len() {
                     v.index.seg_start(seg + 1).min(len - 1)
                 } else {
-                    cursor
+                    return vec![Effect::Message(format!(
+                        "already in the last segment of the path ({} of {}; b goes back)",
+                        seg + 1,
+                        v.index.nodes.len()
+                    ))];
                 }
             }
             Command::PrevSegment => {

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod defects;
 mod degrade;
 mod keys;
 mod layout;

@@ -17,8 +17,9 @@ use gyre_engine::admit::Settings;
 use gyre_engine::load::{Batch, LoadOptions, load_bytes};
 use gyre_engine::recgen::{self, GenOptions};
 use gyre_engine::score::AdvantageMode;
+use gyre_engine::stats;
 use gyre_text::TokenText;
-use gyre_tui::app::{Action, App};
+use gyre_tui::app::{Action, App, Jobs, Msg, settings_change};
 use gyre_tui::keys::{BINDINGS, Command};
 use gyre_tui::overlay::Overlay;
 use gyre_tui::pane::tree::RequestTree;
@@ -159,7 +160,20 @@ enum Act {
     Resize(u16, u16),
     Tick,
     Grow(usize),
+    /// Settings keys sent at once (faster than the engine re-runs), their re-runs reported
+    /// back in the order they finished or reversed.
+    Burst(Vec<usize>, bool),
 }
+
+/// The keys that change settings (each one re-runs the engine).
+const SETTINGS_KEYS: [Command; 6] = [
+    Command::SeedUp,
+    Command::SeedDown,
+    Command::JmaxUp,
+    Command::JmaxDown,
+    Command::Priority,
+    Command::Advantage,
+];
 
 fn act() -> impl Strategy<Value = Act> {
     let n = commands().len();
@@ -175,6 +189,8 @@ fn act() -> impl Strategy<Value = Act> {
         5 => (20u16..=250, 6u16..=70).prop_map(|(w, h)| Act::Resize(w, h)),
         2 => Just(Act::Tick),
         2 => (0usize..4).prop_map(Act::Grow),
+        3 => (prop::collection::vec(0..SETTINGS_KEYS.len(), 2..=8), any::<bool>())
+            .prop_map(|(keys, reversed)| Act::Burst(keys, reversed)),
     ]
 }
 
@@ -204,6 +220,8 @@ fn action(f: &Fixture, a: &Act, size: (u16, u16), cmds: &[Command], clock: &mut 
             *clock += Duration::from_secs(60);
             Action::Tick(*clock)
         }
+        // Sent by `burst`, never as one action.
+        Act::Burst(..) => Action::Tick(*clock),
         Act::Grow(i) => match f.versions.get(i % f.versions.len().max(1)) {
             Some((b, r)) => Action::Grown(Arc::clone(b), Box::new(r.clone())),
             None => Action::Tick(*clock),
@@ -345,6 +363,90 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// Sends settings keys at once with workers to re-run on, then hands the app what the workers
+/// report (re-runs and lenses), in the order they finished or reversed: the results of every
+/// key but the last arrive after newer settings were asked for.
+fn burst(app: &mut App, keys: &[usize], reversed: bool) {
+    let (jobs, rx) = Jobs::channel();
+    app.jobs = Some(jobs);
+    for &k in keys {
+        app.step(Action::Cmd(SETTINGS_KEYS[k]));
+    }
+    app.jobs = None;
+    // Every worker holds a sender: the channel ends once the last one has reported.
+    let mut reports: Vec<Action> = rx
+        .iter()
+        .filter_map(|m| match m {
+            Msg::Done(a) => Some(a),
+            Msg::Term(_) => None,
+        })
+        .collect();
+    if reversed {
+        reports.reverse();
+    }
+    for a in reports {
+        app.step(a);
+    }
+}
+
+/// The Δ line's figures are those of the settings it names: the engine run afresh under the
+/// settings before and after gives the totals it shows, of the batch and of the execution it
+/// names, and the results on screen are those after.
+fn check_change(app: &App) -> Result<(), String> {
+    let (Some(c), Some(d)) = (&app.change, &app.data) else {
+        return Ok(());
+    };
+    if (&d.results.settings, d.results.advantage_mode) != (&c.settings_after, c.advantage_after) {
+        return Err(format!(
+            "the Δ line names {} · advantage {:?}, the screen shows {}",
+            c.settings_after,
+            c.advantage_after,
+            app.export_settings()
+        ));
+    }
+    let want = settings_change(
+        (&c.settings_before, c.advantage_before),
+        (&c.settings_after, c.advantage_after),
+    );
+    if c.what != want {
+        return Err(format!(
+            "the Δ line says {:?}, its settings {want:?}",
+            c.what
+        ));
+    }
+    let exec = d
+        .batch
+        .execution_index(&c.exec)
+        .ok_or("the Δ line names an execution of the batch")?;
+    for (settings, advantage, batch, one, side) in [
+        (
+            &c.settings_before,
+            c.advantage_before,
+            c.before,
+            c.exec_before,
+            "before",
+        ),
+        (
+            &c.settings_after,
+            c.advantage_after,
+            c.after,
+            c.exec_after,
+            "after",
+        ),
+    ] {
+        let r = gyre_engine::process(&d.batch, settings, advantage);
+        let e = &d.batch.executions[exec];
+        let fresh = stats::execution_totals(e, &r.outcomes[exec], &r.admissions[exec]);
+        if stats::totals(&d.batch, &r) != batch || fresh != one {
+            return Err(format!(
+                "the Δ line's figures {side} ({}) are not those of {settings} · advantage {advantage:?}",
+                c.what
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A character a terminal would act on or not show: controls, bidi overrides, invisible marks.
 fn hidden(ch: char) -> bool {
     ch.is_control()
@@ -370,11 +472,18 @@ fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
     let cmds = commands();
     let mut clock = Instant::now();
     let mut term = Terminal::new(TestBackend::new(start.0, start.1)).unwrap();
+    let mut checked_change = None;
     for (k, a) in seq.iter().enumerate() {
-        let action = action(f, a, app.size, &cmds, &mut clock);
-        let shown = format!("{action:?}");
         let before = (app.sel.batch, app.sel.exec);
-        app.step(action);
+        let shown = if let Act::Burst(keys, reversed) = a {
+            burst(&mut app, keys, *reversed);
+            format!("{a:?}")
+        } else {
+            let action = action(f, a, app.size, &cmds, &mut clock);
+            let shown = format!("{action:?}");
+            app.step(action);
+            shown
+        };
         let deep = before != (app.sel.batch, app.sel.exec);
         // Now and then the terminal has another size than the app has heard of yet.
         let size = if k % 7 == 3 {
@@ -405,6 +514,11 @@ fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
             ));
         }
         check(&app, deep).map_err(|e| format!("{}: step {k} ({shown}): {e}", f.name))?;
+        // The engine runs twice to check a Δ line: once per new one.
+        if app.change != checked_change {
+            check_change(&app).map_err(|e| format!("{}: step {k} ({shown}): {e}", f.name))?;
+            checked_change = app.change.clone();
+        }
     }
     Ok(())
 }
@@ -686,4 +800,46 @@ fn the_dashboard_survives_a_shorter_recording() {
         said.starts_with("recording rewritten: 1 executions (-3), 9 requests (-5)"),
         "{said}"
     );
+}
+
+/// `+ + + + +` sent at once on the bundled demo: the Δ line compares the results shown before
+/// (J_max 5) with those of J_max 10 and says so, whichever order the re-runs finish in.
+#[test]
+fn the_change_line_under_a_key_burst_names_the_settings_it_compares() {
+    let f = &fixtures()[0];
+    for reversed in [false, true] {
+        let mut app = App::new(f.name, Settings::default(), Theme { color: true });
+        app.step(Action::Resize(160, 45));
+        app.step(Action::Processed(
+            Arc::clone(&f.batch),
+            Box::new(f.results.clone()),
+        ));
+        burst(&mut app, &[2; 5], reversed);
+        let c = app.change.as_ref().expect("a Δ line");
+        assert!(c.what.starts_with("J_max 5 → 10"), "{}", c.what);
+        assert_eq!(c.before, stats::totals(&f.batch, &f.results));
+        check_change(&app).unwrap();
+        let shown = ui_text(&app);
+        assert!(shown.contains("Δ J_max 5 → 10: "), "{shown}");
+        // Back where it started: nothing to compare, and the screen says so.
+        burst(&mut app, &[3; 5], reversed);
+        check_change(&app).unwrap();
+        assert!(
+            app.change
+                .as_ref()
+                .unwrap()
+                .what
+                .starts_with("J_max 10 → 5")
+        );
+        burst(&mut app, &[2, 3], reversed);
+        let said = &app.message.as_ref().expect("a message").text;
+        assert!(
+            said.starts_with("settings back to seed 0 · J_max 5"),
+            "{said}"
+        );
+    }
+}
+
+fn ui_text(app: &App) -> String {
+    crate::common::text(&crate::common::render(app))
 }

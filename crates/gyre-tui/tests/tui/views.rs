@@ -377,9 +377,11 @@ fn tab_follows_the_screen_and_digits_jump() {
     );
     cmds(&mut app, &[C::Jump(3)]);
     assert_eq!(app.focus, Pane::Replay);
+    // The detail pane has no room beside the others: 6 shows it zoomed.
     cmds(&mut app, &[C::Jump(6)]);
-    assert_eq!(app.focus, Pane::Replay);
-    assert!(app.message.as_ref().unwrap().text.contains("130 columns"));
+    assert_eq!(app.focus, Pane::Detail);
+    assert!(app.zoom);
+    assert!(app.message.as_ref().unwrap().text.contains("pane 6 zoomed"));
 }
 
 #[test]

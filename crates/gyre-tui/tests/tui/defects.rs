@@ -1,0 +1,202 @@
+//! Defects found using the inspector for real work (issue 22), each pinned: the highlighted
+//! candidate `y` explains, links followed from a zoomed pane, every pane reachable at 80×24,
+//! the status line while the tokenizer loads, the search field, the header's file name.
+
+use gyre_text::TokenText;
+use gyre_tui::app::{Action, App};
+use gyre_tui::keys::Command;
+use gyre_tui::overlay::Overlay;
+use gyre_tui::pane::Pane;
+
+use crate::common::*;
+
+/// Focuses the replay pane and moves its highlight down to a candidate other than the request
+/// whose path is shown: that candidate's request.
+fn highlight_another_candidate(app: &mut App) -> u32 {
+    cmds(app, &[Command::Jump(3), Command::DrawFirst]);
+    for _ in 0..20 {
+        let r = app.ctx().and_then(|ctx| app.replay.selected_request(&ctx));
+        if let Some(r) = r.filter(|&r| Some(r) != app.sel.request) {
+            return r;
+        }
+        cmds(app, &[Command::Down]);
+    }
+    panic!("the replay pane lists another candidate");
+}
+
+#[test]
+fn why_explains_the_candidate_highlighted_in_the_replay_pane() {
+    let mut app = demo_app(160, 45, false);
+    let r = highlight_another_candidate(&mut app);
+    cmds(&mut app, &[Command::Why]);
+    assert!(
+        matches!(app.overlay, Overlay::Why { request, .. } if request == r),
+        "{:?}, highlighted r{r}",
+        app.overlay
+    );
+}
+
+#[test]
+fn a_link_followed_in_a_zoomed_pane_shows_where_it_leads() {
+    let mut app = demo_app(120, 40, false);
+    let r = highlight_another_candidate(&mut app);
+    cmds(&mut app, &[Command::Zoom]);
+    assert!(app.zoom);
+    cmds(&mut app, &[Command::Enter]);
+    assert!(!app.zoom, "the zoom gives way");
+    assert_eq!(app.focus, Pane::Tokens);
+    assert_eq!(app.sel.request, Some(r));
+    assert_eq!(path_request(&app), Some(r));
+}
+
+#[test]
+fn every_pane_is_reachable_at_80_by_24() {
+    let mut app = demo_app(80, 24, false);
+    for n in 1..=6u8 {
+        cmds(&mut app, &[Command::Jump(n)]);
+        let p = Pane::numbered(n).unwrap();
+        assert_eq!(app.focus, p, "key {n}");
+        assert!(p.area(&app.areas()).width > 0, "pane {n} on screen");
+        let _ = screen(&app);
+        if app.zoom {
+            cmds(&mut app, &[Command::Zoom]);
+        }
+    }
+    // The detail pane, zoomed, shows the selected request.
+    cmds(&mut app, &[Command::Jump(6)]);
+    let detail = area_text(&app, app.areas().detail);
+    let id = app.ctx().unwrap().id(app.sel.request.unwrap());
+    assert!(detail.contains(&id), "{detail}");
+}
+
+#[test]
+fn the_status_line_says_token_text_is_coming() {
+    let mut app = demo_app(120, 40, false);
+    app.step(Action::TextLoading("Qwen/Qwen3-0.6B".into()));
+    let status = area_text(&app, app.areas().status);
+    assert!(
+        status.contains("ids shown: token text once Qwen/Qwen3-0.6B loads…"),
+        "{status}"
+    );
+    app.step(Action::Text(TokenText::none()));
+    let status = area_text(&app, app.areas().status);
+    assert!(!status.contains("ids shown"), "{status}");
+    // A tokenizer that fails to load is no longer coming.
+    app.step(Action::TextLoading("nope".into()));
+    app.step(Action::TextFailed("tokenizer: no such file".into()));
+    assert_eq!(app.text_loading, None);
+}
+
+#[test]
+fn the_search_field_starts_empty() {
+    let mut app = demo_app(120, 40, false);
+    for _ in 0..2 {
+        cmds(&mut app, &[Command::Search]);
+        assert!(matches!(&app.overlay, Overlay::Search { field, .. } if field.text.is_empty()));
+        for c in "r3".chars() {
+            app.step(Action::Input(c));
+        }
+        cmds(&mut app, &[Command::Enter]);
+        let said = &app.message.as_ref().unwrap().text;
+        assert!(said.starts_with("/r3: match 1/"), "{said}");
+    }
+    // n still steps through the last query's matches.
+    cmds(&mut app, &[Command::SearchNext]);
+    assert!(app.message.as_ref().unwrap().text.starts_with("/r3: match"));
+}
+
+#[test]
+fn the_header_always_names_the_recording() {
+    for w in [80, 120, 160] {
+        let app = demo_app(w, 30, false);
+        let head = screen(&app).lines().next().unwrap().to_string();
+        assert!(head.contains("demo: example.jsonl"), "{w}: {head}");
+        assert!(head.contains("draw "), "{w}: {head}");
+    }
+    let mut app = demo_app(80, 24, false);
+    app.label = "/data/runs/2026-12-01/night-shift/swe-bench-verified-run-0042.jsonl".into();
+    let head = screen(&app).lines().next().unwrap().to_string();
+    assert!(head.contains("swe-bench-verified-run-0042.jsonl"), "{head}");
+    assert!(head.contains("J_max 5"), "{head}");
+}
+
+#[test]
+fn the_replay_stop_line_spells_the_weight_as_compare_does() {
+    let mut app = demo_app(160, 45, false);
+    cmds(
+        &mut app,
+        &[Command::JmaxDown, Command::JmaxDown, Command::JmaxDown],
+    );
+    cmds(
+        &mut app,
+        &[Command::JmaxDown, Command::Jump(3), Command::Zoom],
+    );
+    let replay = area_text(&app, app.areas().replay);
+    let l = app.ctx().unwrap().admission().targets();
+    let w = gyre_engine::report::weight_text(gyre_engine::loss::target_weight(l));
+    assert!(replay.contains(&format!("· weight {w} ·")), "{replay}");
+}
+
+#[test]
+fn the_compare_batch_line_is_whole_at_160_columns() {
+    let mut app = synth_app(160, 45, false);
+    cmds(
+        &mut app,
+        &[Command::Pin, Command::JmaxDown, Command::Compare],
+    );
+    let s = screen(&app).replace(['║', '\n'], " ");
+    let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(s.contains("status change"), "{s}");
+}
+
+#[test]
+fn end_in_the_tokens_fills_the_pane_and_w_says_when_it_is_at_the_end() {
+    let mut app = synth_app(120, 40, false);
+    cmds(&mut app, &[Command::Jump(5), Command::End]);
+    let a = app.areas().tokens;
+    let buf = render(&app);
+    let row = |y: u16| {
+        (a.x + 1..a.right() - 1)
+            .map(|x| buf[(x, y)].symbol().to_string())
+            .collect::<String>()
+    };
+    assert!(
+        path_len(&app) > 400,
+        "a path longer than the pane: {}",
+        path_len(&app)
+    );
+    assert!(
+        !row(a.bottom() - 2).trim().is_empty(),
+        "the last row at the bottom"
+    );
+    cmds(&mut app, &[Command::NextSegment]);
+    let said = &app.message.as_ref().unwrap().text;
+    assert!(said.starts_with("already in the last segment"), "{said}");
+}
+
+#[test]
+fn a_dashboard_chart_says_when_more_bars_follow() {
+    let mut app = synth_app(60, 16, false);
+    cmds(&mut app, &[Command::Dashboard]);
+    let s = screen(&app);
+    assert!(s.contains("more after"), "{s}");
+}
+
+#[test]
+fn after_a_sort_the_status_line_names_the_first_row() {
+    let mut app = synth_app(80, 24, false);
+    cmds(&mut app, &[Command::Jump(1), Command::End]);
+    let mut said = Vec::new();
+    for _ in 0..5 {
+        cmds(&mut app, &[Command::Sort]);
+        let m = app.message.as_ref().unwrap().text.clone();
+        assert!(m.starts_with("executions by "), "{m}");
+        said.push(m);
+    }
+    let first = app.execs.rows[0];
+    let id = &app.data.as_ref().unwrap().batch.executions[first].id;
+    assert!(
+        said.iter().any(|m| m.contains(&format!("first {id}"))) || app.execs.offset == 0,
+        "{said:?}"
+    );
+}
