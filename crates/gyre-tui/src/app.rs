@@ -1098,12 +1098,18 @@ impl App {
             }
             Command::SeedUp | Command::SeedDown => {
                 let old = self.settings.seed;
+                // Seeds count from 0: below it there is nothing to step to (wrapping showed
+                // 18446744073709551615, a seed nobody means).
                 self.settings.seed = if c == Command::SeedUp {
-                    old.wrapping_add(1)
+                    old.saturating_add(1)
                 } else {
-                    old.wrapping_sub(1)
+                    old.saturating_sub(1)
                 };
-                self.rerun();
+                if old == self.settings.seed {
+                    self.say(format!("seed {old} is the first seed; s steps up"));
+                } else {
+                    self.rerun();
+                }
             }
             Command::JmaxUp | Command::JmaxDown => {
                 let old = self.settings.jmax;

@@ -427,7 +427,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[C('S')],
         command: Command::SeedDown,
         group: "Engine (re-runs in the background)",
-        help: "seed − 1",
+        help: "seed − 1 (not below 0)",
         hint: None,
     },
     Binding {

@@ -200,3 +200,17 @@ fn after_a_sort_the_status_line_names_the_first_row() {
         "{said:?}"
     );
 }
+
+/// `S` at seed 0 stays at seed 0 and says so (it wrapped to 18446744073709551615).
+#[test]
+fn seed_down_at_seed_0_stays_and_says_so() {
+    let mut app = demo_app(120, 40, false);
+    assert_eq!(app.settings.seed, 0);
+    cmds(&mut app, &[Command::SeedDown]);
+    assert_eq!(app.settings.seed, 0);
+    let said = &app.message.as_ref().unwrap().text;
+    assert!(said.starts_with("seed 0 is the first seed"), "{said}");
+    assert!(!screen(&app).contains("18446744073709551615"));
+    cmds(&mut app, &[Command::SeedUp, Command::SeedDown]);
+    assert_eq!(app.settings.seed, 0);
+}
