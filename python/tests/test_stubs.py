@@ -4,6 +4,8 @@ are the runtime ones; mypy's stubtest agrees. Also: docstrings everywhere."""
 
 import ast
 import inspect
+import os
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -153,7 +155,12 @@ def test_numpy_overloads_give_arrays_to_the_type_checker(tmp_path):
         "e: List[int] = rows.row(0, numpy=True)['tokens']\n"
         "for r in rows.iter(numpy=True):\n    f: List[int] = r['loss_mask']\n"
     )
-    env = {**__import__("os").environ, "MYPYPATH": str(Path(gyre.__file__).parents[1])}
+    # mypy finds an installed package (py.typed) through its interpreter's site-packages and
+    # refuses those in MYPYPATH; a copy on PYTHONPATH instead must be named to it.
+    env = dict(os.environ)
+    where = Path(gyre.__file__).resolve().parents[1]
+    if str(where) not in {str(Path(p).resolve()) for p in site.getsitepackages()}:
+        env["MYPYPATH"] = str(where)
 
     def mypy(path):
         return subprocess.run(
