@@ -132,7 +132,7 @@ impl Subcommand for ImportCommand {
 }
 
 /// The inputs, for a message: the file, or how many.
-fn c_inputs(cmd: &ImportCommand) -> String {
+fn inputs_named(cmd: &ImportCommand) -> String {
     match cmd.common.inputs.as_slice() {
         [one] => one.display().to_string(),
         many => format!("{} inputs", many.len()),
@@ -156,7 +156,7 @@ pub fn run(cmd: ImportCommand) -> Result<ExitCode> {
                 Some(format!(
                     "gyre: {}: {} (the model's chat template refuses this conversation; \
                      --chat-template renders with another)",
-                    c_inputs(&cmd),
+                    inputs_named(&cmd),
                     chain.join(": ")
                 ))
             } else {

@@ -697,16 +697,32 @@ fn a_hugging_face_model_directory_and_chat_template() {
     let template = model.join("chat_template.jinja");
     std::fs::write(&template, config["chat_template"].as_str().unwrap()).unwrap();
     let src = fixture("claude-code/tool_heavy.jsonl");
+    let argv = |out: &std::path::Path, extra: &[&str]| -> Vec<String> {
+        let head = ["import", "claude-code", src.to_str().unwrap(), "--out"];
+        let out = out.to_str().unwrap();
+        head.iter()
+            .chain(&[out])
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect()
+    };
     let import = |out: &std::path::Path, extra: &[&str]| {
-        let mut args = vec![
-            "import",
-            "claude-code",
-            src.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        gyre(&args)
+        gyre(
+            &argv(out, extra)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let refused_by = |out: &std::path::Path, extra: &[&str], needle: &str| {
+        refused(
+            &argv(out, extra)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            out,
+            needle,
+        )
     };
     let (by_dir, by_name) = (dir.path().join("dir.jsonl"), dir.path().join("name.jsonl"));
     let (code, _, err) = import(&by_dir, &["--tokenizer", model.to_str().unwrap()]);
@@ -737,17 +753,9 @@ fn a_hugging_face_model_directory_and_chat_template() {
     let elsewhere = dir.path().join("coder.jinja");
     std::fs::rename(&template, &elsewhere).unwrap();
     let out = dir.path().join("none.jsonl");
-    let err = refused(
-        &[
-            "import",
-            "claude-code",
-            src.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--tokenizer",
-            model.to_str().unwrap(),
-        ],
+    let err = refused_by(
         &out,
+        &["--tokenizer", model.to_str().unwrap()],
         "no chat template",
     );
     assert!(err.contains("--chat-template FILE"), "{err}");
@@ -773,17 +781,9 @@ fn a_hugging_face_model_directory_and_chat_template() {
     )
     .unwrap();
     let out = dir.path().join("strict.jsonl");
-    let err = refused(
-        &[
-            "import",
-            "claude-code",
-            src.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--chat-template",
-            strict.to_str().unwrap(),
-        ],
+    let err = refused_by(
         &out,
+        &["--chat-template", strict.to_str().unwrap()],
         "no tool turns here",
     );
     assert!(

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use eyre::{Result, WrapErr, bail, eyre};
 
-use super::template::ChatTemplate;
+use super::template::{ChatTemplate, config_template};
 use super::tokenizer::{BUNDLED, TokenText, tokenizer_file};
 
 /// Largest chat template or `tokenizer_config.json` read (real ones are 2–60 KB; Llama's
@@ -66,20 +66,23 @@ impl ModelAssets {
         let tok = TokenText::from_file(&file)?;
         let dir = file.parent().unwrap_or(Path::new("."));
         let config_path = dir.join("tokenizer_config.json");
-        let config = config_path
-            .is_file()
-            .then(|| read_bounded(&config_path))
-            .transpose()?;
+        let config: Option<serde_json::Value> = match config_path.is_file() {
+            true => Some(
+                serde_json::from_str(&read_bounded(&config_path)?)
+                    .wrap_err_with(|| format!("{} is not JSON", config_path.display()))?,
+            ),
+            false => None,
+        };
         let (template, template_source) = match chat_template {
             Some(t) => {
                 let (source, from) = read_template_file(t)?;
                 (
-                    ChatTemplate::from_source(source, config.as_deref())
+                    ChatTemplate::from_source(source, config.as_ref())
                         .wrap_err_with(|| format!("in {from}"))?,
                     from,
                 )
             }
-            None => find_template(dir, config.as_deref())?,
+            None => find_template(dir, config.as_ref())?,
         };
         Ok(Self {
             tokenizer: tok,
@@ -92,16 +95,12 @@ impl ModelAssets {
 
 /// The template beside a tokenizer in `dir`: the config's `chat_template`, else
 /// `chat_template.jinja`, else `chat_template.json`.
-fn find_template(dir: &Path, config: Option<&str>) -> Result<(ChatTemplate, String)> {
+fn find_template(dir: &Path, config: Option<&serde_json::Value>) -> Result<(ChatTemplate, String)> {
     let config_path = dir.join("tokenizer_config.json");
-    if let Some(text) = config {
-        let value: serde_json::Value = serde_json::from_str(text)
-            .wrap_err_with(|| format!("{} is not JSON", config_path.display()))?;
-        if value.get("chat_template").is_some() {
-            let t = ChatTemplate::from_config_json(text)
-                .wrap_err_with(|| format!("in {}", config_path.display()))?;
-            return Ok((t, format!("{} (chat_template)", config_path.display())));
-        }
+    if let Some(source) = config.map(config_template).transpose()?.flatten() {
+        let t = ChatTemplate::from_source(source, config)
+            .wrap_err_with(|| format!("in {}", config_path.display()))?;
+        return Ok((t, format!("{} (chat_template)", config_path.display())));
     }
     for name in ["chat_template.jinja", "chat_template.json"] {
         let file = dir.join(name);
@@ -130,19 +129,15 @@ fn find_template(dir: &Path, config: Option<&str>) -> Result<(ChatTemplate, Stri
 fn read_template_file(path: &Path) -> Result<(String, String)> {
     let text = read_bounded(path)?;
     let label = path.display().to_string();
-    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(&text)
+    let Ok(json @ serde_json::Value::Object(_)) = serde_json::from_str::<serde_json::Value>(&text)
     else {
         return Ok((text, label));
     };
-    match map.get("chat_template") {
-        Some(serde_json::Value::String(s)) => Ok((s.clone(), format!("{label} (chat_template)"))),
-        Some(serde_json::Value::Array(list)) => list
-            .iter()
-            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
-            .and_then(|t| t.get("template")?.as_str())
-            .map(|s| (s.to_owned(), format!("{label} (chat_template, default)")))
-            .ok_or_else(|| eyre!("{label}: its chat_template list has no \"default\" template")),
-        _ => bail!("{label} is JSON without a chat_template string (a .jinja file is read as is)"),
+    match config_template(&json).wrap_err_with(|| label.clone())? {
+        Some(source) => Ok((source, format!("{label} (chat_template)"))),
+        None => {
+            bail!("{label} is JSON without a chat_template string (a .jinja file is read as is)")
+        }
     }
 }
 

@@ -179,36 +179,24 @@ impl ChatTemplate {
     pub fn from_config_json(config: &str) -> Result<Self> {
         let v: serde_json::Value =
             serde_json::from_str(config).wrap_err("tokenizer_config.json is not JSON")?;
-        let template = match v.get("chat_template") {
-            Some(serde_json::Value::String(s)) => s.clone(),
-            Some(serde_json::Value::Array(list)) => list
-                .iter()
-                .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
-                .and_then(|t| t.get("template")?.as_str())
-                .ok_or_else(|| eyre!("chat_template list has no \"default\" template"))?
-                .to_owned(),
-            _ => bail!("tokenizer_config.json has no chat_template"),
+        let Some(template) = config_template(&v)? else {
+            bail!("tokenizer_config.json has no chat_template");
         };
-        let (bos, eos) = special_tokens(&v);
-        Self::new(template, bos, eos)
+        Self::from_source(template, Some(&v))
     }
 
     /// From template source (a `chat_template.jinja`), with the `bos_token` / `eos_token` of
-    /// `config`, the text of the model's `tokenizer_config.json`, when there is one.
-    pub fn from_source(source: String, config: Option<&str>) -> Result<Self> {
-        let (bos, eos) = match config {
-            Some(text) => special_tokens(
-                &serde_json::from_str(text).wrap_err("tokenizer_config.json is not JSON")?,
-            ),
-            None => (None, None),
-        };
+    /// `config`, the model's parsed `tokenizer_config.json`, when there is one.
+    pub fn from_source(source: String, config: Option<&serde_json::Value>) -> Result<Self> {
+        let (bos, eos) = config.map(special_tokens).unwrap_or_default();
         Self::new(source, bos, eos)
     }
 
     /// The bundled Qwen3 special tokens around another template's source (`--chat-template`
     /// with the bundled tokenizer, as Qwen3-Coder runs).
     pub fn with_qwen3_tokens(source: String) -> Result<Self> {
-        Self::from_source(source, Some(QWEN3_CONFIG))
+        let config = serde_json::from_str(QWEN3_CONFIG).wrap_err("bundled qwen3 config")?;
+        Self::from_source(source, Some(&config))
     }
 
     /// From template source and the special-token strings it may use.
@@ -353,6 +341,22 @@ impl ChatTemplate {
         let mut text = self.after_eos.clone();
         text.push_str(&self.render(messages, &[], opts)?);
         Ok(text)
+    }
+}
+
+/// The Jinja source a config-style JSON object (`tokenizer_config.json`, `chat_template.json`)
+/// holds under `chat_template`: a string, or a list of `{name, template}` of which `default` is
+/// used; `None` when it has no `chat_template`.
+pub fn config_template(config: &serde_json::Value) -> Result<Option<String>> {
+    match config.get("chat_template") {
+        Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+        Some(serde_json::Value::Array(list)) => list
+            .iter()
+            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
+            .and_then(|t| t.get("template")?.as_str())
+            .map(|s| Some(s.to_owned()))
+            .ok_or_else(|| eyre!("chat_template list has no \"default\" template")),
+        _ => Ok(None),
     }
 }
 
