@@ -16,6 +16,7 @@ use gyre_engine::record::Source;
 use gyre_text::Message;
 
 use super::conversation::Classified;
+use super::legacy::{self, NOT_SAMPLED_TEXT};
 use super::streams::Pos;
 
 /// An event id: an integer, sometimes written as a string.
@@ -198,15 +199,36 @@ pub(super) enum Item {
 pub(super) fn classify_all(events: &[(Event, Pos)]) -> Vec<Classified> {
     let mut call_of_event = HashMap::new();
     let mut seen = HashMap::new();
+    // A stream with agent commands and no function-calling metadata anywhere is from before
+    // function calling: the model answered in text, and its actions are rebuilt from their
+    // parsed fields. (A stream whose agent only ever answered in plain messages is not.)
+    let no_args = Value::Null;
+    let mut text_era = TextEra {
+        on: !events.iter().any(|(e, _)| e.tool_call_metadata.is_some())
+            && events.iter().any(|(e, _)| {
+                e.source.as_deref() == Some("agent")
+                    && e.action.as_deref().is_some_and(|a| {
+                        legacy::action_text(a, e.args.as_ref().unwrap_or(&no_args)).is_some()
+                    })
+            }),
+        actions: false,
+    };
     events
         .iter()
         .enumerate()
         .map(|(i, (e, pos))| Classified {
             t: e.timestamp.as_deref().and_then(parse_timestamp),
-            item: classify(e, i, pos, &mut call_of_event, &mut seen),
+            item: classify(e, i, pos, &mut call_of_event, &mut seen, &mut text_era),
             pos: pos.clone(),
         })
         .collect()
+}
+
+/// Whether a stream is from before function calling, and whether it has had an action the
+/// model wrote as text (observations answer those as user messages).
+struct TextEra {
+    on: bool,
+    actions: bool,
 }
 
 /// What an event is. The `system` action is checked before anything depends on the event's
@@ -217,6 +239,7 @@ fn classify(
     pos: &Pos,
     call_of_event: &mut HashMap<EventId, String>,
     responses_seen: &mut HashMap<String, usize>,
+    text_era: &mut TextEra,
 ) -> Result<Item, (String, String)> {
     let identity = format!("event {i}");
     let source = e.source.as_deref().unwrap_or("");
@@ -311,6 +334,31 @@ fn classify(
                     line: pos.line,
                 })));
             }
+            let no_args = Value::Null;
+            let written = text_era
+                .on
+                .then(|| legacy::action_text(action, e.args.as_ref().unwrap_or(&no_args)))
+                .flatten();
+            if let Some(text) = written {
+                text_era.actions = true;
+                return Ok(Item::Response(Box::new(Response {
+                    not_trainable: Some(NOT_SAMPLED_TEXT.into()),
+                    context: Vec::new(),
+                    message: Message {
+                        reasoning_content: Some(String::new()),
+                        ..Message::new("assistant", text)
+                    },
+                    agent: "main".into(),
+                    summary: false,
+                    t,
+                    model: None,
+                    finish: None,
+                    meta: meta(&[("response_id", Value::Null), ("text_action", json!(action))]),
+                    usage_input: None,
+                    usage_output: None,
+                    line: pos.line,
+                })));
+            }
             if action == "message" || action == "finish" {
                 // A plain-text model response (OpenHands keeps no metadata for it).
                 let a = args("args")?;
@@ -325,7 +373,9 @@ fn classify(
                     m.insert("finish_action".into(), Value::Bool(true));
                 }
                 return Ok(Item::Response(Box::new(Response {
-                    not_trainable: None,
+                    // Before function calling, a message or finish is what CodeAct parsed
+                    // out of the model's text, not the text.
+                    not_trainable: text_era.on.then(|| NOT_SAMPLED_TEXT.into()),
                     context: Vec::new(),
                     message: Message {
                         reasoning_content: Some(String::new()),
@@ -394,6 +444,13 @@ fn classify(
         .clone()
         .or_else(|| e.message.clone())
         .unwrap_or_default();
+    if call.is_none() && text_era.actions {
+        return Ok(Item::Turn(Turn::new(
+            &identity,
+            Message::new("user", legacy::observation_text(obs, &content, &extras)),
+            Source::Tool,
+        )));
+    }
     if obs == "error" {
         // What OpenHands appends when it shows an error to the model.
         content.push_str("\n[Error occurred in processing last action]");

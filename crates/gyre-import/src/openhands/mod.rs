@@ -20,6 +20,7 @@
 
 mod conversation;
 mod events;
+mod legacy;
 mod streams;
 mod v1;
 

@@ -21,17 +21,21 @@ use gyre_engine::record::ClosureStatus;
 
 use super::conversation::build;
 use super::events::{Event, classify_all};
+use super::legacy;
 use super::v1;
 
 /// One evaluation instance (a line of `output.jsonl`), or one issue of the resolver's
-/// `output.jsonl` (`number`, `issue`, `git_patch`, `success`, no `instance_id`).
+/// `output.jsonl` (`issue`, `git_patch`, `success`, no `instance_id`).
 #[derive(Deserialize)]
 struct Instance {
     #[serde(default)]
     instance_id: Option<Value>,
-    /// The resolver's issue number.
+    /// The resolver's issue number, when written beside the issue.
     #[serde(default)]
     number: Option<Value>,
+    /// The issue the resolver worked on (`owner`, `repo`, `number`, `title`, `body`).
+    #[serde(default)]
+    issue: Option<Value>,
     /// The resolver's patch (an evaluation keeps it in `test_result.git_patch`).
     #[serde(default)]
     git_patch: Option<Value>,
@@ -48,6 +52,9 @@ struct Instance {
     test_result: Option<Value>,
     #[serde(default)]
     metadata: Option<Value>,
+    /// The run's cost accounting: `costs` has one entry per priced model call.
+    #[serde(default)]
+    metrics: Option<Value>,
 }
 
 /// Whether the file is an evaluation or resolver `output.jsonl` (its first line is an
@@ -70,11 +77,19 @@ fn instance_id(inst: &Instance, n: u64) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    match (&inst.instance_id, &inst.number) {
+    match (&inst.instance_id, issue_number(inst)) {
         (Some(id), _) if !id.is_null() => text(id),
         (_, Some(num)) if !num.is_null() => format!("issue-{}", text(num)),
         _ => format!("line-{n}"),
     }
+}
+
+/// The resolver's issue number: beside the issue, or in it (`issue.number`, as the resolver
+/// writes it).
+fn issue_number(inst: &Instance) -> Option<&Value> {
+    inst.number
+        .as_ref()
+        .or_else(|| inst.issue.as_ref().and_then(|i| i.get("number")))
 }
 
 /// Where an event was read.
@@ -100,7 +115,8 @@ impl Pos {
 /// The events of a stream, typed; a bad event is a problem at its position.
 fn typed_events(raw: Vec<(Value, Pos)>, job: &mut Job) -> Vec<(Event, Pos)> {
     let mut out = Vec::with_capacity(raw.len());
-    for (v, pos) in raw {
+    for (mut v, pos) in raw {
+        legacy::lift(&mut v);
         if !v.is_object() {
             job.log.problem(diag(
                 &pos.file,
@@ -383,13 +399,32 @@ fn instance_session(
     job: &mut Job,
 ) -> Result<Session> {
     let mut s = build(path, n, id.clone(), classify_all(&events), job)?;
+    // Only priced calls are in `costs` (a local model costs nothing and adds none): an empty
+    // list says nothing.
+    let costs = inst
+        .metrics
+        .as_ref()
+        .and_then(|m| m.get("costs"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if costs > 0 && costs != s.responses.len() {
+        job.log.warn_grouped(
+            "openhands-costs",
+            format!(
+                "{id}: metrics.costs lists {costs} priced model calls, the history shows {} \
+                 (a call whose events were lost, or one the history never shows, such as a \
+                 condenser's summary)",
+                gyre_engine::report::plural(s.responses.len(), "response")
+            ),
+        );
+    }
     if s.task.is_none() {
         s.task = inst
             .instruction
             .as_ref()
             .map(|t| t.chars().take(500).collect());
     }
-    if let Some(num) = inst.number.as_ref().filter(|_| inst.instance_id.is_none()) {
+    if let Some(num) = issue_number(&inst).filter(|_| inst.instance_id.is_none()) {
         s.meta.insert("issue_number".into(), num.clone());
     }
     s.meta.insert("instance_id".into(), json!(id));
