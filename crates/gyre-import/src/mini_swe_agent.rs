@@ -5,6 +5,12 @@
 //! `extra.response`, the raw chat-completions response); each assistant message is one request
 //! whose context is every message before it. `info.exit_status` and `info.submission` make the
 //! closure; `info.model_stats.api_calls` is checked against the requests found.
+//!
+//! mini-swe-agent 2.x (`trajectory_format` `mini-swe-agent-1.1`) adds three things: the run
+//! ends with an `exit` message (the closure, not a model message); a response rejected for its
+//! format is kept in the `extra.response` of the user message that answers it (a call whose
+//! output never enters a later context: a leaf); and its tool-calling models send one `bash`
+//! tool with every call.
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +28,7 @@ use super::session::{Closure, Response, Session};
 use super::sniff::{Fit, Probe, Shape};
 use super::{About, Importer, Job};
 use gyre_engine::record::ClosureStatus;
+use gyre_engine::report::plural;
 
 /// The mini-swe-agent importer.
 pub struct MiniSweAgent;
@@ -29,7 +36,7 @@ pub struct MiniSweAgent;
 static ABOUT: About = About {
     name: "mini-swe-agent",
     what: "a mini-swe-agent trajectory",
-    summary: "A mini-swe-agent trajectory (`.traj.json`): one request per assistant message",
+    summary: "A mini-swe-agent trajectory (`.traj.json`, 1.x and 2.x): one request per model response",
     input: "TRAJ",
     input_help: "The `.traj.json` file (JSON with `messages[]` and `info`)",
     many: false,
@@ -42,7 +49,9 @@ Examples:
 
 The execution is the instance (`instance_id`, else the file name); its closure says how the run
 ended (`info.exit_status`) and its artifact is the submission. A response whose reasoning the
-log holds only encrypted is not a target (hidden thinking). docs/import.md has the mapping.",
+log holds only encrypted is not a target (hidden thinking). In 2.x trajectories, a response
+rejected for its format is a request no later context extends, and the tool-calling models' bash
+tool is in every context. docs/import.md has the mapping.",
 };
 
 /// Why a response is not a target when its reasoning was not logged in full.
@@ -85,11 +94,26 @@ struct ModelStats {
     api_calls: Option<u64>,
 }
 
-/// A message's `extra` (only the response is used).
+/// A message's `extra` (only the response is used): the raw response, or its `repr` when
+/// mini-swe-agent could not serialise it.
 #[derive(Deserialize, Default)]
 struct Extra {
     #[serde(default)]
-    response: Option<RawResponse>,
+    response: Option<Value>,
+}
+
+/// The tool mini-swe-agent 2.x's tool-calling models send with every call
+/// (`minisweagent.models.utils.actions_toolcall.BASH_TOOL`); the trajectory does not repeat it.
+fn bash_tool() -> Value {
+    json!({"type": "function", "function": {
+        "name": "bash",
+        "description": "Execute a bash command",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "The bash command to execute"}},
+            "required": ["command"],
+        },
+    }})
 }
 
 #[derive(Deserialize, Default)]
@@ -99,7 +123,7 @@ struct ExtraField {
 }
 
 /// The raw chat-completions response logged with an assistant message.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct RawResponse {
     #[serde(default)]
     id: Option<String>,
@@ -230,6 +254,73 @@ fn execution_id(path: &Path, instance: Option<&str>) -> String {
     stem.strip_suffix(".traj").unwrap_or(stem).to_owned()
 }
 
+/// The request made of the model message `turn` (an assistant message, or a rejected 2.x
+/// response) whose raw response is `raw`, with every turn so far as its context. The
+/// reasoning the response returned goes into the output; `hidden` counts outputs whose
+/// reasoning the log lacks.
+fn response(
+    raw: &RawResponse,
+    mut turn: Turn,
+    i: usize,
+    line: u64,
+    path: &Path,
+    turns: &[Turn],
+    hidden: &mut u64,
+) -> Response {
+    let choice = raw.choices.first();
+    let raw_msg = choice.and_then(|c| c.message.as_ref());
+    let usage = raw.usage.as_ref();
+    let reasoning = raw_msg
+        .and_then(|m| m.reasoning_content.clone().or_else(|| m.reasoning.clone()))
+        .filter(|r| !r.trim().is_empty());
+    let encrypted = raw_msg
+        .and_then(|m| m.reasoning_details.as_ref())
+        .is_some_and(|d| {
+            d.iter()
+                .any(|p| matches!(p.kind.as_str(), "reasoning.encrypted" | "reasoning.summary"))
+        });
+    let reasoning_tokens = usage
+        .and_then(|u| u.completion_tokens_details.as_ref())
+        .and_then(|d| d.reasoning_tokens)
+        .unwrap_or(0);
+    // The model reasoned (the provider counted it) but the log holds it only encrypted, as a
+    // summary, or not at all: the output's tokens are not all known.
+    let not_trainable = (encrypted || (reasoning_tokens > 0 && reasoning.is_none()))
+        .then(|| HIDDEN_REASONING.to_owned());
+    if not_trainable.is_some() {
+        *hidden += 1;
+    }
+    if reasoning.is_some() {
+        turn.msg.reasoning_content = reasoning;
+    }
+    let mut meta = Map::new();
+    meta.insert("message_index".into(), json!(i));
+    meta.insert(
+        "source_line".into(),
+        json!(format!("{}:{line}", file_name(path))),
+    );
+    if let Some(id) = &raw.id {
+        meta.insert("response_id".into(), json!(id));
+    }
+    if reasoning_tokens > 0 {
+        meta.insert("reasoning_tokens".into(), json!(reasoning_tokens));
+    }
+    Response {
+        context: (0..turns.len() as u32).collect(),
+        message: turn.msg,
+        not_trainable,
+        agent: "main".into(),
+        summary: false,
+        t: raw.created.filter(|t| t.is_finite()),
+        model: raw.model.clone(),
+        finish: choice.and_then(|c| c.finish_reason.clone()),
+        meta,
+        usage_input: usage.and_then(|u| u.prompt_tokens),
+        usage_output: usage.and_then(|u| u.completion_tokens),
+        line,
+    }
+}
+
 /// Reads a `.traj.json` into its [`Session`].
 fn read_session(path: &Path, job: &mut Job) -> Result<Session> {
     let text = read_document(path, &Counter::default())?;
@@ -247,6 +338,10 @@ fn read_session(path: &Path, job: &mut Job) -> Result<Session> {
     let mut turns: Vec<Turn> = Vec::new();
     let mut responses: Vec<Response> = Vec::new();
     let mut hidden = 0u64;
+    let mut rejected = 0u64;
+    let mut unreadable = 0u64;
+    let mut tool_calling = false;
+    let mut exit_extra: Option<Value> = None;
     for (i, v) in traj.messages.iter().enumerate() {
         let line = line_of(&lines, i);
         let field = |rest: &str| sub_path(&format!("messages[{i}]"), rest);
@@ -264,77 +359,87 @@ fn read_session(path: &Path, job: &mut Job) -> Result<Session> {
                 continue;
             }
         };
-        let Some(mut turn) = msg.turn(&format!("messages {i}")) else {
-            job.log.problem(diag(
-                path,
-                line,
-                format!("unknown role {:?}", msg.role),
-                Some(&field("role")),
-            ));
+        if msg.role == "exit" {
+            // 2.x: how the run ended (`info` repeats it); never shown to the model.
+            exit_extra = v.get("extra").cloned();
             continue;
+        }
+        let raw = match extra.response {
+            None => None,
+            Some(Value::Object(o)) => match typed::<RawResponse>(&Value::Object(o.clone())) {
+                Ok(r) => Some((r, Value::Object(o))),
+                Err((msg, f)) => {
+                    job.log.problem(diag(
+                        path,
+                        line,
+                        msg,
+                        Some(&field(&format!("extra.response.{f}"))),
+                    ));
+                    continue;
+                }
+            },
+            // `repr(response)`: mini-swe-agent could not serialise it; its text is not JSON.
+            Some(_) => {
+                unreadable += 1;
+                None
+            }
         };
         if msg.role != "assistant" {
+            // A 2.x format error: the rejected response is kept with the message answering it.
+            if let Some((raw, value)) = &raw {
+                let out = value
+                    .pointer("/choices/0/message")
+                    .map(typed::<ChatMessage>)
+                    .transpose()
+                    .map_err(|(m, f)| (m, format!("extra.response.choices[0].message.{f}")));
+                match out {
+                    Ok(Some(out)) => {
+                        if let Some(turn) = out.turn(&format!("messages {i} response")) {
+                            tool_calling |= out.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+                            let mut r = response(raw, turn, i, line, path, &turns, &mut hidden);
+                            r.meta.insert("rejected_format".into(), Value::Bool(true));
+                            rejected += 1;
+                            responses.push(r);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err((m, f)) => {
+                        job.log.problem(diag(path, line, m, Some(&field(&f))));
+                        continue;
+                    }
+                }
+            }
+            let Some(turn) = msg.turn(&format!("messages {i}")) else {
+                job.log.problem(diag(
+                    path,
+                    line,
+                    format!("unknown role {:?}", msg.role),
+                    Some(&field("role")),
+                ));
+                continue;
+            };
             turns.push(turn);
             continue;
         }
-        let raw = extra.response;
-        let choice = raw.as_ref().and_then(|r| r.choices.first());
-        let raw_msg = choice.and_then(|c| c.message.as_ref());
-        let usage = raw.as_ref().and_then(|r| r.usage.as_ref());
-        let reasoning = raw_msg
-            .and_then(|m| m.reasoning_content.clone().or_else(|| m.reasoning.clone()))
-            .filter(|r| !r.trim().is_empty());
-        let encrypted = raw_msg
-            .and_then(|m| m.reasoning_details.as_ref())
-            .is_some_and(|d| {
-                d.iter()
-                    .any(|p| matches!(p.kind.as_str(), "reasoning.encrypted" | "reasoning.summary"))
-            });
-        let reasoning_tokens = usage
-            .and_then(|u| u.completion_tokens_details.as_ref())
-            .and_then(|d| d.reasoning_tokens)
-            .unwrap_or(0);
-        // The model reasoned (the provider counted it) but the log holds it only encrypted, as a
-        // summary, or not at all: the output's tokens are not all known.
-        let not_trainable = (encrypted || (reasoning_tokens > 0 && reasoning.is_none()))
-            .then(|| HIDDEN_REASONING.to_owned());
-        if not_trainable.is_some() {
-            hidden += 1;
-        }
-        if reasoning.is_some() {
-            turn.msg.reasoning_content = reasoning;
-        }
-        let mut meta = Map::new();
-        meta.insert("message_index".into(), json!(i));
-        meta.insert(
-            "source_line".into(),
-            json!(format!("{}:{line}", file_name(path))),
-        );
-        if let Some(id) = raw.as_ref().and_then(|r| r.id.as_ref()) {
-            meta.insert("response_id".into(), json!(id));
-        }
-        if reasoning_tokens > 0 {
-            meta.insert("reasoning_tokens".into(), json!(reasoning_tokens));
-        }
-        let context: Vec<u32> = (0..turns.len() as u32).collect();
+        let Some(mut turn) = msg.turn(&format!("messages {i}")) else {
+            continue;
+        };
+        tool_calling |= msg.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+        let r = match &raw {
+            Some((raw, _)) => response(raw, turn.clone(), i, line, path, &turns, &mut hidden),
+            None => response(
+                &RawResponse::default(),
+                turn.clone(),
+                i,
+                line,
+                path,
+                &turns,
+                &mut hidden,
+            ),
+        };
+        turn.msg = r.message.clone();
         turn.response = Some(responses.len());
-        responses.push(Response {
-            context,
-            message: turn.msg.clone(),
-            not_trainable,
-            agent: "main".into(),
-            summary: false,
-            t: raw
-                .as_ref()
-                .and_then(|r| r.created)
-                .filter(|t| t.is_finite()),
-            model: raw.as_ref().and_then(|r| r.model.clone()),
-            finish: choice.and_then(|c| c.finish_reason.clone()),
-            meta,
-            usage_input: usage.and_then(|u| u.prompt_tokens),
-            usage_output: usage.and_then(|u| u.completion_tokens),
-            line,
-        });
+        responses.push(r);
         turns.push(turn);
     }
     job.log.check()?;
@@ -347,11 +452,19 @@ fn read_session(path: &Path, job: &mut Job) -> Result<Session> {
         if calls != responses.len() as u64 {
             job.log.warn_important(format!(
                 "{execution}: info.model_stats.api_calls says {calls} model calls, the messages \
-                 hold {} assistant messages: {} calls are not in the trajectory",
-                responses.len(),
-                calls.abs_diff(responses.len() as u64)
+                 hold {}: {} not in the trajectory",
+                plural(responses.len() as u64, "response"),
+                plural(calls.abs_diff(responses.len() as u64), "call")
             ));
         }
+    }
+    if unreadable > 0 {
+        job.log.warn(format!(
+            "{execution}: {} logged as Python text (mini-swe-agent could not serialise it): an \
+             assistant message keeps its text, not its id, usage or reasoning; a response \
+             rejected for its format is not in the recording",
+            plural(unreadable, "response")
+        ));
     }
     if hidden > 0 {
         job.log.warn(format!(
@@ -365,10 +478,22 @@ fn read_session(path: &Path, job: &mut Job) -> Result<Session> {
         .iter()
         .find(|t| t.msg.role == "user")
         .map(|t| t.msg.content.chars().take(500).collect());
-    let exit = info.and_then(|i| i.exit_status.as_deref());
+    // `info` says how the run ended; a 2.x trajectory saved before `info` was written still
+    // has its `exit` message.
+    let from_exit = |k: &str| {
+        exit_extra
+            .as_ref()
+            .and_then(|e| e.get(k))
+            .and_then(Value::as_str)
+    };
+    let exit = info
+        .and_then(|i| i.exit_status.as_deref())
+        .filter(|s| !s.is_empty())
+        .or_else(|| from_exit("exit_status"));
     let submission = info
         .and_then(|i| i.submission.as_deref())
-        .filter(|s| !s.trim().is_empty());
+        .filter(|s| !s.trim().is_empty())
+        .or_else(|| from_exit("submission").filter(|s| !s.trim().is_empty()));
     let mut meta = Map::new();
     meta.insert("source".into(), json!("mini-swe-agent"));
     meta.insert("reconstructed".into(), Value::Bool(true));
@@ -389,6 +514,15 @@ fn read_session(path: &Path, job: &mut Job) -> Result<Session> {
         meta.insert(
             "model_stats".into(),
             json!({"instance_cost": stats.instance_cost, "api_calls": stats.api_calls}),
+        );
+    }
+    if rejected > 0 {
+        meta.insert("rejected_format_responses".into(), json!(rejected));
+    }
+    if tool_calling {
+        meta.insert(
+            "tools".into(),
+            json!("mini-swe-agent's bash tool (actions_toolcall.BASH_TOOL): not in the trajectory"),
         );
     }
     if let Some(e) = exit {
@@ -415,7 +549,11 @@ fn read_session(path: &Path, job: &mut Job) -> Result<Session> {
         task,
         meta,
         turns,
-        tools: Vec::new(),
+        tools: if tool_calling {
+            vec![bash_tool()]
+        } else {
+            Vec::new()
+        },
         responses,
         closure: Closure {
             t: t1,

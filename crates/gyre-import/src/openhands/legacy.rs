@@ -38,14 +38,18 @@ pub(super) fn lift(v: &mut Value) {
     let Some(o) = v.as_object_mut() else {
         return;
     };
-    let flat_action = o.contains_key("action") && !o.contains_key("args");
-    let flat_observation = o.contains_key("observation") && !o.contains_key("extras");
+    // `args: null` is no arguments: the flat fields are still the action's.
+    let absent = |k: &str| o.get(k).is_none_or(Value::is_null);
+    let flat_action = o.contains_key("action") && absent("args");
+    let flat_observation = o.contains_key("observation") && absent("extras");
     if !(flat_action || flat_observation) {
         return;
     }
     let fields: Map<String, Value> = o
         .iter()
-        .filter(|(k, _)| !EVENT_KEYS.contains(&k.as_str()))
+        .filter(|(k, _)| {
+            !EVENT_KEYS.contains(&k.as_str()) && !matches!(k.as_str(), "args" | "extras")
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     o.retain(|k, _| EVENT_KEYS.contains(&k.as_str()));

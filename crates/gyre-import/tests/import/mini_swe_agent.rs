@@ -1,4 +1,5 @@
-//! `gyre import mini-swe-agent` on a real trajectory (mini-swe-agent 1.15.0, gemini-3-pro).
+//! `gyre import mini-swe-agent` on a real trajectory (mini-swe-agent 1.15.0, gemini-3-pro) and
+//! on one in 2.x's shape (tool calls, a response rejected for its format, the `exit` message).
 
 use crate::common::*;
 use gyre_text::TokenText;
@@ -115,4 +116,66 @@ fn other_importers_refuse_it_with_its_keys() {
             "{source}: {e}"
         );
     }
+}
+
+const V2: &str = "mini-swe-agent/v2-toolcall.traj.json";
+
+/// mini-swe-agent 2.x: the `exit` message closes the run (it was "unknown role"), the bash tool
+/// its tool-calling models always send is in every context, and a response rejected for its
+/// format (kept in the next user message's `extra.response`) is a request of its own that no
+/// later context extends.
+#[test]
+fn v2_tool_calls_format_errors_and_the_exit_message() {
+    let (_d, out, summary) = import("mini-swe-agent", &fixture(V2), true, Some(1.0));
+    // Three calls = info.model_stats.api_calls: two kept, one rejected.
+    assert_eq!((summary.executions, summary.requests), (1, 3));
+    assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+    let tok = TokenText::qwen3().unwrap();
+    let reqs = requests(&out);
+    let first = tok.decode(&reqs[0].1);
+    assert!(first.contains("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"bash\""));
+    // The rejected response: its own output, the context of the call before it extended.
+    assert_eq!(reqs[1].0["meta"]["rejected_format"], true);
+    assert_eq!(reqs[1].0["extends"], reqs[0].0["id"]);
+    assert_eq!(
+        tok.decode(&token_ids(&reqs[1].0["output"])),
+        "<think>\n\n</think>\n\nI will edit it now.<|im_end|>"
+    );
+    // The next call sees the format error, not the rejected text.
+    let third = tok.decode(&reqs[2].1);
+    assert!(third.contains("<|im_start|>user\nTool call error:"));
+    assert!(!third.contains("I will edit it now."));
+    assert_eq!(reqs[2].0["extends"], reqs[0].0["id"]);
+    let out3 = tok.decode(&token_ids(&reqs[2].0["output"]));
+    assert!(
+        out3.contains("<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"sed -i")
+    );
+    // The closure is the run's end, from info or, without it, from the exit message.
+    let all = lines(&out);
+    let closure = all.iter().find(|l| l["kind"] == "closure").unwrap();
+    assert_eq!(
+        (closure["status"].as_str(), closure["artifact"].as_str()),
+        (Some("completed"), Some("submission"))
+    );
+    let exec = &all[1];
+    assert_eq!(exec["meta"]["rejected_format_responses"], 1);
+    assert_eq!(exec["meta"]["mini_version"], "2.4.6");
+    check_requests(&out, &tok);
+
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(V2)).unwrap()).unwrap();
+    let info = doc["info"].as_object_mut().unwrap();
+    info.remove("exit_status");
+    info.remove("submission");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("no-info.traj.json");
+    std::fs::write(&p, doc.to_string()).unwrap();
+    let (_e, out, _) = import("mini-swe-agent", &p, true, None);
+    let all = lines(&out);
+    let closure = all.iter().find(|l| l["kind"] == "closure").unwrap();
+    assert_eq!(closure["status"], "completed");
+    assert_eq!(
+        closure["meta"]["submission"],
+        "diff --git a/range_sum.py b/range_sum.py\n"
+    );
 }
