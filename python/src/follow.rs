@@ -200,6 +200,7 @@ impl Follower {
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Rows>> {
         guard(|| {
             let start = Instant::now();
+            self.timed_out.store(false, Ordering::Relaxed);
             loop {
                 if self.stop.load(Ordering::Relaxed) || self.lock()?.finished() {
                     return Ok(None);

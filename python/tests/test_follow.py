@@ -139,7 +139,7 @@ def test_iteration_stops_at_the_timeout_and_finish_flushes(tmp_path):
     rest = follower.finish()
     assert [s.execution_ids for s in rest] == [["c"]]
     assert follower.incomplete_groups == ['"h"'] and follower.finished
-    assert list(follower) == []
+    assert list(follower) == [] and not follower.timed_out
 
 
 def test_errors_name_the_file_and_line(tmp_path):
