@@ -18,12 +18,18 @@ Admit it::
     table = rows.to_arrow()           # pyarrow.Table
     rows.write("rows.parquet")        # or .jsonl, .jsonl.zst
 
+Admit it while it is written (online RL), one step of whole groups at a time::
+
+    for step in gyre.follow("run.jsonl", executions=64, group_size=8, seed=3):
+        ...                           # a Rows, like Batch.admit's
+
 ``gyre.ray`` admits a batch spread over many files on a Ray cluster with the same result.
 """
 
 from ._gyre import (
     Batch,
     BatchStats,
+    Follower,
     LoadError,
     Recorder,
     RowIter,
@@ -31,6 +37,7 @@ from ._gyre import (
     ShardSummary,
     __version__,
     combine,
+    follow,
     load,
     load_parts,
     shard_of,
@@ -40,6 +47,7 @@ from ._gyre import (
 __all__ = [
     "Batch",
     "BatchStats",
+    "Follower",
     "LoadError",
     "Recorder",
     "RowIter",
@@ -47,6 +55,7 @@ __all__ = [
     "ShardSummary",
     "__version__",
     "combine",
+    "follow",
     "load",
     "load_parts",
     "shard_of",

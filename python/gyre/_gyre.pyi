@@ -20,9 +20,11 @@ __all__ = [
     "Batch",
     "Rows",
     "RowIter",
+    "Follower",
     "ShardSummary",
     "BatchStats",
     "load",
+    "follow",
     "merge_load_errors",
     "split",
     "load_parts",
@@ -290,6 +292,46 @@ class RowIter(Iterator[RowT], Generic[RowT]):
     def __next__(self) -> RowT: ...
 
 @final
+class Follower(Iterator[Rows]):
+    """A recording followed as it is written: its admitted rows one step of whole groups at a
+    time (``gyre.follow``)."""
+
+    def __iter__(self) -> "Follower": ...
+    def __next__(self) -> Rows:
+        """Waits for the next step; ``StopIteration`` after ``timeout_s`` without one, after
+        ``stop()`` or after ``finish()``."""
+    def poll(self) -> Optional[Rows]:
+        """Reads what was appended; the next step if one is ready, else None (never waits)."""
+    def finish(self) -> List[Rows]:
+        """Reads the rest and returns every execution not handed out yet, in steps of whole
+        groups, settled as the whole file settles them."""
+    def stop(self) -> None: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def lines(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def clock(self) -> Optional[float]: ...
+    @property
+    def late(self) -> List[str]:
+        """Lines that arrived for executions already handed out and would score them
+        differently (``file:line: message``); each also raises a ``UserWarning``."""
+    @property
+    def late_lines(self) -> int: ...
+    @property
+    def warnings(self) -> List[str]: ...
+    @property
+    def open(self) -> List[str]: ...
+    @property
+    def incomplete_groups(self) -> List[str]: ...
+    @property
+    def timed_out(self) -> bool: ...
+    @property
+    def finished(self) -> bool: ...
+
+@final
 class ShardSummary:
     """What one shard contributes to ``B`` and group statistics. Picklable."""
 
@@ -313,6 +355,22 @@ class BatchStats:
 
 def load(paths: Union[PathLike, Sequence[PathLike]], *, lenient: bool = False) -> Batch:
     """Raises ``FileNotFoundError`` for a missing input, ``LoadError`` for an invalid one."""
+def follow(
+    path: PathLike,
+    *,
+    executions: int,
+    group_size: int,
+    seed: int = 0,
+    jmax: int = 5,
+    priority: Union[None, str, Sequence[ClassName]] = None,
+    advantage: Advantage = "drgrpo",
+    grace_s: float = 0.0,
+    poll_s: float = 0.5,
+    timeout_s: Optional[float] = 600.0,
+) -> Follower:
+    """Follows a recording as it is written; yields ``Rows`` of ``executions`` executions
+    (``executions // group_size`` whole, settled groups), each equal to ``gyre admit`` over
+    exactly those executions' lines."""
 def load_parts(parts: Sequence[Tuple[str, bytes]], *, lenient: bool = False) -> Batch: ...
 def split(source: Union[PathLike, bytes], shards: int) -> List[bytes]: ...
 def combine(summaries: Sequence[ShardSummary]) -> BatchStats: ...

@@ -152,7 +152,11 @@ impl Batch {
 }
 
 /// Admission settings from the Python arguments.
-fn settings(seed: i128, jmax: i128, priority: Option<&Bound<'_, PyAny>>) -> PyResult<Settings> {
+pub(crate) fn settings(
+    seed: i128,
+    jmax: i128,
+    priority: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Settings> {
     let seed = u64::try_from(seed)
         .map_err(|_| value_error(format!("seed must be an integer in 0..2^64, not {seed}")))?;
     let jmax = u32::try_from(jmax).map_err(|_| {
@@ -181,7 +185,7 @@ fn settings(seed: i128, jmax: i128, priority: Option<&Bound<'_, PyAny>>) -> PyRe
     })
 }
 
-fn advantage_mode(s: &str) -> PyResult<AdvantageMode> {
+pub(crate) fn advantage_mode(s: &str) -> PyResult<AdvantageMode> {
     AdvantageMode::parse(s).ok_or_else(|| {
         value_error(format!(
             "advantage must be one of {}, not {s:?}",
@@ -311,7 +315,8 @@ pub struct Rows {
 }
 
 impl Rows {
-    fn new(batch: Arc<engine_load::Batch>, results: Results) -> Self {
+    /// The rows of a whole batch under `results`.
+    pub(crate) fn new(batch: Arc<engine_load::Batch>, results: Results) -> Self {
         let execs = Arc::new((0..batch.executions.len()).collect());
         let b = results.batch_executions;
         Rows::view(batch, Arc::new(results), execs, b, true, None)

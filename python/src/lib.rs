@@ -1,8 +1,8 @@
 //! The `gyre` Python package's native module (`gyre._gyre`): the gyre engine crate, wrapped.
 //!
 //! Nothing here decides anything: recording goes through `engine::recorder`, loading through
-//! `engine::load`, admission through `engine::process` (or `engine::shard`), rows through
-//! `engine::export` and `engine::parquet`. This crate converts between Python and Rust values,
+//! `engine::load`, following a growing recording through `engine::follow`, admission through
+//! `engine::process` (or `engine::shard`), rows through `engine::export` and `engine::parquet`. This crate converts between Python and Rust values,
 //! turns every error into a Python exception with the engine's message, and never lets a Rust
 //! panic reach Python as anything but a `RuntimeError`.
 
@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 mod arrow;
 mod batch;
 mod convert;
+mod follow;
 mod recorder;
 mod shard;
 
@@ -55,9 +56,11 @@ fn _gyre(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::Batch>()?;
     m.add_class::<batch::Rows>()?;
     m.add_class::<batch::RowIter>()?;
+    m.add_class::<follow::Follower>()?;
     m.add_class::<shard::ShardSummary>()?;
     m.add_class::<shard::BatchStats>()?;
     m.add_function(wrap_pyfunction!(batch::load, m)?)?;
+    m.add_function(wrap_pyfunction!(follow::follow, m)?)?;
     m.add_function(wrap_pyfunction!(batch::merge_load_errors, m)?)?;
     m.add_function(wrap_pyfunction!(shard::split, m)?)?;
     m.add_function(wrap_pyfunction!(shard::load_parts, m)?)?;

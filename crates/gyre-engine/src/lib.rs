@@ -11,6 +11,7 @@ pub mod branches;
 pub mod diff;
 pub mod execution;
 pub mod export;
+pub mod follow;
 pub mod lens;
 pub mod load;
 pub mod loss;
