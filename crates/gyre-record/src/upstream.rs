@@ -218,6 +218,11 @@ impl Upstream {
         Ok(served)
     }
 
+    /// The served model's context length (`max_model_len`), when `/v1/models` says it.
+    pub async fn context_len(&self) -> Option<u64> {
+        self.served().await.ok()?.max_model_len
+    }
+
     /// The model name for `/v1/models` answers: the upstream's, else `fallback`.
     pub async fn model(&self, fallback: &str) -> String {
         self.served()
