@@ -657,7 +657,7 @@ async fn handle(
     let limit = st
         .upstream
         .context_len()
-        .await
+        .await?
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let prep_st = Arc::clone(st);
     let (req, attr, ctx) = tokio::task::spawn_blocking(move || prep_st.prepare(req, &hints, limit))
@@ -866,10 +866,12 @@ async fn count_tokens(State(st): State<Arc<Shared>>, headers: HeaderMap, body: B
         Ok(b) => b,
         Err(e) => return error_response(api, &e),
     };
+    // Counting needs no upstream: without its context length, no length limit.
     let limit = st
         .upstream
         .context_len()
         .await
+        .unwrap_or(None)
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let counted = (|| {
         let mut value: Value = serde_json::from_slice(&body).map_err(|e| {
