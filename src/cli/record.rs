@@ -67,6 +67,10 @@ pub struct RecordArgs {
     /// Most connections open at once per listener (more are answered 503 and closed).
     #[arg(long, default_value_t = 1024)]
     max_connections: usize,
+    /// Largest request body read, in MiB (the Messages API's own limit is 32 MB); a larger
+    /// one is answered 413 and not recorded.
+    #[arg(long, value_name = "MiB", default_value_t = 32)]
+    max_request_mb: usize,
     /// Name of the environment variable holding the upstream's API key (vLLM/SGLang
     /// --api-key), sent as a bearer token. The key itself never goes on the command line.
     #[arg(long, value_name = "NAME")]
@@ -150,6 +154,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         capability_only: args.capability_only,
         read_timeout: seconds(args.read_timeout, "read-timeout")?,
         max_connections: args.max_connections,
+        max_request_bytes: args.max_request_mb.max(1).saturating_mul(1 << 20),
         upstream_api_key,
         logprobs_mode: args.upstream_logprobs_mode.map(|m| match m {
             LogprobsMode::RawLogprobs => "raw_logprobs",

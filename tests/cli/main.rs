@@ -21,6 +21,7 @@ mod lens;
 mod parquet_rows;
 mod readme;
 mod record_faults;
+mod record_limits;
 mod record_proxy;
 mod record_security;
 mod show;

@@ -363,6 +363,48 @@ fn claude_code_billing_header_json_user_id_and_a_screenshot_keep_one_growing_con
 }
 
 #[test]
+fn an_assistant_prefill_is_continued_and_the_client_gets_the_continuation() {
+    let standin = StandIn::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start(&standin.url(), &out, &[]);
+    clients(&proxy.url, "prefill", &[]);
+    proxy.stop();
+    validate(&out);
+    let batch = read(&out);
+    let tok = gyre_text::TokenText::qwen3().unwrap();
+    let title = exec(&batch, "title");
+    // Streamed and not, then a text-block prefill; the one with trailing whitespace is refused.
+    assert_eq!(title.requests.len(), 3);
+    for q in 0..2 {
+        let (input, output) = io(title, q);
+        let input = tok.decode(&input);
+        // The prompt ends inside the assistant turn, with the prefill: no end-of-turn token
+        // after it and no second generation prompt.
+        assert!(
+            input.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n{"),
+            "{input:?}"
+        );
+        assert_eq!(input.matches("<|im_start|>assistant").count(), 1);
+        // The recorded output is the continuation sampled, not the prefill again.
+        assert_eq!(tok.decode(&output), "\"title\": \"Shell steps\"}<|im_end|>");
+        assert_eq!(meta(title, q, "prefill"), Some(&Value::from(true)));
+    }
+    // The prefill is input the harness wrote in the assistant's turn (an assistant span of the
+    // input, so never a target).
+    let last = title.requests[0].spans.last().unwrap();
+    assert_eq!(
+        (last.end, last.source),
+        (title.requests[0].input_len, Source::Assistant)
+    );
+    assert!(tok.decode(&io(title, 2).0).ends_with("</think>\n\nWell"));
+    let chat = exec(&batch, "title-chat");
+    assert!(tok.decode(&io(chat, 0).0).ends_with("</think>\n\n{"));
+    assert_eq!(meta(chat, 0, "prefill"), Some(&Value::from(true)));
+    assert_inputs_are_what_the_upstream_received(&batch, &standin);
+}
+
+#[test]
 fn max_tokens_fit_the_context_and_the_sampling_sent_is_recorded() {
     let standin = StandIn::start_with(Options {
         max_model_len: 2048,

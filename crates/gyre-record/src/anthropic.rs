@@ -40,6 +40,15 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
     if !placeholders.is_empty() {
         meta.insert("placeholders".into(), placeholders.into());
     }
+    let prefill = messages
+        .last()
+        .and_then(|m| m.get("role"))
+        .and_then(Value::as_str)
+        == Some("assistant");
+    if prefill {
+        check_prefill(turns.last(), messages.len() - 1)?;
+        meta.insert("prefill".into(), true.into());
+    }
     let tools = match body.get("tools") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(t)) => t.iter().filter_map(tool).collect(),
@@ -77,7 +86,41 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         enable_thinking,
         session,
         meta,
+        prefill,
     })
+}
+
+/// A final assistant message is a prefill the model continues (the title call's `{`): it must
+/// have text to continue, without trailing whitespace (as the Messages API requires) and
+/// without tool calls.
+fn check_prefill(last: Option<&Turn>, i: usize) -> Result<(), ApiError> {
+    let at = format!("messages[{i}].content");
+    let Some(msg) = last.map(|t| &t.msg).filter(|m| m.role == "assistant") else {
+        return Err(ApiError::invalid(
+            &at,
+            "the final assistant message is empty",
+        ));
+    };
+    if !msg.tool_calls.is_empty() {
+        return Err(ApiError::invalid(
+            &at,
+            "a final assistant message is continued as a prefill, so it cannot hold tool_use \
+             blocks (send their tool_result in a user message)",
+        ));
+    }
+    if msg.content.trim().is_empty() {
+        return Err(ApiError::invalid(
+            &at,
+            "a final assistant message (a prefill) needs text for the model to continue",
+        ));
+    }
+    if msg.content.trim_end() != msg.content {
+        return Err(ApiError::invalid(
+            &at,
+            "final assistant content cannot end with trailing whitespace",
+        ));
+    }
+    Ok(())
 }
 
 /// What Claude Code (2.1.29 and later) puts as `system[0]`: a per-request hash (`cch=…`) that
@@ -430,6 +473,7 @@ pub fn stream(r: &Reply) -> String {
 pub fn error(e: &ApiError) -> Value {
     let kind = match e.kind {
         ErrorKind::InvalidRequest | ErrorKind::Conflict => "invalid_request_error",
+        ErrorKind::TooLarge => "request_too_large",
         ErrorKind::Unauthorized => "authentication_error",
         ErrorKind::Forbidden => "permission_error",
         ErrorKind::NotFound => "not_found_error",

@@ -126,8 +126,11 @@ pub struct ChatRequest {
     /// A harness session id found in the body (Anthropic `metadata.user_id`'s `session_…`).
     pub session: Option<String>,
     /// What parsing changed on the way to the template, for the record's `meta`
-    /// (`dropped_system_blocks`, `placeholders`).
+    /// (`dropped_system_blocks`, `placeholders`, `prefill`).
     pub meta: serde_json::Map<String, Value>,
+    /// The last turn is an assistant prefill (Anthropic: a final assistant message with text):
+    /// the context ends inside it and the model continues it.
+    pub prefill: bool,
 }
 
 /// Why generation stopped.
@@ -214,6 +217,8 @@ pub enum ErrorKind {
     NotFound,
     /// The record conflicts with the recording (409, e.g. a second closure).
     Conflict,
+    /// The request body is larger than `--max-request-mb` (413).
+    TooLarge,
     /// The upstream failed or answered something unusable (502).
     Upstream,
     /// The upstream did not answer in time (504).
@@ -233,6 +238,7 @@ impl ErrorKind {
             ErrorKind::Forbidden => 403,
             ErrorKind::NotFound => 404,
             ErrorKind::Conflict => 409,
+            ErrorKind::TooLarge => 413,
             ErrorKind::Upstream => 502,
             ErrorKind::Timeout => 504,
             ErrorKind::Internal => 500,

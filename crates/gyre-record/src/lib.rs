@@ -11,7 +11,8 @@
 //!
 //! The parts (private: the crate's API is [`Config`], [`serve`], [`Flavor`] and
 //! [`TokenSource`]): `chat` (the API-neutral conversation and errors), `openai` and `anthropic`
-//! (request parsing, JSON and SSE answers), `render` (conversation → ids and spans), `sampled`
+//! (request parsing, JSON and SSE answers), `render` (conversation → ids and spans), `floor`
+//! (a lower bound on a text's token count, to refuse before tokenising), `sampled`
 //! (sampled ids → text, reasoning, tool calls), `payload` (what the proxy produced, for
 //! restoration), `journal` (executions, agents, the recording), `recording` (the file, and undoing a
 //! record whose write failed), `upstream` (the policy server),
@@ -21,6 +22,7 @@
 mod anthropic;
 mod chat;
 mod control;
+mod floor;
 mod journal;
 mod listen;
 mod openai;

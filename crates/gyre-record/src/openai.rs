@@ -55,6 +55,22 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
     let enable_thinking = body
         .pointer("/chat_template_kwargs/enable_thinking")
         .and_then(Value::as_bool);
+    // vLLM's extension: the last message is an assistant turn to continue.
+    let prefill = flag(body, "continue_final_message")?;
+    if prefill
+        && !turns
+            .last()
+            .is_some_and(|t| t.msg.role == "assistant" && !t.msg.content.trim().is_empty())
+    {
+        return Err(ApiError::invalid(
+            "continue_final_message",
+            "continue_final_message needs the last message to be an assistant message with text",
+        ));
+    }
+    let mut meta = Map::new();
+    if prefill {
+        meta.insert("prefill".into(), true.into());
+    }
     Ok(ChatRequest {
         model,
         turns,
@@ -79,7 +95,8 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         logprobs,
         enable_thinking,
         session: None,
-        meta: Map::new(),
+        meta,
+        prefill,
     })
 }
 
@@ -312,6 +329,7 @@ pub fn error(e: &ApiError) -> Value {
         ErrorKind::Forbidden => "permission_error",
         ErrorKind::NotFound => "not_found_error",
         ErrorKind::Conflict => "conflict_error",
+        ErrorKind::TooLarge => "request_too_large",
         ErrorKind::Upstream => "upstream_error",
         ErrorKind::Timeout => "timeout_error",
         ErrorKind::Internal => "server_error",

@@ -9,16 +9,24 @@
 //! after the end-of-turn token, then the messages, then the generation prompt). So a request
 //! that continues an earlier one starts with exactly that request's input and output, and is
 //! recorded in delta form. Assistant turns the proxy did not produce (or that the harness
-//! edited) are rendered with the messages around them.
+//! edited) are rendered with the messages around them. A final assistant turn given as a
+//! prefill is left open: the context ends with its text, not with an end-of-turn token and a
+//! new generation prompt (transformers' `continue_final_message`).
+//!
+//! All segments are rendered to text first and the context's length is bounded from below
+//! ([`TokenFloor`]) before any is tokenised, so a conversation that cannot fit the context
+//! costs no tokenising. The renderer is shared by concurrent requests: its caches are behind
+//! locks held only to look up or store an entry, never while rendering or tokenising.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use eyre::{Result, eyre};
 use serde_json::Value;
 
 use super::chat::Turn;
+use super::floor::TokenFloor;
 use super::payload::Produced;
 use gyre_engine::record::Source;
 use gyre_text::label::{Part, Span, extend_spans};
@@ -44,6 +52,45 @@ pub struct Context {
     pub restored: Vec<Arc<Produced>>,
 }
 
+/// How a context ends and how long it may be.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Shape {
+    /// Template options (the generation prompt is always added, except after a prefill).
+    pub opts: RenderOptions,
+    /// The last turn is an assistant prefill to continue.
+    pub prefill: bool,
+    /// Refuse, before tokenising, a context that is surely at least this many tokens.
+    pub limit: Option<usize>,
+}
+
+/// A conversation refused before tokenising: even the lower bound on its length does not fit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TooLong {
+    /// Tokens it is at least.
+    pub at_least: usize,
+    /// The limit it was held to.
+    pub limit: usize,
+    /// Bytes of rendered text behind the bound.
+    pub text_bytes: usize,
+    /// Bytes of the tokenizer's longest token.
+    pub max_token_bytes: usize,
+}
+
+impl std::fmt::Display for TooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "This model's maximum context length (max_model_len) is {} tokens. However, your \
+             messages are at least {} tokens ({} bytes of rendered text, and no token is longer \
+             than {} bytes). Please reduce the length of the messages. (Refused before \
+             tokenising; nothing was recorded.)",
+            self.limit, self.at_least, self.text_bytes, self.max_token_bytes
+        )
+    }
+}
+
+impl std::error::Error for TooLong {}
+
 /// Rolling hash of a token sequence (the same in [`Produced::input_hash`]).
 pub fn extend_hash(h: u64, t: u32) -> u64 {
     h.wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -63,17 +110,41 @@ struct Seg {
 /// Past this many cached segment tokens the cache is cleared (bounds memory).
 const SEG_CACHE_TOKENS: usize = 32 << 20;
 
-/// Renders conversations with one chat template and tokenizer.
+#[derive(Default)]
+struct SegCache {
+    segs: HashMap<u64, Arc<Seg>>,
+    tokens: usize,
+}
+
+/// One step of a context being built: a segment (cached, or its text to tokenise) or a
+/// restored turn.
+enum Step<'t, 'a> {
+    Cached(Arc<Seg>),
+    Render {
+        key: u64,
+        text: String,
+        turns: Vec<&'t Turn>,
+        tools: &'a [Value],
+    },
+    Restore(&'a [Arc<Produced>]),
+}
+
+/// Renders conversations with one chat template and tokenizer; shared by concurrent requests.
 pub struct Renderer {
     tmpl: ChatTemplate,
     enc: CachedEncoder,
+    floor: Option<TokenFloor>,
     /// What the template writes after an assistant turn's end-of-turn token (Qwen3: `"\n"`).
     after_eos: String,
     eos: Option<u32>,
     /// Generation prompts by `enable_thinking`.
-    prompts: HashMap<Option<bool>, String>,
-    segs: HashMap<u64, Arc<Seg>>,
-    seg_tokens: usize,
+    prompts: Mutex<HashMap<Option<bool>, String>>,
+    segs: Mutex<SegCache>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The caches are only extended or cleared whole: a panic elsewhere leaves them valid.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Renderer {
@@ -93,24 +164,27 @@ impl Renderer {
         let eos = eos.and_then(|e| tok.token_id(e));
         Ok(Renderer {
             tmpl,
+            floor: TokenFloor::of(&tok),
             enc: CachedEncoder::new(tok)?,
             after_eos,
             eos,
-            prompts: HashMap::new(),
-            segs: HashMap::new(),
-            seg_tokens: 0,
+            prompts: Mutex::new(HashMap::new()),
+            segs: Mutex::new(SegCache::default()),
         })
     }
 
-    /// The context for `turns` (and `tools`), ending with the generation prompt.
-    pub fn context(
-        &mut self,
-        turns: &[RenderTurn],
-        tools: &[Value],
-        opts: RenderOptions,
-    ) -> Result<Context> {
-        let mut ctx = Context::default();
-        let mut hash = 0u64;
+    /// The length bound this renderer applies before tokenising (`None`: the tokenizer's
+    /// normaliser can delete text, so there is none).
+    pub fn floor(&self) -> Option<TokenFloor> {
+        self.floor
+    }
+
+    /// The context for `turns` (and `tools`), ending with the generation prompt (or inside
+    /// the prefill). A [`TooLong`] error when it surely exceeds `shape.limit`.
+    pub fn context(&self, turns: &[RenderTurn], tools: &[Value], shape: Shape) -> Result<Context> {
+        let opts = shape.opts;
+        // Plan: every segment rendered to text (or found cached) before any is tokenised.
+        let mut steps: Vec<Step> = Vec::new();
         let mut pending: Vec<&Turn> = Vec::new();
         let mut first = true;
         for rt in turns {
@@ -118,78 +192,135 @@ impl Renderer {
                 pending.push(rt.turn);
                 continue;
             }
-            self.push_segment(&mut ctx, &mut hash, &pending, first, tools, opts)?;
-            pending.clear();
+            steps.push(self.plan_segment(
+                std::mem::take(&mut pending),
+                first,
+                tools,
+                opts,
+                false,
+            )?);
             first = false;
-            // The output sampled right after this very context, if there is one; else the
-            // latest with this content (what the policy wrote, even after other edits).
-            let len = ctx.tokens.len();
-            let out = rt
-                .candidates
-                .iter()
-                .find(|p| p.input_len == len && p.input_hash == hash)
-                .unwrap_or(&rt.candidates[0]);
-            let mut tokens = out.output.to_vec();
-            let mut spans = vec![Span {
-                end: tokens.len(),
-                source: Source::Assistant,
-                call_id: None,
-            }];
-            if let (false, Some(eos)) = (out.eos, self.eos) {
-                tokens.push(eos);
-                spans.push(Span {
-                    end: tokens.len(),
-                    source: Source::Template,
-                    call_id: None,
-                });
-            }
-            append(&mut ctx, &mut hash, &tokens, &spans);
-            ctx.restored.push(Arc::clone(out));
+            steps.push(Step::Restore(&rt.candidates));
         }
-        self.push_segment(&mut ctx, &mut hash, &pending, first, tools, opts)?;
+        steps.push(self.plan_segment(pending, first, tools, opts, shape.prefill)?);
+        if let (Some(limit), Some(floor)) = (shape.limit, self.floor) {
+            let mut at_least = 0;
+            let mut text_bytes = 0;
+            for step in &steps {
+                at_least += match step {
+                    Step::Cached(seg) => seg.tokens.len(),
+                    Step::Render { text, .. } => {
+                        text_bytes += text.len();
+                        floor.min_tokens(text)
+                    }
+                    Step::Restore(candidates) => candidates
+                        .iter()
+                        .map(|p| p.output.len() + usize::from(!p.eos && self.eos.is_some()))
+                        .min()
+                        .unwrap_or(0),
+                };
+            }
+            if at_least >= limit {
+                return Err(TooLong {
+                    at_least,
+                    limit,
+                    text_bytes,
+                    max_token_bytes: floor.max_token_bytes,
+                }
+                .into());
+            }
+        }
+        let mut ctx = Context::default();
+        let mut hash = 0u64;
+        for step in steps {
+            match step {
+                Step::Cached(seg) => append(&mut ctx, &mut hash, &seg.tokens, &seg.spans),
+                Step::Render {
+                    key,
+                    text,
+                    turns,
+                    tools,
+                } => {
+                    let parts = parts(&text, &turns, tools);
+                    let (tokens, spans) = self.enc.encode_labelled(&text, &parts)?;
+                    drop(text);
+                    append(&mut ctx, &mut hash, &tokens, &spans);
+                    let seg = Arc::new(Seg { tokens, spans });
+                    let mut cache = lock(&self.segs);
+                    if cache.tokens > SEG_CACHE_TOKENS {
+                        cache.segs.clear();
+                        cache.tokens = 0;
+                    }
+                    cache.tokens += seg.tokens.len();
+                    cache.segs.insert(key, seg);
+                }
+                Step::Restore(candidates) => {
+                    // The output sampled right after this very context, if there is one; else
+                    // the latest with this content (what the policy wrote, even after other
+                    // edits).
+                    let len = ctx.tokens.len();
+                    let out = candidates
+                        .iter()
+                        .find(|p| p.input_len == len && p.input_hash == hash)
+                        .unwrap_or(&candidates[0]);
+                    let mut tokens = out.output.to_vec();
+                    let mut spans = vec![Span {
+                        end: tokens.len(),
+                        source: Source::Assistant,
+                        call_id: None,
+                    }];
+                    if let (false, Some(eos)) = (out.eos, self.eos) {
+                        tokens.push(eos);
+                        spans.push(Span {
+                            end: tokens.len(),
+                            source: Source::Template,
+                            call_id: None,
+                        });
+                    }
+                    append(&mut ctx, &mut hash, &tokens, &spans);
+                    ctx.restored.push(Arc::clone(out));
+                }
+            }
+        }
         Ok(ctx)
     }
 
-    /// Renders `turns` as one segment (the conversation's start when `first`, else a
-    /// continuation after a generated turn) ending with the generation prompt, and appends it.
-    fn push_segment(
-        &mut self,
-        ctx: &mut Context,
-        hash: &mut u64,
-        turns: &[&Turn],
+    /// `turns` as one segment (the conversation's start when `first`, else a continuation
+    /// after a generated turn) ending with the generation prompt, or inside the last turn when
+    /// it is a `prefill`: found in the cache, else rendered to text.
+    fn plan_segment<'t, 'a>(
+        &self,
+        turns: Vec<&'t Turn>,
         first: bool,
-        tools: &[Value],
+        tools: &'a [Value],
         opts: RenderOptions,
-    ) -> Result<()> {
+        prefill: bool,
+    ) -> Result<Step<'t, 'a>> {
         let tools = if first { tools } else { &[] };
-        let key = segment_key(turns, first, tools, opts);
-        let seg = match self.segs.get(&key) {
-            Some(s) => Arc::clone(s),
-            None => {
-                let seg = Arc::new(self.render_segment(turns, first, tools, opts)?);
-                if self.seg_tokens > SEG_CACHE_TOKENS {
-                    self.segs.clear();
-                    self.seg_tokens = 0;
-                }
-                self.seg_tokens += seg.tokens.len();
-                self.segs.insert(key, Arc::clone(&seg));
-                seg
-            }
-        };
-        append(ctx, hash, &seg.tokens, &seg.spans);
-        Ok(())
+        let key = segment_key(&turns, first, tools, opts, prefill);
+        if let Some(seg) = lock(&self.segs).segs.get(&key) {
+            return Ok(Step::Cached(Arc::clone(seg)));
+        }
+        let text = self.render_text(&turns, first, tools, opts, prefill)?;
+        Ok(Step::Render {
+            key,
+            text,
+            turns,
+            tools,
+        })
     }
 
-    fn render_segment(
-        &mut self,
+    fn render_text(
+        &self,
         turns: &[&Turn],
         first: bool,
         tools: &[Value],
         opts: RenderOptions,
-    ) -> Result<Seg> {
+        prefill: bool,
+    ) -> Result<String> {
         let msgs: Vec<Message> = turns.iter().map(|t| t.msg.clone()).collect();
         let gen_opts = RenderOptions {
-            add_generation_prompt: true,
+            add_generation_prompt: !prefill,
             ..opts
         };
         let text = match (first, msgs.is_empty()) {
@@ -201,24 +332,49 @@ impl Renderer {
             }
             (false, false) => self.tmpl.render_continuation(&msgs, gen_opts)?,
         };
-        let parts = parts(&text, turns, tools);
-        let (tokens, spans) = self.enc.encode_labelled(&text, &parts)?;
-        Ok(Seg { spans, tokens })
+        if !prefill {
+            return Ok(text);
+        }
+        // Cut after the prefill's text, as transformers' continue_final_message does: what the
+        // template writes after it (the end-of-turn token) is not there, so the model goes on.
+        let last = msgs
+            .last()
+            .filter(|m| m.role == "assistant")
+            .ok_or_else(|| eyre!("a prefill must be the last turn, an assistant one"))?;
+        let content = last.content.trim_end();
+        if content.trim().is_empty() {
+            return Err(eyre!("the final assistant turn (a prefill) has no text"));
+        }
+        let end = text.rfind(content).ok_or_else(|| {
+            eyre!(
+                "the chat template does not write the final assistant turn's text, so it cannot \
+                 be continued as a prefill"
+            )
+        })? + content.len();
+        let mut text = text;
+        text.truncate(end);
+        Ok(text)
     }
 
-    fn prompt(&mut self, opts: RenderOptions) -> Result<String> {
-        if let Some(p) = self.prompts.get(&opts.enable_thinking) {
+    fn prompt(&self, opts: RenderOptions) -> Result<String> {
+        if let Some(p) = lock(&self.prompts).get(&opts.enable_thinking) {
             return Ok(p.clone());
         }
         let p = self.tmpl.generation_prompt(opts)?;
-        self.prompts.insert(opts.enable_thinking, p.clone());
+        lock(&self.prompts).insert(opts.enable_thinking, p.clone());
         Ok(p)
     }
 }
 
-fn segment_key(turns: &[&Turn], first: bool, tools: &[Value], opts: RenderOptions) -> u64 {
+fn segment_key(
+    turns: &[&Turn],
+    first: bool,
+    tools: &[Value],
+    opts: RenderOptions,
+    prefill: bool,
+) -> u64 {
     let mut h = DefaultHasher::new();
-    (first, opts.enable_thinking).hash(&mut h);
+    (first, opts.enable_thinking, prefill).hash(&mut h);
     for t in turns {
         t.source.hash(&mut h);
         t.msg.role.hash(&mut h);
@@ -341,15 +497,19 @@ mod tests {
     fn a_restored_turn_continues_the_earlier_call_exactly() {
         let tok = TokenText::qwen3().unwrap();
         let tmpl = ChatTemplate::qwen3().unwrap();
-        let mut r = Renderer::new(
+        let r = Renderer::new(
             tok.clone(),
             ChatTemplate::qwen3().unwrap(),
             Some("<|im_end|>"),
         )
         .unwrap();
         let opts = RenderOptions::generation(true);
+        let shape = Shape {
+            opts,
+            ..Shape::default()
+        };
         let first = [turn("system", "Be brief."), turn("user", "Say hi.")];
-        let ctx1 = r.context(&plain(&first), &[], opts).unwrap();
+        let ctx1 = r.context(&plain(&first), &[], shape).unwrap();
         let msgs: Vec<Message> = first.iter().map(|t| t.msg.clone()).collect();
         assert_eq!(
             ctx1.tokens,
@@ -382,7 +542,7 @@ mod tests {
         ];
         let mut rt = plain(&second);
         rt[2].candidates = vec![produced];
-        let ctx2 = r.context(&rt, &[], opts).unwrap();
+        let ctx2 = r.context(&rt, &[], shape).unwrap();
         let mut prefix = ctx1.tokens.clone();
         prefix.extend_from_slice(&output);
         assert_eq!(ctx2.tokens[..prefix.len()], prefix[..]);
@@ -392,7 +552,74 @@ mod tests {
         );
         assert_eq!(ctx2.restored.len(), 1);
         // Re-rendered instead, the history would differ (Qwen3 drops the earlier thinking).
-        let rerendered = r.context(&plain(&second), &[], opts).unwrap();
+        let rerendered = r.context(&plain(&second), &[], shape).unwrap();
         assert_ne!(rerendered.tokens[..prefix.len()], prefix[..]);
+    }
+
+    fn qwen3() -> Renderer {
+        Renderer::new(
+            TokenText::qwen3().unwrap(),
+            ChatTemplate::qwen3().unwrap(),
+            Some("<|im_end|>"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_prefill_is_continued_not_closed() {
+        let tok = TokenText::qwen3().unwrap();
+        let r = qwen3();
+        let turns = [turn("user", "Name this chat."), turn("assistant", "{")];
+        let shape = Shape {
+            opts: RenderOptions::generation(true),
+            prefill: true,
+            limit: None,
+        };
+        let ctx = r.context(&plain(&turns), &[], shape).unwrap();
+        assert_eq!(
+            tok.decode(&ctx.tokens),
+            "<|im_start|>user\nName this chat.<|im_end|>\n<|im_start|>assistant\n\
+             <think>\n\n</think>\n\n{"
+        );
+        // The prefill's text is the assistant's; the context ends with it.
+        let last = ctx.spans.last().unwrap();
+        assert_eq!(
+            (last.end, last.source),
+            (ctx.tokens.len(), Source::Assistant)
+        );
+        // Without the flag the turn is closed and a new one opened.
+        let closed = r
+            .context(
+                &plain(&turns),
+                &[],
+                Shape {
+                    prefill: false,
+                    ..shape
+                },
+            )
+            .unwrap();
+        assert!(
+            tok.decode(&closed.tokens)
+                .ends_with("{<|im_end|>\n<|im_start|>assistant\n")
+        );
+    }
+
+    #[test]
+    fn a_conversation_surely_too_long_is_refused_before_tokenising() {
+        let r = qwen3();
+        let floor = r.floor().unwrap();
+        let text = "y".repeat(floor.max_token_bytes * 1000);
+        let turns = [turn("user", &text)];
+        let shape = |limit| Shape {
+            opts: RenderOptions::generation(true),
+            prefill: false,
+            limit: Some(limit),
+        };
+        let err = r.context(&plain(&turns), &[], shape(1000)).unwrap_err();
+        let too_long = err.downcast_ref::<TooLong>().unwrap();
+        assert!(too_long.at_least >= 1000 && too_long.text_bytes > text.len());
+        // Within the bound it is tokenised, and really is longer than the bound said.
+        let ctx = r.context(&plain(&turns), &[], shape(1_000_000)).unwrap();
+        assert!(ctx.tokens.len() >= 1000);
     }
 }

@@ -28,7 +28,7 @@ use super::chat::{
 use super::control::{Control, TokenSource};
 use super::journal::{Attribution, Hints, Journal, Outcome, lock_recording};
 use super::listen::{self, Limits};
-use super::render::{Context, RenderTurn, Renderer};
+use super::render::{Context, RenderTurn, Renderer, Shape, TooLong};
 use super::sampled::OutputReader;
 use super::upstream::{Flavor, Stopped, Upstream};
 use super::{anthropic, openai};
@@ -64,6 +64,8 @@ pub struct Config {
     pub read_timeout: Duration,
     /// Most connections open at once, per listener.
     pub max_connections: usize,
+    /// Largest request body read (`--max-request-mb`); a larger one is answered 413.
+    pub max_request_bytes: usize,
     /// The upstream's API key (`--upstream-api-key-env`): the variable's name and its value.
     pub upstream_api_key: Option<(String, String)>,
     /// What the upstream's log-probs are (`--upstream-logprobs-mode`), when its operator says.
@@ -83,7 +85,8 @@ pub struct Config {
 /// Everything the handlers share.
 struct Shared {
     journal: Mutex<Journal>,
-    renderer: Mutex<Renderer>,
+    /// Shared without a lock: concurrent requests render at once (its caches lock briefly).
+    renderer: Renderer,
     reader: OutputReader,
     upstream: Upstream,
     inflight: AtomicUsize,
@@ -95,11 +98,9 @@ struct Shared {
     model_base: OnceLock<String>,
     capability_only: bool,
     read_timeout: Duration,
+    max_request_bytes: usize,
     logprobs_mode: Option<&'static str>,
 }
-
-/// Largest request body read.
-const BODY_LIMIT: usize = 256 << 20;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A handler that panicked cannot leave the journal half-written (lines are written whole).
@@ -200,7 +201,7 @@ pub fn serve(cfg: Config) -> Result<()> {
     }
     let shared = Arc::new(Shared {
         journal: Mutex::new(journal),
-        renderer: Mutex::new(renderer),
+        renderer,
         reader,
         upstream,
         inflight: AtomicUsize::new(0),
@@ -211,8 +212,25 @@ pub fn serve(cfg: Config) -> Result<()> {
         model_base: OnceLock::new(),
         capability_only: cfg.capability_only,
         read_timeout: cfg.read_timeout,
+        max_request_bytes: cfg.max_request_bytes,
         logprobs_mode: cfg.logprobs_mode,
     });
+    match shared.renderer.floor() {
+        Some(f) => {
+            if !cfg.quiet {
+                note!(
+                    "gyre record: a conversation of more than max_model_len × {} bytes of \
+                     rendered text is refused before tokenising (no token of this tokenizer is \
+                     longer)",
+                    f.max_token_bytes
+                );
+            }
+        }
+        None => note!(
+            "gyre record: this tokenizer's normaliser can delete text, so conversations are not \
+             refused by length before tokenising; only --max-request-mb bounds them"
+        ),
+    }
     if cfg.logprobs_mode.is_none() {
         note!(
             "gyre record: the upstream's log-prob mode is not known, so recorded as unknown: \
@@ -392,12 +410,14 @@ fn model_router(shared: Arc<Shared>) -> Router {
         )
         .route(
             "/x/{execution}/{capability}/v1/messages/count_tokens",
-            post(|s: State<Arc<Shared>>, p: Scope, b: Body| async move {
-                match scope(&s, &p) {
-                    Ok(_) => count_tokens(s, b).await,
-                    Err(e) => error_response(Api::Anthropic, &e),
-                }
-            }),
+            post(
+                |s: State<Arc<Shared>>, p: Scope, h: HeaderMap, b: Body| async move {
+                    match scope(&s, &p) {
+                        Ok(_) => count_tokens(s, h, b).await,
+                        Err(e) => error_response(Api::Anthropic, &e),
+                    }
+                },
+            ),
         )
         .route(
             "/x/{execution}/{capability}/v1/models",
@@ -475,9 +495,29 @@ async fn scoped_chat(
     }
 }
 
-/// The body, read within the read timeout and the size limit.
-async fn read_body(body: Body, timeout: Duration) -> Result<Bytes, ApiError> {
-    match tokio::time::timeout(timeout, axum::body::to_bytes(body, BODY_LIMIT)).await {
+/// The body, read within the read timeout and the size limit (a larger body is a 413,
+/// refused from its `content-length` before it is read when it has one).
+async fn read_body(st: &Shared, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    let limit = st.max_request_bytes;
+    let too_large = |size: String| {
+        ApiError::new(
+            ErrorKind::TooLarge,
+            format!(
+                "the request body is {size}; gyre record reads at most {limit} bytes \
+                 (--max-request-mb {}); nothing was recorded",
+                limit >> 20
+            ),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|&n| n > limit as u64) {
+        return Err(too_large(format!("{n} bytes")));
+    }
+    let timeout = st.read_timeout;
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
         Err(_) => Err(ApiError::new(
             ErrorKind::InvalidRequest,
             format!(
@@ -485,13 +525,20 @@ async fn read_body(body: Body, timeout: Duration) -> Result<Bytes, ApiError> {
                 timeout.as_secs_f64()
             ),
         )),
-        Ok(Err(e)) => Err(ApiError::new(
-            ErrorKind::InvalidRequest,
-            format!(
-                "reading the request body failed (at most {} MiB): {e}",
-                BODY_LIMIT >> 20
-            ),
-        )),
+        Ok(Err(e)) => {
+            let inner = e.into_inner();
+            let limited =
+                std::iter::successors(Some(&*inner as &dyn std::error::Error), |e| e.source())
+                    .any(|e| e.is::<http_body_util::LengthLimitError>());
+            if limited {
+                Err(too_large(format!("more than {limit} bytes")))
+            } else {
+                Err(ApiError::new(
+                    ErrorKind::InvalidRequest,
+                    format!("reading the request body failed: {inner}"),
+                ))
+            }
+        }
         Ok(Ok(b)) => Ok(b),
     }
 }
@@ -512,8 +559,8 @@ async fn chat(
         );
     }
     let started = Instant::now();
-    let handled = match read_body(body, st.read_timeout).await {
-        Ok(body) => handle(&st, api, pinned, &headers, &body).await,
+    let handled = match read_body(&st, &headers, body).await {
+        Ok(body) => handle(&st, api, pinned, &headers, body).await,
         Err(e) => Err(e),
     };
     match handled {
@@ -599,14 +646,21 @@ async fn handle(
     api: Api,
     pinned: Option<String>,
     headers: &HeaderMap,
-    body: &[u8],
+    body: Bytes,
 ) -> Result<(Response, String), ApiError> {
     let started = Instant::now();
-    let req = parse_body(api, body)?;
+    let req = parse_body(api, &body)?;
+    // Only the parsed conversation is kept while rendering.
+    drop(body);
     let hints = hints(headers, &req, pinned)?;
     let t = hints.arrived;
+    let limit = st
+        .upstream
+        .context_len()
+        .await?
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let prep_st = Arc::clone(st);
-    let (req, attr, ctx) = tokio::task::spawn_blocking(move || prep_st.prepare(req, &hints))
+    let (req, attr, ctx) = tokio::task::spawn_blocking(move || prep_st.prepare(req, &hints, limit))
         .await
         .map_err(|e| ApiError::new(ErrorKind::Internal, format!("rendering failed: {e}")))??;
     let prepared = started.elapsed();
@@ -756,27 +810,37 @@ fn sse(text: String) -> Response {
 }
 
 impl Shared {
-    /// Attribution and the rendered context (CPU work: runs off the async workers).
+    /// Attribution and the rendered context (CPU work: runs off the async workers). The
+    /// journal is locked for the attribution only; rendering takes no shared lock. A context
+    /// surely longer than `limit` (the upstream's `max_model_len`) is refused before it is
+    /// tokenised.
     fn prepare(
         &self,
         mut req: ChatRequest,
         hints: &Hints,
+        limit: Option<usize>,
     ) -> Result<(ChatRequest, Attribution, Context), ApiError> {
-        let opts = RenderOptions {
-            add_generation_prompt: true,
-            enable_thinking: req.enable_thinking,
+        let shape = Shape {
+            opts: RenderOptions {
+                add_generation_prompt: true,
+                enable_thinking: req.enable_thinking,
+            },
+            prefill: req.prefill,
+            limit,
         };
         let mut turns = std::mem::take(&mut req.turns);
         let (attr, ctx) = {
-            let (rturns, attr) = lock(&self.journal).attribute(&mut turns, hints)?;
-            let ctx = lock(&self.renderer)
-                .context(&rturns, &req.tools, opts)
-                .map_err(|e| {
-                    ApiError::new(
-                        ErrorKind::InvalidRequest,
-                        format!("rendering the conversation with the chat template: {e:#}"),
-                    )
-                })?;
+            let (mut rturns, attr) = lock(&self.journal).attribute(&mut turns, hints)?;
+            if req.prefill {
+                // The harness wrote the prefill: it is rendered (and left open), never restored.
+                if let Some(last) = rturns.last_mut() {
+                    last.candidates.clear();
+                }
+            }
+            let ctx = self
+                .renderer
+                .context(&rturns, &req.tools, shape)
+                .map_err(render_error)?;
             (attr, ctx)
         };
         req.turns = turns;
@@ -784,12 +848,31 @@ impl Shared {
     }
 }
 
-async fn count_tokens(State(st): State<Arc<Shared>>, body: Body) -> Response {
+/// A rendering failure as the client's error: too long for the context, or a conversation the
+/// template refuses.
+fn render_error(e: eyre::Report) -> ApiError {
+    match e.downcast_ref::<TooLong>() {
+        Some(t) => ApiError::invalid("messages", t.to_string()),
+        None => ApiError::new(
+            ErrorKind::InvalidRequest,
+            format!("rendering the conversation with the chat template: {e:#}"),
+        ),
+    }
+}
+
+async fn count_tokens(State(st): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
     let api = Api::Anthropic;
-    let body = match read_body(body, st.read_timeout).await {
+    let body = match read_body(&st, &headers, body).await {
         Ok(b) => b,
         Err(e) => return error_response(api, &e),
     };
+    // Counting needs no upstream: without its context length, no length limit.
+    let limit = st
+        .upstream
+        .context_len()
+        .await
+        .unwrap_or(None)
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let counted = (|| {
         let mut value: Value = serde_json::from_slice(&body).map_err(|e| {
             ApiError::new(
@@ -809,14 +892,18 @@ async fn count_tokens(State(st): State<Arc<Shared>>, body: Body) -> Response {
                 candidates: Vec::new(),
             })
             .collect();
-        let opts = RenderOptions {
-            add_generation_prompt: true,
-            enable_thinking: req.enable_thinking,
+        let shape = Shape {
+            opts: RenderOptions {
+                add_generation_prompt: true,
+                enable_thinking: req.enable_thinking,
+            },
+            prefill: req.prefill,
+            limit,
         };
-        lock(&st.renderer)
-            .context(&rturns, &req.tools, opts)
+        st.renderer
+            .context(&rturns, &req.tools, shape)
             .map(|c| c.tokens.len())
-            .map_err(|e| ApiError::new(ErrorKind::InvalidRequest, format!("{e:#}")))
+            .map_err(render_error)
     })();
     match counted {
         Ok(n) => axum::Json(json!({ "input_tokens": n })).into_response(),
@@ -863,14 +950,14 @@ async fn require_token(State(st): State<Arc<Shared>>, req: Request, next: Next) 
     resp
 }
 
-async fn control_body(st: &Shared, body: Body) -> Result<Value, ApiError> {
-    gyre_body(&read_body(body, st.read_timeout).await?)
+async fn control_body(st: &Shared, headers: &HeaderMap, body: Body) -> Result<Value, ApiError> {
+    gyre_body(&read_body(st, headers, body).await?)
 }
 
 /// `POST /gyre/executions`: issues an execution and its capability URL.
-async fn issue(State(st): State<Arc<Shared>>, body: Body) -> Response {
+async fn issue(State(st): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
     let issued = async {
-        let bytes = read_body(body, st.read_timeout).await?;
+        let bytes = read_body(&st, &headers, body).await?;
         let v = if bytes.iter().all(u8::is_ascii_whitespace) {
             json!({})
         } else {
@@ -930,8 +1017,8 @@ async fn issue(State(st): State<Arc<Shared>>, body: Body) -> Response {
     }
 }
 
-async fn closure(State(st): State<Arc<Shared>>, body: Body) -> Response {
-    let done = match control_body(&st, body).await {
+async fn closure(State(st): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    let done = match control_body(&st, &headers, body).await {
         Ok(v) => lock(&st.journal).closure(&v).map(|()| v),
         Err(e) => Err(e),
     };
@@ -947,8 +1034,8 @@ async fn closure(State(st): State<Arc<Shared>>, body: Body) -> Response {
     }
 }
 
-async fn assessment(State(st): State<Arc<Shared>>, body: Body) -> Response {
-    let done = match control_body(&st, body).await {
+async fn assessment(State(st): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    let done = match control_body(&st, &headers, body).await {
         Ok(v) => lock(&st.journal).assessment(&v),
         Err(e) => Err(e),
     };

@@ -218,6 +218,16 @@ impl Upstream {
         Ok(served)
     }
 
+    /// The served model's context length (`max_model_len`), when `/v1/models` says it; for
+    /// vLLM a failed `/v1/models` is the error [`complete`](Self::complete) would give (SGLang
+    /// needs no model name: `None`).
+    pub async fn context_len(&self) -> Result<Option<u64>, ApiError> {
+        match self.flavor {
+            Flavor::Vllm => Ok(self.served().await?.max_model_len),
+            Flavor::Sglang => Ok(self.served().await.ok().and_then(|s| s.max_model_len)),
+        }
+    }
+
     /// The model name for `/v1/models` answers: the upstream's, else `fallback`.
     pub async fn model(&self, fallback: &str) -> String {
         self.served()

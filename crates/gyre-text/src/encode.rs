@@ -4,9 +4,12 @@
 //! HuggingFace splits text on added tokens (leftmost-longest) before the pre-tokenizer runs, so
 //! the pieces between added tokens tokenise independently: caching the ids of those pieces gives
 //! exactly the same ids while each message of a long conversation is tokenised once, however
-//! many later contexts repeat it. Used by `gyre synth` and `gyre import`.
+//! many later contexts repeat it. Used by `gyre synth`, `gyre import` and `gyre record`; the
+//! cache is shared behind a lock held only to look a piece up or store it, so one encoder serves
+//! concurrent requests (tokenising happens outside the lock).
 
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use eyre::{Result, bail, eyre};
@@ -24,8 +27,13 @@ pub struct CachedEncoder {
     tok: TokenText,
     added: AhoCorasick,
     added_ids: Vec<u32>,
-    cache: HashMap<Box<str>, Piece>,
-    cached_bytes: usize,
+    cache: Mutex<Cache>,
+}
+
+#[derive(Default)]
+struct Cache {
+    pieces: HashMap<Box<str>, Piece>,
+    bytes: usize,
 }
 
 /// Past this many cached bytes the cache is cleared (bounds memory on huge inputs).
@@ -49,9 +57,13 @@ impl CachedEncoder {
             tok,
             added,
             added_ids: ids,
-            cache: HashMap::new(),
-            cached_bytes: 0,
+            cache: Mutex::new(Cache::default()),
         })
+    }
+
+    fn cache(&self) -> MutexGuard<'_, Cache> {
+        // The cache is only ever extended or cleared whole: a panic elsewhere leaves it valid.
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The tokenizer.
@@ -60,7 +72,7 @@ impl CachedEncoder {
     }
 
     /// Ids of `text` (HuggingFace `encode(text, add_special_tokens=False)`).
-    pub fn encode(&mut self, text: &str) -> Result<Vec<u32>> {
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let mut ids = Vec::new();
         let mut starts = Vec::new();
         self.encode_into(text, &mut ids, &mut starts)?;
@@ -68,19 +80,14 @@ impl CachedEncoder {
     }
 
     /// Ids of `text` and the byte offset where each token starts.
-    pub fn encode_with_starts(&mut self, text: &str) -> Result<(Vec<u32>, Vec<usize>)> {
+    pub fn encode_with_starts(&self, text: &str) -> Result<(Vec<u32>, Vec<usize>)> {
         let mut ids = Vec::new();
         let mut starts = Vec::new();
         self.encode_into(text, &mut ids, &mut starts)?;
         Ok((ids, starts))
     }
 
-    fn encode_into(
-        &mut self,
-        text: &str,
-        ids: &mut Vec<u32>,
-        starts: &mut Vec<usize>,
-    ) -> Result<()> {
+    fn encode_into(&self, text: &str, ids: &mut Vec<u32>, starts: &mut Vec<usize>) -> Result<()> {
         let mut at = 0;
         let matches: Vec<_> = self.added.find_iter(text).collect();
         for m in matches {
@@ -93,7 +100,7 @@ impl CachedEncoder {
     }
 
     fn encode_plain(
-        &mut self,
+        &self,
         seg: &str,
         offset: usize,
         ids: &mut Vec<u32>,
@@ -102,18 +109,24 @@ impl CachedEncoder {
         if seg.is_empty() {
             return Ok(());
         }
-        if !self.cache.contains_key(seg) {
-            if self.cached_bytes > CACHE_LIMIT_BYTES {
-                self.cache.clear();
-                self.cached_bytes = 0;
-            }
-            let piece = self.tokenise_piece(seg)?;
-            self.cached_bytes += seg.len() + piece.ids.len() * 8;
-            self.cache.insert(seg.into(), piece);
+        let push = |piece: &Piece, ids: &mut Vec<u32>, starts: &mut Vec<usize>| {
+            ids.extend_from_slice(&piece.ids);
+            starts.extend(piece.starts.iter().map(|&s| offset + s as usize));
+        };
+        if let Some(piece) = self.cache().pieces.get(seg) {
+            push(piece, ids, starts);
+            return Ok(());
         }
-        let piece = &self.cache[seg];
-        ids.extend_from_slice(&piece.ids);
-        starts.extend(piece.starts.iter().map(|&s| offset + s as usize));
+        // Outside the lock: another request's long piece does not hold this one up.
+        let piece = self.tokenise_piece(seg)?;
+        push(&piece, ids, starts);
+        let mut cache = self.cache();
+        if cache.bytes > CACHE_LIMIT_BYTES {
+            cache.pieces.clear();
+            cache.bytes = 0;
+        }
+        cache.bytes += seg.len() + piece.ids.len() * 8;
+        cache.pieces.insert(seg.into(), piece);
         Ok(())
     }
 

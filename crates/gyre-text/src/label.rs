@@ -95,7 +95,7 @@ impl CachedEncoder {
     /// outside every part). `parts` must be sorted and disjoint. Span ends are relative to the
     /// returned ids.
     pub fn encode_labelled<C: Clone + PartialEq>(
-        &mut self,
+        &self,
         text: &str,
         parts: &[Part<C>],
     ) -> Result<(Vec<u32>, Vec<Span<C>>)> {

@@ -506,6 +506,40 @@ def claude_code_today(base):
     assert r.stop_reason == "end_turn", r.content
 
 
+def prefill(base):
+    """Claude Code's title call: the last message is an assistant prefill `{`. The model continues
+    that turn, and the client gets the continuation only (as from Anthropic's API), so `{` plus
+    the text is the JSON. Streamed and not; vLLM's continue_final_message over the Chat API."""
+    client = anthropic_client(base, "title")
+    messages = [
+        {"role": "user", "content": "Write a 3-word title for this session: run shell steps."},
+        {"role": "assistant", "content": "{"},
+    ]
+    r = client.messages.create(model="p", max_tokens=512, messages=messages)
+    assert r.stop_reason == "end_turn", r
+    text = "".join(b.text for b in r.content if b.type == "text")
+    assert text == '"title": "Shell steps"}', text
+    assert json.loads("{" + text) == {"title": "Shell steps"}
+    with client.messages.stream(model="p", max_tokens=32000, messages=messages) as s:
+        streamed = s.get_final_message()
+    assert "".join(b.text for b in streamed.content if b.type == "text") == text
+    # Prefill given as a text block; trailing whitespace is refused, as Anthropic's API does.
+    blocks = [messages[0], {"role": "assistant", "content": [{"type": "text", "text": "Well"}]}]
+    r = client.messages.create(model="p", max_tokens=100, messages=blocks)
+    assert r.content[0].text == " and so on.", r.content
+    bad = [messages[0], {"role": "assistant", "content": "Well "}]
+    try:
+        client.messages.create(model="p", max_tokens=100, messages=bad)
+        raise AssertionError("a prefill ending in whitespace was accepted")
+    except anthropic.BadRequestError as e:
+        assert "trailing whitespace" in str(e), e
+    chat = openai_client(base, "title-chat").chat.completions.create(
+        model="p", messages=[{"role": "user", "content": "Name it."},
+                             {"role": "assistant", "content": "{"}],
+        extra_body={"continue_final_message": True, "add_generation_prompt": False})
+    assert chat.choices[0].message.content == '"title": "Shell steps"}', chat
+
+
 def context(base):
     """Claude Code's max_tokens 32000 on a small context, and a client that sends none."""
     an = anthropic_client(base, "ctx-claude")
@@ -587,6 +621,7 @@ SCENARIOS = {
     "edited": edited,
     "claude-code-today": claude_code_today,
     "context": context,
+    "prefill": prefill,
     "sampling": sampling,
     "stops": stops,
 }

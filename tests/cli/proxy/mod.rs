@@ -204,6 +204,18 @@ pub fn http_with(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String) {
+    let (status, _, body) = http_full(base, method, path, headers, body);
+    (status, body)
+}
+
+/// [`http_with`], the answer's header block too: (status, header, body).
+pub fn http_full(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
     let addr = base.trim_start_matches("http://");
     let extra: String = headers
         .iter()
@@ -241,11 +253,8 @@ pub fn http_with(
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no status in {text:?}"));
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_owned();
-    (status, body)
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (status, head.to_owned(), body.to_owned())
 }
 
 /// Reads from `s` until the peer closes it (or the 30 s guard expires: then `false`).

@@ -9,6 +9,11 @@
 //!   results are in the prompt, a thought, a line of text and one `bash` call (or, when the
 //!   first message says `delegate` and nothing ran yet, a `Task` call); then a final answer.
 //!
+//! A prompt that ends inside an assistant turn (a prefill: text after the last
+//! `<|im_start|>assistant\n`, past an empty think block, and no end-of-turn token) is continued:
+//! a prefill `{` gets `"title": "Shell steps"}` (what Claude Code's title call wants), any other
+//! ` and so on.`.
+//!
 //! vLLM's own defaults are kept: without `max_tokens` 16 tokens are sampled, and a prompt
 //! longer than `max_model_len − max_tokens` is a 400. `/v1/models` lists the models with their
 //! `max_model_len`, and can answer 503 for its first calls (a server still loading).
@@ -200,6 +205,23 @@ enum Plan {
 const COMPACTION_ASK: &str = "create a detailed summary of the conversation so far";
 
 fn plan(prompt_text: &str) -> Plan {
+    let open_turn = prompt_text
+        .rsplit("<|im_start|>assistant\n")
+        .next()
+        .unwrap_or_default();
+    let open_turn = open_turn
+        .strip_prefix("<think>\n\n</think>\n\n")
+        .unwrap_or(open_turn);
+    if prompt_text.contains("<|im_start|>assistant\n")
+        && !open_turn.is_empty()
+        && !open_turn.contains("<|im_end|>")
+    {
+        return Plan::Text(if open_turn.ends_with('{') {
+            "\"title\": \"Shell steps\"}<|im_end|>".into()
+        } else {
+            " and so on.<|im_end|>".into()
+        });
+    }
     let last_user = prompt_text
         .rsplit("<|im_start|>user\n")
         .next()

@@ -312,7 +312,7 @@ fn bundled_demo_is_current() {
 #[test]
 fn encoder_matches_the_tokenizer() {
     let tok = TokenText::qwen3().unwrap();
-    let mut enc = gyre_text::CachedEncoder::new(tok.clone()).unwrap();
+    let enc = gyre_text::CachedEncoder::new(tok.clone()).unwrap();
     let text = std::fs::read_to_string(fixture("claude-code/tool_heavy.jsonl")).unwrap();
     let text = format!("<|im_start|>user\n{text}<|im_end|>\n<think>\nx</think>\u{e9}\u{301}");
     assert_eq!(enc.encode(&text).unwrap(), tok.encode(&text).unwrap());
