@@ -76,12 +76,15 @@ def test_packs_never_split_an_execution_across_steps(rows):
         assert np.concatenate([p.rows for p in packs]).tolist() == list(range(len(step)))
 
 
-def test_cu_seqlens_positions_and_per_token_arrays_agree_with_the_rows(rows):
+@pytest.mark.parametrize("dummy", ["short", "full"])
+def test_cu_seqlens_positions_and_per_token_arrays_agree_with_the_rows(rows, dummy):
     step = rows.steps(executions=7)[0]
     budget = longest(step) * 2
-    recs = list(step.iter(numpy=True))
-    coefs = step.coefficients()
-    packs = packing(step, max_tokens=budget)
+    # The rows as packing lays them out (a short dummy keeps one prompt and one response token).
+    recs, coefs = gyre.trainers.layout(step, dummy=dummy)
+    if dummy == "full":
+        assert all(np.array_equal(r["tokens"], o["tokens"]) for r, o in zip(recs, step.iter(numpy=True)))
+    packs = packing(step, max_tokens=budget, dummy=dummy)
     for p in packs:
         cu = p.cu_seqlens
         assert cu.dtype == np.int32 and cu[0] == 0 and cu[-1] == len(p.input_ids) <= budget
@@ -101,14 +104,14 @@ def test_cu_seqlens_positions_and_per_token_arrays_agree_with_the_rows(rows):
             np.testing.assert_array_equal(p.old_log_probs[lo + pl : hi][m], r["logprobs"][m])
             assert np.all(p.advantages[lo + pl : hi] == r["advantage"])
     # A budget of the longest row packs the next row into a fresh pack exactly when it would not fit.
-    tight = packing(step, max_tokens=longest(step))
+    tight = packing(step, max_tokens=longest(step), dummy=dummy)
     for a, b in zip(tight, tight[1:]):
         assert a.cu_seqlens[-1] + len(recs[b.rows[0]]["tokens"]) > longest(step)
 
 
 def test_a_row_longer_than_the_budget_is_an_error_naming_it(rows):
     step = rows.steps(executions=4)[0]
-    recs = list(step.iter(numpy=True))
+    recs = gyre.trainers.layout(step)[0]
     k = max(range(len(recs)), key=lambda i: len(recs[i]["tokens"]))
     with pytest.raises(ValueError, match=f"row {k} \\(execution '{recs[k]['execution']}'.*max_tokens={len(recs[k]['tokens']) - 1}"):
         packing(step, max_tokens=len(recs[k]["tokens"]) - 1)

@@ -45,10 +45,21 @@ class UnitAdvantage:
 
 
 def noise(step, seed):
-    """log(current / old policy) per response token, keyed by (execution, draw): ratios from
-    0.55 to 1.8, so both clips bite."""
+    """log(current / old policy) per token of the row's path, keyed by (execution, draw): ratios
+    from 0.55 to 1.8, so both clips bite. Indexed by path position, so that any layout of the row
+    (gyre.trainers.layout) meets the same ratio at the same token."""
     rng = np.random.default_rng(seed)
-    return {(r["execution"], r["draw"]): rng.uniform(-0.6, 0.6, size=len(r["loss_mask"])) for r in step}
+    return {(r["execution"], r["draw"]): rng.uniform(-0.6, 0.6, size=len(r["tokens"])) for r in step}
+
+
+def response_ratios(log_ratios, recs):
+    """Each (laid-out) row's log-ratios over its response, `tokens[prompt_len:]`."""
+    return [log_ratios[(r["execution"], r["draw"])][r["prompt_len"] : len(r["tokens"])] for r in recs]
+
+
+def laid_out(rows, layout):
+    """`rows`' NumPy rows as an adapter given `layout` (keyword arguments) lays them out."""
+    return gyre.trainers.layout(rows, **layout)[0]
 
 
 def surrogate(a, log_ratio, dual_clip=False):
@@ -64,7 +75,8 @@ def contract_loss(step, log_ratios, dual_clip=False):
     per_exec = {}
     for r in step.iter(numpy=True):
         m = r["loss_mask"].astype(bool)
-        ell = surrogate(r["advantage"] or 0.0, log_ratios[(r["execution"], r["draw"])], dual_clip)[m]
+        lr = log_ratios[(r["execution"], r["draw"])][r["prompt_len"] :]
+        ell = surrogate(r["advantage"] or 0.0, lr, dual_clip)[m]
         per_exec.setdefault(r["execution"], []).extend(ell)
     return sum(np.mean(v) for v in per_exec.values() if v) / step.batch_executions
 
@@ -111,7 +123,7 @@ from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.core_algos import compute_policy_loss_vanilla  # noqa: E402
 
 
-def verl_step_loss(step, world, mode, log_ratios, seed, unit=False, scale_factor=None):
+def verl_step_loss(step, world, mode, log_ratios, seed, unit=False, scale_factor=None, layout={}):
     """verl's loss over one step: each rank's micro-batch losses summed (FSDP backward per
     micro-batch), the ranks' averaged (DDP). Returns the loss and, per rank, its advantages
     tensor (a leaf with `unit`: the loss's gradient gives each token's weight) and rows."""
@@ -122,16 +134,16 @@ def verl_step_loss(step, world, mode, log_ratios, seed, unit=False, scale_factor
         if len(rank) == 0:
             continue
         src = UnitAdvantage(rank) if unit else rank
-        dp = verl(src, loss_agg_mode=mode, dp_size=world, dtype=torch.float64, loss_scale_factor=scale_factor)
+        dp = verl(src, loss_agg_mode=mode, dp_size=world, dtype=torch.float64, loss_scale_factor=scale_factor, **layout)
         assert isinstance(dp, DataProto)
         b = dp.batch
         info = dp.meta_info["agg_loss_kwargs"]
         cfg = OmegaConf.create(
             {"clip_ratio": EPS_LOW, "clip_ratio_low": EPS_LOW, "clip_ratio_high": EPS_HIGH, "clip_ratio_c": CLIP_C, "global_batch_info": info}
         )
-        recs = list(rank)
+        recs = laid_out(rank, layout)
         width = b["responses"].shape[1]
-        lr = padded([log_ratios[(r["execution"], r["draw"])] for r in recs], width)
+        lr = padded(response_ratios(log_ratios, recs), width)
         adv = b["advantages"].clone().requires_grad_(unit)
         old = b["old_log_probs"]
         for mb in micro_batches(len(recs), rng):
@@ -162,7 +174,7 @@ def test_verl_dataproto_fields(rows):
     step = rows.steps(executions=4)[0]
     dp = verl(step)
     b = dp.batch
-    recs = list(step.iter(numpy=True))
+    recs = laid_out(step, {})
     for k, r in enumerate(recs):
         p, n = r["prompt_len"], len(r["tokens"]) - r["prompt_len"]
         ids = b["input_ids"][k][b["attention_mask"][k].bool()]
@@ -215,16 +227,16 @@ class _TrlSelf:
         return getattr(GRPOTrainer, name).__get__(self)
 
 
-def trl_step_loss(step, world, log_ratios, seed, unit=False):
+def trl_step_loss(step, world, log_ratios, seed, unit=False, layout={}):
     rng = np.random.default_rng(seed)
     total, parts = 0.0, []
     for rank in step.shard(world_size=world):
         if len(rank) == 0:
             continue
-        inputs = trl(UnitAdvantage(rank) if unit else rank, dtype=torch.float64)
-        recs = list(rank)
+        inputs = trl(UnitAdvantage(rank) if unit else rank, dtype=torch.float64, **layout)
+        recs = laid_out(rank, layout)
         width = inputs["completion_ids"].shape[1]
-        lr = padded([log_ratios[(r["execution"], r["draw"])] for r in recs], width)
+        lr = padded(response_ratios(log_ratios, recs), width)
         adv = inputs["advantages"].clone().requires_grad_(unit)
         me = _TrlSelf(world)
         for mb in micro_batches(len(recs), rng):
@@ -251,7 +263,7 @@ def test_trl_dapo_keeps_the_contract(rows, world):
 def test_trl_inputs(rows):
     step = rows.steps(executions=4)[1]
     x = trl(step)
-    for k, r in enumerate(step.iter(numpy=True)):
+    for k, r in enumerate(laid_out(step, {})):
         p, n = r["prompt_len"], len(r["tokens"]) - r["prompt_len"]
         ids = torch.cat([x["prompt_ids"][k][x["prompt_mask"][k].bool()], x["completion_ids"][k][x["completion_mask"][k].bool()]])
         np.testing.assert_array_equal(ids.numpy(), r["tokens"].astype(np.int64))
@@ -276,12 +288,12 @@ from skyrl.backends.skyrl_train.utils.ppo_utils import (  # noqa: E402
 from skyrl.train.config import AlgorithmConfig  # noqa: E402
 
 
-def skyrl_step_loss(step, world, reduction, log_ratios, seed, unit=False, max_seq_len=None):
+def skyrl_step_loss(step, world, reduction, log_ratios, seed, unit=False, max_seq_len=None, layout={}):
     """SkyRL over one step (one mini-batch): the step's advantages from the gyre estimator,
     scaled by the reduction over the mini-batch, then the policy loss summed over each rank's
     micro-batches, times dp_size (SkyRL's sum correction), averaged over ranks (DDP)."""
     rng = np.random.default_rng(seed)
-    out = skyrl(UnitAdvantage(step) if unit else step, loss_reduction=reduction, max_seq_len=max_seq_len)
+    out = skyrl(UnitAdvantage(step) if unit else step, loss_reduction=reduction, max_seq_len=max_seq_len, **layout)
     width = max((len(r) for r in out["response_ids"]), default=0)
     rewards = padded(out["rewards"], width)
     mask = padded(out["loss_masks"], width)
@@ -291,8 +303,8 @@ def skyrl_step_loss(step, world, reduction, log_ratios, seed, unit=False, max_se
     scaled = apply_loss_reduction_to_advantages_minibatch(
         advantages=adv, loss_mask=mask, loss_reduction=reduction, micro_batch_size=2, max_seq_len=max_seq_len or width
     )
-    recs = list(step)
-    lr = padded([log_ratios[(r["execution"], r["draw"])] for r in recs], width)
+    recs = laid_out(step, layout)
+    lr = padded(response_ratios(log_ratios, recs), width)
     where = {(r["execution"], r["draw"]): k for k, r in enumerate(recs)}
     cfg = AlgorithmConfig(eps_clip_low=EPS_LOW, eps_clip_high=EPS_HIGH, loss_reduction=reduction)
     total = 0.0
@@ -368,8 +380,8 @@ def test_slime_per_rollout_mean_keeps_the_contract(rows):
     for k, step in enumerate(rows.steps(executions=5)):
         lr = noise(step, 300 + k)
         samples = slime(step)
-        recs = list(step)
-        by_row = [lr[(r["execution"], r["draw"])] for r in recs]
+        recs = laid_out(step, {})
+        by_row = response_ratios(lr, recs)
         assert [s["response_length"] for s in samples] == [len(r["loss_mask"]) for r in recs]
         assert len({s["rollout_id"] for s in samples}) == step.batch_executions
         raw, trained = slime.reward_post_process(None, samples)
@@ -400,13 +412,11 @@ def test_prime_rl_rl_weights_keep_the_contract(rows):
         lr = noise(step, 400 + k)
         # gyre synth records no sampling settings: the temperature is the caller's.
         samples = prime_rl(step, temperature=1.0)
-        recs = list(step)
+        recs = laid_out(step, {})
         full = []
         for r, s in zip(recs, samples):
-            f = np.zeros(len(s["token_ids"]))
-            f[r["prompt_len"] :] = lr[(r["execution"], r["draw"])]
-            full.append(f)
-            assert s["token_ids"] == r["tokens"]
+            full.append(lr[(r["execution"], r["draw"])][: len(r["tokens"])])
+            assert s["token_ids"] == r["tokens"].tolist()
         assert prime_rl_step_loss(samples, full) == pytest.approx(contract_loss(step, lr), rel=1e-9, abs=1e-12)
 
 
@@ -439,3 +449,84 @@ def test_prime_rl_refuses_an_unknown_or_greedy_temperature():
     # The recorded temperature is the fact: the caller's only fills in where none was recorded.
     same = prime_rl(gyre.load(TEMPERATURES).admit().steps(executions=1)[0], temperature=2.0)[0]
     assert {same["temperatures"][i] for i in np.nonzero(same["mask"])[0]} == {0.7}
+
+
+# --- layouts: an earlier prompt/response split, short dummies ---------------------------------
+
+LAYOUTS = [{"split": "min_padding"}, {"split": 1, "dummy": "full"}, {"split": 40}, {"dummy": "full"}]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda x: ",".join(f"{k}={v}" for k, v in x.items()))
+def test_layouts_keep_the_contract(rows, layout):
+    for k, step in enumerate(rows.steps(executions=6)):
+        lr = noise(step, 500 + k)
+        for mode, world in (("token-mean", 3), ("seq-mean-token-mean", 1)):
+            got, _ = verl_step_loss(step, world, mode, lr, k, layout=layout)
+            assert float(got) == pytest.approx(contract_loss(step, lr, dual_clip=True), rel=1e-9, abs=1e-12)
+        got, _ = trl_step_loss(step, 2, lr, k, layout=layout)
+        assert float(got) == pytest.approx(contract_loss(step, lr), rel=1e-9, abs=1e-12)
+        got, _ = skyrl_step_loss(step, 3, "sequence_mean", lr, k, layout=layout)
+        assert float(got) == pytest.approx(contract_loss(step, lr), rel=1e-6, abs=1e-7)
+        loss, parts = verl_step_loss(step, 3, "token-mean", lr, k, unit=True, layout=layout)
+        loss.backward()
+        check_weights(step, unit_weights(parts))
+
+
+@pytest.mark.parametrize("split", ["first_target", "min_padding", 1, 40, 10**9])
+def test_a_layout_moves_only_the_split_and_cuts_only_dummies(rows, split):
+    plain = list(rows.iter(numpy=True))
+    recs, coefficients = gyre.trainers.layout(rows, split=split)
+    width = gyre.trainers._common.prompt_width(plain, split)
+    assert len(recs) == len(plain) and len(coefficients) == len(plain)
+    for r, c, old, old_c in zip(recs, coefficients, plain, rows.coefficients()):
+        assert (r["execution"], r["draw"]) == (old["execution"], old["draw"])
+        assert len(c) == len(r["loss_mask"]) == len(r["tokens"]) - r["prompt_len"] == len(r["logprobs"])
+        if old["dummy"]:
+            # One prompt token, one response token, no target: counted in B, no gradient.
+            assert len(r["tokens"]) == min(2, len(old["tokens"])) and not r["loss_mask"].any() and not c.any()
+            np.testing.assert_array_equal(r["tokens"], old["tokens"][:2])
+            continue
+        np.testing.assert_array_equal(r["tokens"], old["tokens"])
+        want_p = old["prompt_len"] if width is None else min(old["prompt_len"], width)
+        assert r["prompt_len"] == want_p
+        moved = old["prompt_len"] - want_p
+        # Everything moved into the response is a non-target with no coefficient and log-prob 0.
+        assert not r["loss_mask"][:moved].any() and not c[:moved].any() and not r["logprobs"][:moved].any()
+        np.testing.assert_array_equal(r["loss_mask"][moved:], old["loss_mask"])
+        np.testing.assert_array_equal(c[moved:], old_c)
+        np.testing.assert_array_equal(r["logprobs"][moved:], old["logprobs"])
+
+
+def test_min_padding_is_the_fewest_padded_cells(rows):
+    from gyre.trainers import _common
+
+    for step in [rows, *rows.steps(executions=5)]:
+        best = gyre.trainers.padding(step, split="min_padding")
+        plain = list(step.iter(numpy=True))
+        top = max(int(r["prompt_len"]) for r in plain)
+        cells = {p: gyre.trainers.padding(step, split=p)["padded"] for p in range(1, top + 1)}
+        assert best["padded"] == min(cells.values())
+        # The largest such width: fewer response positions to compute log-probs for.
+        assert best["prompt_width"] == max(p for p, c in cells.items() if c == best["padded"])
+        assert best["padded"] <= gyre.trainers.padding(step)["padded"]
+        assert best["real"] == gyre.trainers.padding(step)["real"] == sum(len(r["tokens"]) for r in _common.layout(plain, step.coefficients())[0])
+
+
+def test_layouts_say_what_they_save(rows):
+    full = gyre.trainers.padding(rows, dummy="full")
+    short = gyre.trainers.padding(rows)
+    best = gyre.trainers.padding(rows, split="min_padding")
+    dummies = [r for r in rows.iter(numpy=True) if r["dummy"]]
+    assert dummies, "the synth batch has dummy executions"
+    assert full["dummy_tokens"] == sum(len(r["tokens"]) for r in dummies)
+    assert short["dummy_tokens"] == sum(min(2, len(r["tokens"])) for r in dummies)
+    assert short["real"] == full["real"] - full["dummy_tokens"] + short["dummy_tokens"]
+    assert best["fill"] > short["fill"]
+
+
+def test_layouts_refuse_what_they_cannot_do(rows):
+    for bad, match in ((0, "at least 1"), (-3, "at least 1"), ("last_target", "must be one of"), (True, "must be one of"), (2.5, "must be one of")):
+        with pytest.raises(ValueError, match=match):
+            verl(rows, split=bad)
+    with pytest.raises(ValueError, match="dummy must be one of short, full"):
+        trl(rows, dummy="none")

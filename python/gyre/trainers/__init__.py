@@ -18,3 +18,42 @@ step) or one rank's shard of a step (``step.shard(world_size=K)[rank]``). docs/t
 per trainer, the settings to use and the ones that break the contract.
 """
 
+
+from typing import Any, Dict, List, Tuple, Union
+
+import numpy as np
+
+from . import _common
+from ._common import DUMMIES, SPLITS
+
+
+def layout(
+    rows: Any, *, split: Union[str, int] = "first_target", dummy: str = "short"
+) -> Tuple[List[dict], List[np.ndarray]]:
+    """``rows``' NumPy rows and coefficients laid out as the adapters lay them out: ``dummy``
+    (``"short"``: a dummy's placeholder cut to one prompt and one response token; ``"full"``) and
+    ``split`` (``"first_target"``, ``"min_padding"`` or a prompt width ``P`` ≥ 1: the
+    prompt/response boundary moved earlier for padded ``(prompt | response)`` trainers). Targets,
+    weights and coefficients are never changed; tokens moved into a response are not targets."""
+    s = _common.step_rows(rows, need_advantage=False, split=split, dummy=dummy)
+    return s.rows, s.coefficients
+
+
+def padding(rows: Any, *, split: Union[str, int] = "first_target", dummy: str = "short") -> Dict[str, Any]:
+    """What a padded ``(prompt | response)`` batch of ``rows`` costs under a layout (see
+    :func:`layout`): ``real`` and ``padded`` token cells and ``fill`` (their ratio),
+    ``prompt_width`` and ``response_width``, and ``dummy_tokens`` (forward tokens of dummy rows,
+    which have no gradient)."""
+    recs, _ = layout(rows, split=split, dummy=dummy)
+    real, padded = _common.padded_cells(recs)
+    return {
+        "real": real,
+        "padded": padded,
+        "fill": real / padded if padded else 1.0,
+        "prompt_width": max((int(r["prompt_len"]) for r in recs), default=0),
+        "response_width": max((len(r["tokens"]) - int(r["prompt_len"]) for r in recs), default=0),
+        "dummy_tokens": sum(len(r["tokens"]) for r in recs if r["dummy"]),
+    }
+
+
+__all__ = ["DUMMIES", "SPLITS", "layout", "padding"]

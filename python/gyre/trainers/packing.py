@@ -75,12 +75,12 @@ class Pack:
         return _repeat(self.segments())
 
 
-def adapt(rows: Any, *, max_tokens: int) -> List[Pack]:
+def adapt(rows: Any, *, max_tokens: int, dummy: str = "short") -> List[Pack]:
     """``rows`` (one step, or one rank's shard of it) packed under ``max_tokens``; see the module
-    docstring."""
+    docstring. ``dummy`` as in ``gyre.trainers.layout``."""
     if max_tokens <= 0:
         raise ValueError(f"max_tokens must be positive, not {max_tokens}")
-    s = _common.step_rows(rows, need_advantage=False)
+    s = _common.step_rows(rows, need_advantage=False, dummy=dummy)
     bins: List[List[int]] = []
     used = max_tokens
     for k, r in enumerate(s.rows):
@@ -98,9 +98,9 @@ def adapt(rows: Any, *, max_tokens: int) -> List[Pack]:
     return [_pack(s, ks) for ks in bins]
 
 
-def pack_steps(rows: Any, *, executions: int, max_tokens: int) -> List[List[Pack]]:
+def pack_steps(rows: Any, *, executions: int, max_tokens: int, dummy: str = "short") -> List[List[Pack]]:
     """Per optimizer step of ``executions`` whole executions (``rows.steps``), its packs."""
-    return [adapt(step, max_tokens=max_tokens) for step in rows.steps(executions=executions)]
+    return [adapt(step, max_tokens=max_tokens, dummy=dummy) for step in rows.steps(executions=executions)]
 
 
 def prefix_repeat(rows: Any) -> float:

@@ -55,10 +55,13 @@ def token_temperatures(row: Dict[str, Any], fallback: Optional[float]) -> np.nda
     return temps
 
 
-def adapt(rows: Any, *, temperature: Optional[float] = None, env_name: str = "gyre") -> List[Dict[str, Any]]:
+def adapt(
+    rows: Any, *, temperature: Optional[float] = None, env_name: str = "gyre", dummy: str = "short"
+) -> List[Dict[str, Any]]:
     """``rows`` (one step) as prime-rl training samples; ``temperature`` is used only for targets
-    whose request recorded none. See the module docstring."""
-    s = _common.step_rows(rows)
+    whose request recorded none; ``dummy`` as in ``gyre.trainers.layout``. See the module
+    docstring."""
+    s = _common.step_rows(rows, dummy=dummy)
     n = float(max(s.step_targets, 1))
     out = []
     for r, c in zip(s.rows, s.coefficients):

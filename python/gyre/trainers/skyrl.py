@@ -27,7 +27,7 @@ entropy loss. Refused: ``token_mean_legacy`` (it divides by each micro-batch's t
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
@@ -51,9 +51,17 @@ def _scale(reduction: str, mask_sum: int, s: _common.StepRows, max_seq_len: Opti
     )
 
 
-def adapt(rows: Any, *, loss_reduction: str = "token_mean", max_seq_len: Optional[int] = None) -> Dict[str, Any]:
-    """``rows`` (one step) as SkyRL's ``GeneratorOutput``; see the module docstring."""
-    s = _common.step_rows(rows)
+def adapt(
+    rows: Any,
+    *,
+    loss_reduction: str = "token_mean",
+    max_seq_len: Optional[int] = None,
+    split: Union[str, int] = "first_target",
+    dummy: str = "short",
+) -> Dict[str, Any]:
+    """``rows`` (one step) as SkyRL's ``GeneratorOutput``; see the module docstring. ``split``
+    and ``dummy`` lay the rows out (``gyre.trainers.layout``)."""
+    s = _common.step_rows(rows, split=split, dummy=dummy)
     recs = s.rows
     rewards: List[List[float]] = []
     for r, c in zip(recs, s.coefficients):

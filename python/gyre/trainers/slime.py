@@ -30,9 +30,10 @@ from typing import Any, List, Tuple
 from . import _common
 
 
-def adapt(rows: Any) -> List[Any]:
-    """``rows`` (one step) as slime samples; see the module docstring."""
-    s = _common.step_rows(rows)
+def adapt(rows: Any, *, dummy: str = "short") -> List[Any]:
+    """``rows`` (one step) as slime samples; see the module docstring. ``dummy`` as in
+    ``gyre.trainers.layout``."""
+    s = _common.step_rows(rows, dummy=dummy)
     try:
         from slime.utils.types import Sample  # type: ignore[import-not-found]
     except Exception:

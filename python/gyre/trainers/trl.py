@@ -27,22 +27,31 @@ split: they break the contract.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Union
 
 import numpy as np
 
 from . import _common
 
 
-def adapt(rows: Any, *, pad_token_id: int = 0, dtype: Any = None, device: Any = None) -> Dict[str, Any]:
+def adapt(
+    rows: Any,
+    *,
+    pad_token_id: int = 0,
+    dtype: Any = None,
+    device: Any = None,
+    split: Union[str, int] = "first_target",
+    dummy: str = "short",
+) -> Dict[str, Any]:
     """``rows`` (one generation batch = one step; on several processes, the process's shard of
-    it) as ``_generate_and_score_completions``' output; see the module docstring."""
+    it) as ``_generate_and_score_completions``' output; see the module docstring. ``split`` and
+    ``dummy`` lay the rows out (``gyre.trainers.layout``)."""
     import torch
 
     from .. import torch as gtorch
 
     fdtype = torch.float32 if dtype is None else dtype
-    s = _common.step_rows(rows)
+    s = _common.step_rows(rows, split=split, dummy=dummy)
     recs = s.rows
     n = float(max(s.step_targets, 1))
     prompts = [_common.prompt(r).astype(np.int64) for r in recs]

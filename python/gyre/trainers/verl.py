@@ -22,7 +22,7 @@ denominator ``agg_loss`` will divide by, so that the two cancel:
 ``token-mean`` (default)   ``batch_num_tokens``: the step's targets (all ranks)
 ``token-sum``              1
 ``seq-mean-token-sum``     ``global_batch_size``: the step's rows (all ranks)
-``seq-mean-token-mean``    ``global_batch_size · (targets of the row + 1e-8)``
+``seq-mean-token-mean``    ``global_batch_size · targets of the row``
 ``seq-mean-token-sum-norm`` ``global_batch_size · loss_scale_factor`` (must be given)
 =========================  ===================================================================
 
@@ -40,7 +40,7 @@ the step) change ``D`` and split executions.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
@@ -57,7 +57,9 @@ def _scale(mode: str, mask_sum: int, s: _common.StepRows, loss_scale_factor: Opt
     if mode == "seq-mean-token-sum":
         return float(s.step_rows)
     if mode == "seq-mean-token-mean":
-        return float(s.step_rows) * (mask_sum + 1e-8)
+        # agg_loss divides by `mask_sum + 1e-8` computed from the int64 response_mask: a float32
+        # tensor, in which that sum is mask_sum exactly (below 2**24 tokens per row).
+        return float(s.step_rows) * max(mask_sum, 1)
     if mode == "seq-mean-token-sum-norm":
         if loss_scale_factor is None:
             raise ValueError(
@@ -77,16 +79,20 @@ def adapt(
     pad_token_id: int = 0,
     dtype: Any = None,
     dataproto: Optional[bool] = None,
+    split: Union[str, int] = "first_target",
+    dummy: str = "short",
 ) -> Any:
     """``rows`` (one step, or one rank's shard of a step) as verl's training batch; see the
     module docstring. ``dtype`` is the float dtype (``torch.float32`` default);
-    ``dataproto=False`` returns a plain dict even when verl is importable."""
+    ``dataproto=False`` returns a plain dict even when verl is importable. ``split`` and
+    ``dummy`` lay the rows out (``gyre.trainers.layout``: ``split="min_padding"`` for the
+    fewest padded cells)."""
     import torch
 
     from .. import torch as gtorch
 
     fdtype = torch.float32 if dtype is None else dtype
-    s = _common.step_rows(rows)
+    s = _common.step_rows(rows, split=split, dummy=dummy)
     recs = s.rows
     prompts = [_common.prompt(r).astype(np.int64) for r in recs]
     responses = [_common.response(r).astype(np.int64) for r in recs]
