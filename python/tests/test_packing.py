@@ -3,6 +3,8 @@ docs/format.md §6 loss of the step, however the step is packed or dealt to rank
 its step; cu_seqlens, position_ids and the per-token arrays agree with the rows; the prefix-repeat
 figure and the prefix-tree hook against a trie built here."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -151,3 +153,17 @@ def test_prefix_repeat_and_the_prefix_tree_hook(rows):
     figure = packing.prefix_repeat(step)
     assert figure == pytest.approx(sum(len(s) for s in whole) / trie_nodes(whole), rel=1e-15)
     assert figure > 1.5  # synth's rows repeat their executions' shared prefixes
+
+
+def test_gyre_stats_reports_the_same_prefix_repeat(tmp_path):
+    # The engine's figure (`gyre stats`) over the rows `gyre admit` writes is this module's,
+    # counted with an independent trie.
+    path = tmp_path / "synth.jsonl"
+    run_gyre("synth", "--out", path, "--executions", "12", "--turns", "5", "--context", "3000", "--seed", 4)
+    for jmax in ("5", "1", "0"):
+        stats = json.loads(run_gyre("stats", path, "--jmax", jmax, "--json").stdout)
+        rows = gyre.load(path).admit(jmax=int(jmax))
+        whole = [r["tokens"] for r in rows.iter(numpy=True)]
+        assert stats["row_tokens"] == rows.tokens == sum(len(s) for s in whole)
+        assert stats["row_prefix_tokens"] == trie_nodes(whole)
+        assert stats["prefix_repeat"] == pytest.approx(packing.prefix_repeat(rows), rel=1e-12)

@@ -19,6 +19,7 @@ pub mod loss;
 pub mod parquet;
 pub mod provenance;
 pub mod recorder;
+pub mod row_prefix;
 pub mod score;
 pub mod shard;
 pub mod stats;

@@ -12,6 +12,7 @@ use super::branches;
 use super::execution::{Execution, Request};
 use super::load::Batch;
 use super::record::{Actor, Source};
+use super::row_prefix::row_prefix;
 use super::score::Outcome;
 use super::tree::{NodeId, NodeKind};
 
@@ -59,6 +60,14 @@ pub struct Stats {
     pub targets: u64,
     /// Trainable tokens of scored executions left unclaimed (J_max or priority).
     pub left_out_tokens: u64,
+    /// Σ over exported rows of their tokens.
+    pub row_tokens: u64,
+    /// Tokens of the rows' prefix tree: shared prefixes once, across executions too
+    /// ([`super::row_prefix`]).
+    pub row_prefix_tokens: u64,
+    /// `row_tokens / row_prefix_tokens`: how many times a plain forward pass over the rows
+    /// computes each distinct token (1 without rows).
+    pub prefix_repeat: f64,
     /// Executions whose draws stopped at J_max.
     pub jmax_reached: u64,
     /// Points where a later input departs from a recorded output: branches strictly inside an
@@ -163,6 +172,10 @@ pub fn stats(batch: &Batch, results: &Results) -> Stats {
         s.targets += admission.targets();
         s.jmax_reached += (admission.stop == Stop::JmaxReached) as u64;
     }
+    let prefix = row_prefix(batch, results);
+    s.row_tokens = prefix.row_tokens;
+    s.row_prefix_tokens = prefix.distinct_tokens;
+    s.prefix_repeat = prefix.repeat();
     s.dedup_ratio = if s.tree_tokens == 0 {
         0.0
     } else {

@@ -78,6 +78,18 @@ pub fn stats_table(s: &Stats, settings: &Settings) -> String {
         "  targets",
         format!("{}  (left out {})", s.targets, s.left_out_tokens),
     );
+    let share = if s.row_tokens == 0 {
+        0.0
+    } else {
+        100.0 * s.targets as f64 / s.row_tokens as f64
+    };
+    line(
+        "  row tokens",
+        format!(
+            "{}  ({share:.1}% targets; prefix repeat {:.2}×: their prefix tree holds {})",
+            s.row_tokens, s.prefix_repeat, s.row_prefix_tokens
+        ),
+    );
     line(
         "divergences in outputs",
         s.divergences_in_outputs.to_string(),
