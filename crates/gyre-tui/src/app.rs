@@ -247,6 +247,9 @@ pub struct App {
     pub focus: Pane,
     /// The focused pane fills the screen.
     pub zoom: bool,
+    /// The zoom was opened only to show a pane the layout leaves out: moving the focus to a
+    /// pane the layout shows ends it.
+    pub zoom_forced: bool,
     /// Overlay.
     pub overlay: Overlay,
     /// Status message.
@@ -341,6 +344,7 @@ impl App {
             size: (120, 40),
             focus: Pane::Tokens,
             zoom: false,
+            zoom_forced: false,
             overlay: Overlay::None,
             message: None,
             change: None,
@@ -1010,42 +1014,26 @@ impl App {
                 }
             }
             Command::FocusNext | Command::FocusPrev => {
-                let order = self.areas().order();
+                let order = self.tab_order();
                 let i = order.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let n = order.len();
                 if n > 0 {
-                    self.focus = order[if c == Command::FocusNext {
+                    let next = if c == Command::FocusNext {
                         (i + 1) % n
                     } else {
                         (i + n - 1) % n
-                    }];
+                    };
+                    self.focus_pane(order[next]);
                 }
             }
-            Command::Jump(n) => match Pane::numbered(n) {
-                // Shown once focused (zoomed, it is the pane shown).
-                Some(p)
-                    if areas(self.size, self.detail, self.zoom.then_some(p))
-                        .order()
-                        .contains(&p) =>
-                {
-                    self.focus = p
+            Command::Jump(n) => {
+                if let Some(p) = Pane::numbered(n) {
+                    self.focus_pane(p);
                 }
-                // Left out of the layout (the detail pane below {NARROW} columns, or turned
-                // off): it opens zoomed.
-                Some(p) if areas(self.size, self.detail, Some(p)).order().contains(&p) => {
-                    self.focus = p;
-                    self.zoom = true;
-                    self.tokens.resized();
-                    self.say(format!(
-                        "pane {n} zoomed: no room for it beside the others at {} columns (z \
-                         goes back)",
-                        self.size.0
-                    ));
-                }
-                _ => {}
-            },
+            }
             Command::Zoom => {
                 self.zoom = !self.zoom;
+                self.zoom_forced = false;
                 self.tokens.resized();
             }
             Command::DrawNext if self.sel.step >= self.draws() => {
@@ -1189,6 +1177,46 @@ impl App {
         }
     }
 
+    /// The Tab order: the panes of the layout in screen order, then those it leaves out (the
+    /// detail pane below {NARROW} columns), which open zoomed.
+    fn tab_order(&self) -> Vec<Pane> {
+        let mut order = areas(self.size, self.detail, None).order();
+        let left_out: Vec<Pane> = Pane::ALL
+            .into_iter()
+            .filter(|p| !order.contains(p) && self.shown_zoomed(*p))
+            .collect();
+        order.extend(left_out);
+        order
+    }
+
+    fn shown_zoomed(&self, p: Pane) -> bool {
+        areas(self.size, self.detail, Some(p)).order().contains(&p)
+    }
+
+    /// Focuses `p`: in the layout when it has room for it (ending a zoom opened only for a
+    /// pane left out), zoomed when the user zoomed, else opened zoomed and said so.
+    fn focus_pane(&mut self, p: Pane) {
+        let beside = areas(self.size, self.detail, None).order().contains(&p);
+        if beside && self.zoom && self.zoom_forced {
+            self.zoom = false;
+            self.zoom_forced = false;
+            self.tokens.resized();
+        }
+        if beside || (self.zoom && self.shown_zoomed(p)) {
+            self.focus = p;
+        } else if self.shown_zoomed(p) {
+            self.focus = p;
+            self.zoom = true;
+            self.zoom_forced = true;
+            self.tokens.resized();
+            self.say(format!(
+                "pane {} zoomed: no room for it beside the others at {} columns (z goes back)",
+                p.number(),
+                self.size.0
+            ));
+        }
+    }
+
     /// After `o`: the list keeps the selected execution on screen, so the first row (the
     /// largest) may be scrolled away; the status line names it and how to get there.
     fn say_sorted(&mut self) {
@@ -1225,6 +1253,7 @@ impl App {
         });
         if self.zoom && self.focus != Pane::Tokens && lands {
             self.zoom = false;
+            self.zoom_forced = false;
             self.focus = Pane::Tokens;
             self.tokens.resized();
         }

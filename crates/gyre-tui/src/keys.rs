@@ -210,7 +210,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Code(KeyCode::Tab)],
         command: Command::FocusNext,
         group: "General",
-        help: "next pane, in screen order (mouse: click a pane)",
+        help: "next pane in screen order, left-out ones zoomed",
         hint: Some("pane"),
     },
     Binding {

@@ -1,5 +1,6 @@
 //! Defects found using the inspector for real work (issue 22), each pinned: the highlighted
-//! candidate `y` explains, links followed from a zoomed pane, every pane reachable at 80×24,
+//! candidate `y` explains, links followed from a zoomed pane, every pane reachable at 80×24
+//! (by number and by Tab, zoomed or not),
 //! the status line while the tokenizer loads, the search field, the header's file name.
 
 use gyre_text::TokenText;
@@ -67,6 +68,39 @@ fn every_pane_is_reachable_at_80_by_24() {
     let detail = area_text(&app, app.areas().detail);
     let id = app.ctx().unwrap().id(app.sel.request.unwrap());
     assert!(detail.contains(&id), "{detail}");
+}
+
+#[test]
+fn tab_reaches_every_pane_at_80_by_24_and_zoomed() {
+    use std::collections::BTreeSet;
+    for zoomed in [false, true] {
+        let mut app = demo_app(80, 24, false);
+        if zoomed {
+            cmds(&mut app, &[Command::Zoom]);
+        }
+        let mut seen = BTreeSet::new();
+        for _ in 0..6 {
+            cmds(&mut app, &[Command::FocusNext]);
+            assert!(
+                app.focus.area(&app.areas()).width > 0,
+                "{:?} on screen",
+                app.focus
+            );
+            seen.insert(app.focus.number());
+        }
+        assert_eq!(seen.len(), 6, "zoomed {zoomed}: Tab reached {seen:?}");
+        assert_eq!(
+            app.zoom, zoomed,
+            "back where it started, the zoom is as it was"
+        );
+    }
+    // Tab onto the detail pane zooms it only while it is focused; 5 leaves it unzoomed.
+    let mut app = demo_app(80, 24, false);
+    cmds(&mut app, &[Command::Jump(6)]);
+    assert!(app.zoom);
+    cmds(&mut app, &[Command::Jump(5)]);
+    assert!(!app.zoom);
+    assert_eq!(app.focus, Pane::Tokens);
 }
 
 #[test]

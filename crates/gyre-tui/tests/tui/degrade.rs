@@ -67,16 +67,10 @@ fn small_terminals_keep_every_pane_readable() {
     insta::assert_snapshot!("small_100x30", screen(&app));
 }
 
+/// Tab reaches the detail pane left out of the layout (zoomed): `defects.rs` pins that.
 #[test]
-fn tab_skips_a_hidden_detail_pane_and_d_says_why() {
+fn d_says_why_the_detail_pane_is_left_out() {
     let mut app = demo_app(80, 24, true);
-    let mut seen = Vec::new();
-    for _ in 0..12 {
-        cmds(&mut app, &[C::FocusNext]);
-        seen.push(app.focus);
-    }
-    assert!(!seen.contains(&Pane::Detail), "{seen:?}");
-    assert!(seen.contains(&Pane::Replay) && seen.contains(&Pane::Assessments));
     cmds(&mut app, &[C::Detail, C::Detail]);
     assert!(app.detail);
     assert!(
