@@ -30,11 +30,13 @@ pub struct CommonArgs {
     force: bool,
     /// Tokenizer and chat template: `qwen3` (bundled), a model directory (tokenizer.json or
     /// tokenizer.json.gz, with tokenizer_config.json and/or chat_template.jinja), or a
-    /// tokenizer.json / .gz file (the rest is read from its directory).
+    /// tokenizer.json / .gz file (the rest is read from its directory). The template is the
+    /// config's chat_template, else chat_template.jinja, else chat_template.json.
     #[arg(long, default_value = "qwen3", value_name = "NAME|DIR|FILE")]
     tokenizer: String,
     /// Chat template to render with instead of the tokenizer's: a .jinja file, or a JSON file
-    /// holding chat_template (tokenizer_config.json, chat_template.json).
+    /// holding chat_template (tokenizer_config.json, chat_template.json), e.g. Qwen3-Coder's
+    /// template on the bundled qwen3 tokenizer.
     #[arg(long, value_name = "FILE")]
     chat_template: Option<PathBuf>,
     /// Skip lines (events, messages) that cannot be read, with a warning, instead of failing.

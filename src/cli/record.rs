@@ -28,11 +28,14 @@ pub struct RecordArgs {
     /// The served model's tokenizer: a bundled name (qwen3), the model's directory (as Hugging
     /// Face ships it: tokenizer.json or tokenizer.json.gz, tokenizer_config.json and/or
     /// chat_template.jinja), or a tokenizer.json / .gz file (the rest read from its directory).
+    /// The template is the config's chat_template, else chat_template.jinja, else
+    /// chat_template.json; bos_token / eos_token come from the config.
     #[arg(long, value_name = "NAME|DIR|FILE")]
     tokenizer: String,
     /// Chat template to render with instead of the tokenizer's: a .jinja file, or a JSON file
     /// holding chat_template (tokenizer_config.json, chat_template.json). Qwen3-Coder, for one,
-    /// runs on the Qwen3 tokenizer with its own template.
+    /// runs on the Qwen3 tokenizer with its own template: `--tokenizer qwen3 --chat-template
+    /// Qwen3-Coder/chat_template.jinja`.
     #[arg(long, value_name = "FILE")]
     chat_template: Option<PathBuf>,
     /// The recording (gyre/1 JSONL); an existing one is appended to.

@@ -828,3 +828,77 @@ fn the_line_limit_is_named_and_overridable() {
     let err = String::from_utf8_lossy(&big.stderr);
     assert!(!err.contains("line longer"), "{err}");
 }
+
+/// The real gpt-oss files as Hugging Face ships them (config without a template,
+/// chat_template.jinja beside it; any tokenizer.json renders text) import a conversation in
+/// Harmony form, and Qwen3-Coder's template runs on the bundled tokenizer with
+/// `--chat-template`, its tool calls in XML.
+#[test]
+fn gpt_oss_files_and_qwen3_coder_s_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let model = dir.path().join("gpt-oss-20b");
+    std::fs::create_dir(&model).unwrap();
+    for f in ["tokenizer_config.json", "chat_template.jinja"] {
+        std::fs::copy(
+            root.join("tests/fixtures/models/gpt-oss").join(f),
+            model.join(f),
+        )
+        .unwrap();
+    }
+    std::fs::copy(
+        root.join("assets/tokenizers/qwen3/tokenizer.json.gz"),
+        model.join("tokenizer.json.gz"),
+    )
+    .unwrap();
+    let out = dir.path().join("gpt-oss.jsonl");
+    let src = fixture("claude-code/short.jsonl");
+    let (code, _, err) = gyre(&[
+        "import",
+        "claude-code",
+        src.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--tokenizer",
+        model.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines = crate::import_common::lines(&out);
+    let execution = lines[1]["execution"].as_str().unwrap();
+    let (code, text, err) = gyre(&["show", out.to_str().unwrap(), "--execution", execution]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("<|start|>system<|message|>You are ChatGPT"),
+        "{text}"
+    );
+
+    let coder = root.join("tests/fixtures/models/qwen3-coder/chat_template.jinja");
+    let out = dir.path().join("coder.jsonl");
+    let src = fixture("claude-code/tool_heavy.jsonl");
+    let (code, _, err) = gyre(&[
+        "import",
+        "claude-code",
+        src.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--chat-template",
+        coder.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let execution = crate::import_common::lines(&out)[1]["execution"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, text, err) = gyre(&["show", out.to_str().unwrap(), "--execution", &execution]);
+    assert_eq!(code, 0, "{err}");
+    // Claude Code logs carry no tool definitions, so the calls show the template: XML, and a
+    // boolean argument as Python's `str()` writes it.
+    assert!(
+        text.contains("<function=Bash>\n<parameter=command>\nmix phx.server\n</parameter>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<parameter=run_in_background>\nTrue\n</parameter>"),
+        "{text}"
+    );
+}

@@ -301,9 +301,62 @@ fn model_assets_it_cannot_use_are_one_line_and_exit_2() {
     std::fs::write(sp_only.join("tokenizer.model"), b"sentencepiece").unwrap();
     let broken = dir.path().join("broken.jinja");
     std::fs::write(&broken, "{% if %}").unwrap();
+    // Hostile layouts: nothing, a config alone, a cut-off .gz, a config that is not JSON, a
+    // config whose chat_template is a list of named templates with tool_use.
+    let hostile = |name: &str, files: &[(&str, &[u8])]| {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        for (file, bytes) in files {
+            std::fs::write(d.join(file), bytes).unwrap();
+        }
+        d.to_str().unwrap().to_owned()
+    };
+    let gz = std::fs::read(assets.join("tokenizer.json.gz")).unwrap();
+    let empty = hostile("empty", &[]);
+    let config_only = hostile("config-only", &[("tokenizer_config.json", b"{}")]);
+    let truncated = hostile("truncated", &[("tokenizer.json.gz", &gz[..100_000])]);
+    let not_json = hostile(
+        "not-json",
+        &[
+            ("tokenizer.json.gz", &gz),
+            ("tokenizer_config.json", b"{\"eos"),
+        ],
+    );
+    let listed = hostile(
+        "listed",
+        &[
+            ("tokenizer.json.gz", &gz),
+            (
+                "tokenizer_config.json",
+                br#"{"chat_template": [{"name": "default", "template": "a"},
+                    {"name": "tool_use", "template": "b"}]}"#,
+            ),
+        ],
+    );
     let m = model.to_str().unwrap();
     for (args, needle) in [
         (vec!["--tokenizer", m], "no chat template"),
+        (
+            vec!["--tokenizer", &empty],
+            "empty holds no tokenizer.json or tokenizer.json.gz",
+        ),
+        (
+            vec!["--tokenizer", &config_only],
+            "config-only holds no tokenizer.json or tokenizer.json.gz",
+        ),
+        (
+            vec!["--tokenizer", &truncated],
+            "truncated/tokenizer.json.gz is not a readable gzip file",
+        ),
+        (
+            vec!["--tokenizer", &not_json],
+            "not-json/tokenizer_config.json is not JSON",
+        ),
+        (
+            vec!["--tokenizer", &listed],
+            "listed/tokenizer_config.json: chat_template is a list of named templates \
+             (default, tool_use)",
+        ),
         (
             vec!["--tokenizer", sp_only.to_str().unwrap()],
             "holds tokenizer.model but no tokenizer.json",

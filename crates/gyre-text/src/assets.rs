@@ -97,7 +97,12 @@ impl ModelAssets {
 /// `chat_template.jinja`, else `chat_template.json`.
 fn find_template(dir: &Path, config: Option<&serde_json::Value>) -> Result<(ChatTemplate, String)> {
     let config_path = dir.join("tokenizer_config.json");
-    if let Some(source) = config.map(config_template).transpose()?.flatten() {
+    let source = config
+        .map(config_template)
+        .transpose()
+        .wrap_err_with(|| config_path.display().to_string())?
+        .flatten();
+    if let Some(source) = source {
         let t = ChatTemplate::from_source(source, config)
             .wrap_err_with(|| format!("in {}", config_path.display()))?;
         return Ok((t, format!("{} (chat_template)", config_path.display())));

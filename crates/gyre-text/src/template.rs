@@ -9,6 +9,7 @@ use std::path::Path;
 
 use eyre::{Result, WrapErr, bail, eyre};
 use minijinja::value::Kwargs;
+use minijinja::value::ValueKind;
 use minijinja::{Environment, Error, ErrorKind, Value, context};
 use serde::{Deserialize, Serialize};
 
@@ -210,7 +211,11 @@ impl ChatTemplate {
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        // Python's Jinja finds `none` not iterable (minijinja iterates it as empty): templates
+        // guard `tools | length` with `tools is iterable`, and transformers passes `tools=None`.
+        env.add_test("iterable", |v: &Value| !v.is_none() && v.try_iter().is_ok());
         env.add_filter("tojson", tojson);
+        env.add_filter("string", py_str);
         env.add_function("raise_exception", |msg: String| -> Result<Value, Error> {
             Err(Error::new(ErrorKind::InvalidOperation, msg))
         });
@@ -346,17 +351,36 @@ impl ChatTemplate {
 
 /// The Jinja source a config-style JSON object (`tokenizer_config.json`, `chat_template.json`)
 /// holds under `chat_template`: a string, or a list of `{name, template}` of which `default` is
-/// used; `None` when it has no `chat_template`.
+/// used; `None` when it has no `chat_template`. A list with a `tool_use` template is refused:
+/// transformers renders requests with tools through it and the others through `default`, and
+/// gyre renders every request with one template (docs/decisions.md).
 pub fn config_template(config: &serde_json::Value) -> Result<Option<String>> {
-    match config.get("chat_template") {
-        Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-        Some(serde_json::Value::Array(list)) => list
-            .iter()
-            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
+    let list = match config.get("chat_template") {
+        Some(serde_json::Value::String(s)) => return Ok(Some(s.clone())),
+        Some(serde_json::Value::Array(list)) => list,
+        _ => return Ok(None),
+    };
+    let named = |name: &str| {
+        list.iter()
+            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some(name))
             .and_then(|t| t.get("template")?.as_str())
-            .map(|s| Some(s.to_owned()))
-            .ok_or_else(|| eyre!("chat_template list has no \"default\" template")),
-        _ => Ok(None),
+    };
+    let names: Vec<&str> = list
+        .iter()
+        .filter_map(|t| t.get("name")?.as_str())
+        .collect();
+    let names = names.join(", ");
+    match (named("default"), named("tool_use")) {
+        (Some(_), Some(_)) => bail!(
+            "chat_template is a list of named templates ({names}) and gyre renders one template \
+             for every request, not tool_use for those with tools as transformers does: save \
+             the one to use as a .jinja file and pass --chat-template FILE"
+        ),
+        (Some(source), None) => Ok(Some(source.to_owned())),
+        (None, _) => bail!(
+            "chat_template is a list of named templates ({names}) without \"default\": save the \
+             one to use as a .jinja file and pass --chat-template FILE"
+        ),
     }
 }
 
@@ -385,6 +409,81 @@ fn strftime_now(format: String) -> Result<Value, Error> {
         )
     })?;
     Ok(Value::from(out))
+}
+
+/// Python's `str(value)`, which Jinja's `string` filter is: a list or mapping is written as
+/// Python's repr (`['a', True, None]`, Qwen3-Coder's `<required>` and non-string tool
+/// arguments), not minijinja's JSON-like `["a", true, none]`.
+fn py_str(value: &Value) -> String {
+    match value.kind() {
+        ValueKind::String => value.as_str().unwrap_or_default().to_owned(),
+        ValueKind::Undefined => String::new(),
+        _ => {
+            let mut out = String::new();
+            py_repr(value, &mut out);
+            out
+        }
+    }
+}
+
+/// Python's `repr(value)` for the JSON-shaped values templates receive.
+fn py_repr(value: &Value, out: &mut String) {
+    match value.kind() {
+        ValueKind::None | ValueKind::Undefined => out.push_str("None"),
+        ValueKind::Bool => out.push_str(if value.is_true() { "True" } else { "False" }),
+        ValueKind::String => py_repr_str(value.as_str().unwrap_or_default(), out),
+        ValueKind::Seq | ValueKind::Iterable => {
+            out.push('[');
+            for (i, item) in value.try_iter().into_iter().flatten().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                py_repr(&item, out);
+            }
+            out.push(']');
+        }
+        ValueKind::Map => {
+            out.push('{');
+            for (i, key) in value.try_iter().into_iter().flatten().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                py_repr(&key, out);
+                out.push_str(": ");
+                py_repr(&value.get_item(&key).unwrap_or_default(), out);
+            }
+            out.push('}');
+        }
+        _ => out.push_str(&value.to_string()),
+    }
+}
+
+/// A string as Python's `repr` quotes it: single quotes unless it holds `'` and no `"`.
+fn py_repr_str(s: &str, out: &mut String) {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
 }
 
 /// Python's `json.dumps(value, ensure_ascii=False, indent=indent)`.

@@ -223,3 +223,164 @@ fn strftime_now_is_the_local_date() {
         "{e:#}"
     );
 }
+
+/// The model files of `tests/fixtures/models/NAME` (a template, a config; licences beside them).
+fn fixture_model(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/models")
+        .join(name)
+}
+
+/// `text` with the date gpt-oss's template writes (`strftime_now`, today) set to 2026-01-02.
+fn fixed_date(text: &str) -> String {
+    let at = text.find("Current date: ").expect("a date line") + "Current date: ".len();
+    format!("{}2026-01-02{}", &text[..at], &text[at + 10..])
+}
+
+/// A tool call, its result and the tools, in the shapes harnesses send.
+fn tool_conversation() -> (Vec<Message>, Vec<Value>) {
+    let call = gyre_text::ToolCall {
+        id: "c1".into(),
+        name: "ls".into(),
+        arguments: serde_json::json!({"path": "/tmp"}),
+    };
+    let messages = vec![
+        Message::new("user", "List /tmp."),
+        Message {
+            tool_calls: vec![call],
+            ..Message::new("assistant", "")
+        },
+        Message::tool("c1", "a.txt"),
+    ];
+    let tools = vec![serde_json::json!({"type": "function", "function": {
+        "name": "ls", "description": "List files.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                       "required": ["path"]}}})];
+    (messages, tools)
+}
+
+/// gpt-oss as Hugging Face ships it: `tokenizer_config.json` without a template (its special
+/// tokens are `<|startoftext|>` / `<|return|>`), `chat_template.jinja` beside it. The expected
+/// text is Python Jinja2's rendering of the same template (transformers' settings).
+#[test]
+fn a_gpt_oss_directory_renders_its_chat_template_jinja() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["tokenizer_config.json", "chat_template.jinja"] {
+        std::fs::copy(fixture_model("gpt-oss").join(f), dir.path().join(f)).unwrap();
+    }
+    // Any tokenizer.json serves to render text; gpt-oss's own is 4 MB gzipped.
+    std::fs::copy(
+        qwen3_dir().join("tokenizer.json.gz"),
+        dir.path().join("tokenizer.json.gz"),
+    )
+    .unwrap();
+    let a = ModelAssets::load(dir.path().to_str().unwrap(), None).unwrap();
+    assert!(a.template_source.ends_with("chat_template.jinja"));
+    assert_eq!(a.template.eos_token(), Some("<|return|>"));
+    let system = "<|start|>system<|message|>You are ChatGPT, a large language model trained by \
+                  OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: 2026-01-02\n\nReasoning: \
+                  medium\n\n# Valid channels: analysis, commentary, final. Channel must be \
+                  included for every message.";
+    assert_eq!(
+        fixed_date(&render(&a.template)),
+        format!(
+            "{system}<|end|><|start|>developer<|message|># Instructions\n\nYou are terse.\n\n\
+             <|end|><|start|>user<|message|>Say hi.<|end|><|start|>assistant<|channel|>final\
+             <|message|>hi<|return|>"
+        )
+    );
+    let (messages, tools) = tool_conversation();
+    let text = a
+        .template
+        .render(&messages, &tools, RenderOptions::generation(true))
+        .unwrap();
+    assert_eq!(
+        fixed_date(&text),
+        format!(
+            "{system}\nCalls to these tools must go to the commentary channel: 'functions'.\
+             <|end|><|start|>developer<|message|># Tools\n\n## functions\n\nnamespace \
+             functions {{\n\n// List files.\ntype ls = (_: {{\npath: string,\n}}) => any;\n\n\
+             }} // namespace functions<|end|><|start|>user<|message|>List /tmp.<|end|>\
+             <|start|>assistant to=functions.ls<|channel|>commentary json<|message|>\
+             {{\"path\": \"/tmp\"}}<|call|><|start|>functions.ls to=assistant<|channel|>\
+             commentary<|message|>\"a.txt\"<|end|><|start|>assistant"
+        )
+    );
+}
+
+/// Qwen3-Coder's template on the bundled Qwen3 tokenizer (`--chat-template`), with and without
+/// tools: it guards `tools | length` with `tools is iterable`, which Python's Jinja answers
+/// false for `tools=None` (minijinja's own test says true, and the render failed).
+#[test]
+fn qwen3_coder_runs_on_the_qwen3_tokenizer_with_and_without_tools() {
+    let file = fixture_model("qwen3-coder").join("chat_template.jinja");
+    let a = ModelAssets::load("qwen3", Some(&file)).unwrap();
+    assert_eq!(
+        render(&a.template),
+        "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nSay hi.<|im_end|>\n\
+         <|im_start|>assistant\nhi<|im_end|>\n"
+    );
+    let (messages, tools) = tool_conversation();
+    let text = a
+        .template
+        .render(&messages, &tools, RenderOptions::generation(true))
+        .unwrap();
+    assert!(
+        text.starts_with(
+            "<|im_start|>system\nYou are Qwen, a helpful AI assistant that can interact with a \
+             computer to solve tasks.\n\nYou have access to the following functions:\n\n<tools>\
+             \n<function>\n<name>ls</name>\n<description>List files.</description>\n\
+             <parameters>\n<parameter>\n<name>path</name>\n<type>string</type>\n</parameter>\n\
+             <required>['path']</required>\n</parameters>\n</function>\n</tools>"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "<|im_start|>user\nList /tmp.<|im_end|>\n<|im_start|>assistant\n<tool_call>\n\
+             <function=ls>\n<parameter=path>\n/tmp\n</parameter>\n</function>\n</tool_call>\
+             <|im_end|>\n<|im_start|>user\n<tool_response>\na.txt\n</tool_response>\n\
+             <|im_end|>\n<|im_start|>assistant\n"
+        ),
+        "{text}"
+    );
+}
+
+/// A config whose `chat_template` is a list of named templates: `default` is used alone; with
+/// a `tool_use` template beside it (transformers' pick for requests with tools) or without a
+/// `default`, it is one line naming the file and pointing at `--chat-template`.
+#[test]
+fn a_list_of_named_templates() {
+    let dir = hf_dir();
+    std::fs::remove_file(dir.path().join("chat_template.jinja")).unwrap();
+    let (mut config, template) = qwen3_config();
+    let write = |config: &Value| {
+        std::fs::write(
+            dir.path().join("tokenizer_config.json"),
+            serde_json::to_string(config).unwrap(),
+        )
+        .unwrap()
+    };
+    let d = dir.path().to_str().unwrap();
+    config["chat_template"] = serde_json::json!([{"name": "default", "template": template}]);
+    write(&config);
+    let a = ModelAssets::load(d, None).unwrap();
+    assert_eq!(render(&a.template), render(&ChatTemplate::qwen3().unwrap()));
+    config["chat_template"] = serde_json::json!([
+        {"name": "default", "template": template}, {"name": "tool_use", "template": "T"}]);
+    write(&config);
+    let e = error(d, None);
+    assert!(
+        e.contains(
+            "tokenizer_config.json: chat_template is a list of named templates (default, tool_use)"
+        ) && e.contains("--chat-template FILE"),
+        "{e}"
+    );
+    config["chat_template"] = serde_json::json!([{"name": "rag", "template": template}]);
+    write(&config);
+    let e = error(d, None);
+    assert!(
+        e.contains("tokenizer_config.json: chat_template is a list of named templates (rag) without \"default\""),
+        "{e}"
+    );
+}
