@@ -38,6 +38,13 @@ pub struct RecordArgs {
     /// Qwen3-Coder/chat_template.jinja`.
     #[arg(long, value_name = "FILE")]
     chat_template: Option<PathBuf>,
+    /// How sampled text is split into reasoning, text and tool calls, by vLLM's
+    /// --tool-call-parser name: hermes (Qwen3, Qwen2.5), qwen3_coder / qwen3_xml (Qwen3-Coder,
+    /// Qwen3.5), deepseek_v31, deepseek_v32, deepseek_v4, openai (gpt-oss Harmony),
+    /// llama3_json, kimi_k2, glm45 / glm47, minimax_m2. Default: the family whose syntax the chat
+    /// template writes (the recording's header says which was used).
+    #[arg(long, value_name = "NAME")]
+    tool_parser: Option<String>,
     /// The recording (gyre/1 JSONL); an existing one is appended to.
     #[arg(long, short)]
     out: PathBuf,
@@ -149,6 +156,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         flavor: args.upstream_api,
         tokenizer: args.tokenizer,
         chat_template: args.chat_template,
+        tool_parser: args.tool_parser,
         out: args.out,
         listen: args.listen,
         control_listen: args.control_listen,

@@ -12,11 +12,11 @@ use gyre_engine::load::{Batch, LoadOptions, load};
 use gyre_engine::record::{Purpose, Source};
 use serde_json::Value;
 
-fn read(path: &Path) -> Batch {
+pub(crate) fn read(path: &Path) -> Batch {
     load(&[path.to_path_buf()], &LoadOptions::default(), &|_, _| {}).unwrap()
 }
 
-fn exec<'a>(batch: &'a Batch, id: &str) -> &'a Execution {
+pub(crate) fn exec<'a>(batch: &'a Batch, id: &str) -> &'a Execution {
     batch
         .executions
         .iter()
@@ -25,30 +25,30 @@ fn exec<'a>(batch: &'a Batch, id: &str) -> &'a Execution {
 }
 
 /// Full input and output of request `q`.
-fn io(e: &Execution, q: usize) -> (Vec<u32>, Vec<u32>) {
+pub(crate) fn io(e: &Execution, q: usize) -> (Vec<u32>, Vec<u32>) {
     let mut path = e.path_tokens(q as u32);
     let output = path.split_off(e.requests[q].input_len as usize);
     (path, output)
 }
 
-fn meta<'a>(e: &'a Execution, q: usize, key: &str) -> Option<&'a Value> {
+pub(crate) fn meta<'a>(e: &'a Execution, q: usize, key: &str) -> Option<&'a Value> {
     e.requests[q].meta.as_ref()?.get(key)
 }
 
-fn stats(path: &Path) -> Value {
+pub(crate) fn stats(path: &Path) -> Value {
     let (code, out, err) = gyre(&["stats", "--json", path.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     serde_json::from_str(&out).unwrap()
 }
 
-fn validate(path: &Path) {
+pub(crate) fn validate(path: &Path) {
     let (code, out, err) = gyre(&["validate", path.to_str().unwrap()]);
     assert_eq!(code, 0, "gyre validate: {out}{err}");
 }
 
 /// Every recorded request, in file order, has the input the upstream received for it (the
 /// answered prompts, in order) and one log-prob per output token.
-fn assert_inputs_are_what_the_upstream_received(batch: &Batch, standin: &StandIn) {
+pub(crate) fn assert_inputs_are_what_the_upstream_received(batch: &Batch, standin: &StandIn) {
     let mut recorded: Vec<(u64, Vec<u32>)> = Vec::new();
     for e in &batch.executions {
         for (q, r) in e.requests.iter().enumerate() {
@@ -75,7 +75,7 @@ fn assert_inputs_are_what_the_upstream_received(batch: &Batch, standin: &StandIn
 }
 
 /// What must be equal between two recordings of the same conversation.
-fn shape(e: &Execution) -> Vec<Value> {
+pub(crate) fn shape(e: &Execution) -> Vec<Value> {
     (0..e.requests.len())
         .map(|q| {
             let r = &e.requests[q];

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::rc::Rc;
 
-use eyre::{Result, WrapErr, eyre};
+use eyre::{Result, WrapErr};
 use serde_json::Value;
 
 use gyre_engine::record::Source;
@@ -100,7 +100,6 @@ struct Seg {
 pub struct Builder {
     enc: CachedEncoder,
     tmpl: ChatTemplate,
-    after_eos: String,
     gen_prompt: String,
     eos_tail: String,
     segs: HashMap<u64, Rc<Seg>>,
@@ -114,13 +113,6 @@ impl Builder {
     /// A builder over a tokenizer and a chat template.
     pub fn new(tok: TokenText, tmpl: ChatTemplate) -> Result<Self> {
         let opts = RenderOptions::default();
-        let probe = [Message::new("user", "x")];
-        let cont = tmpl.render_continuation(&probe, opts)?;
-        let plain = tmpl.render(&probe, &[], opts)?;
-        let after_eos = cont
-            .strip_suffix(&plain)
-            .ok_or_else(|| eyre!("chat template: continuation is not separator + messages"))?
-            .to_owned();
         let gen_prompt = tmpl.generation_prompt(opts)?;
         let out = tmpl.render_assistant_output(&Message::new("assistant", "\u{1}"), opts)?;
         let eos_tail = out
@@ -130,7 +122,6 @@ impl Builder {
         Ok(Self {
             enc: CachedEncoder::new(tok)?,
             tmpl,
-            after_eos,
             gen_prompt,
             eos_tail,
             segs: HashMap::new(),
@@ -245,16 +236,16 @@ impl Builder {
         }
         let mut ctx = Context::default();
         let mut pending: Vec<&Turn> = Vec::new();
-        let mut first = true;
+        let mut after: Option<&Turn> = None;
         for &turn in turns {
             let restored = turn
                 .response
                 .and_then(|r| outputs.get(r).and_then(|o| o.as_ref()));
             match restored {
                 Some(out) => {
-                    self.push_rendered(&mut ctx, &pending, first, outputs, tools)?;
+                    self.push_rendered(&mut ctx, &pending, after, outputs, tools)?;
                     pending.clear();
-                    first = false;
+                    after = Some(turn);
                     let n = ctx.tokens.len();
                     ctx.tokens.extend_from_slice(&out.tokens);
                     extend_spans(
@@ -270,7 +261,7 @@ impl Builder {
                 None => pending.push(turn),
             }
         }
-        self.push_rendered(&mut ctx, &pending, first, outputs, tools)?;
+        self.push_rendered(&mut ctx, &pending, after, outputs, tools)?;
         Ok(ctx)
     }
 
@@ -330,19 +321,21 @@ impl Builder {
         Ok(())
     }
 
-    /// Renders `turns` as one segment (the conversation's start when `first`, else a
-    /// continuation after a generated turn) ending with the generation prompt, and appends it.
+    /// Renders `turns` as one segment (the conversation's start, or a continuation `after` a
+    /// restored turn) ending with the generation prompt, and appends it.
     fn push_rendered(
         &mut self,
         ctx: &mut Context,
         turns: &[&Turn],
-        first: bool,
+        after: Option<&Turn>,
         outputs: &[Option<Rc<Output>>],
         tools: &[Value],
     ) -> Result<()> {
+        let first = after.is_none();
         let mut h = DefaultHasher::new();
         first.hash(&mut h);
-        for t in turns {
+        // A continuation is cut out of a rendering that holds the turn it follows.
+        for t in after.into_iter().chain(turns.iter().copied()) {
             t.key.hash(&mut h);
         }
         if first && !tools.is_empty() {
@@ -355,13 +348,13 @@ impl Builder {
             Some(s) => Rc::clone(s),
             None => {
                 let msgs: Vec<Message> = turns.iter().map(|t| t.msg.clone()).collect();
-                let text = if first {
-                    render_or_prompt(&self.tmpl, &msgs, tools, &self.gen_prompt)?
-                } else if msgs.is_empty() {
-                    format!("{}{}", self.after_eos, self.gen_prompt)
-                } else {
-                    self.tmpl
-                        .render_continuation(&msgs, RenderOptions::generation(true))?
+                let text = match after {
+                    None => render_or_prompt(&self.tmpl, &msgs, tools, &self.gen_prompt)?,
+                    Some(turn) => self.tmpl.render_continuation(
+                        &turn.msg,
+                        &msgs,
+                        RenderOptions::generation(true),
+                    )?,
                 };
                 let mut parts = self.parts(&text, turns, outputs)?;
                 if first {

@@ -246,7 +246,7 @@ impl Journal {
                                 .collect()
                         })
                         .unwrap_or_default();
-                    let Ok(read) = reader.read(output, &stops) else {
+                    let Ok(read) = reader.read(output, &stops, &[]) else {
                         continue;
                     };
                     if read.calls.len() != r.tool_calls.len() {
@@ -575,6 +575,15 @@ impl Journal {
     /// A fresh tool-call id: `prefix` + 24 random characters.
     pub fn call_id(&mut self, prefix: &str) -> String {
         format!("{prefix}{}", random_id(&mut self.rng, 24))
+    }
+
+    /// A fresh call id in Kimi K2's form, `functions.NAME:IDX`, with a random index (the
+    /// model's own indices restart at 0 every turn, and the proxy's ids must be unique).
+    pub fn indexed_call_id(&mut self, name: &str) -> String {
+        format!(
+            "functions.{name}:{}",
+            rand_core::RngCore::next_u32(&mut self.rng) % 1_000_000_000
+        )
     }
 
     /// A fresh response id: `prefix` + 24 random characters.

@@ -5,8 +5,9 @@
 //! rendered with the chat template as one conversation (tools included) ending with the
 //! generation prompt; a restored turn is its recorded output ids verbatim (the end-of-turn token
 //! added as template when the output was cut by the token limit); the messages after it are
-//! rendered as the template continues a conversation after a generated turn (the separator
-//! after the end-of-turn token, then the messages, then the generation prompt). So a request
+//! rendered as the template writes them after that turn in a whole conversation
+//! ([`ChatTemplate::render_continuation`]: what follows the turn's end, then the messages, then
+//! the generation prompt; no second system block, whatever the family). So a request
 //! that continues an earlier one starts with exactly that request's input and output, and is
 //! recorded in delta form. Assistant turns the proxy did not produce (or that the harness
 //! edited) are rendered with the messages around them. A final assistant turn given as a
@@ -134,8 +135,6 @@ pub struct Renderer {
     tmpl: ChatTemplate,
     enc: CachedEncoder,
     floor: Option<TokenFloor>,
-    /// What the template writes after an assistant turn's end-of-turn token (Qwen3: `"\n"`).
-    after_eos: String,
     eos: Option<u32>,
     /// Generation prompts by `enable_thinking`.
     prompts: Mutex<HashMap<Option<bool>, String>>,
@@ -151,22 +150,11 @@ impl Renderer {
     /// A renderer for `tok` (a `tokenizer.json` tokenizer) and `tmpl`; `eos` is the template's
     /// end-of-turn token text.
     pub fn new(tok: TokenText, tmpl: ChatTemplate, eos: Option<&str>) -> Result<Self> {
-        let probe = [Message::new("user", "x")];
-        let opts = RenderOptions::default();
-        let cont = tmpl.render_continuation(&probe, opts)?;
-        let plain = tmpl.render(&probe, &[], opts)?;
-        let after_eos = cont
-            .strip_suffix(&plain)
-            .ok_or_else(|| {
-                eyre!("this chat template does not continue a conversation after a turn")
-            })?
-            .to_owned();
         let eos = eos.and_then(|e| tok.token_id(e));
         Ok(Renderer {
             tmpl,
             floor: TokenFloor::of(&tok),
             enc: CachedEncoder::new(tok)?,
-            after_eos,
             eos,
             prompts: Mutex::new(HashMap::new()),
             segs: Mutex::new(SegCache::default()),
@@ -186,7 +174,7 @@ impl Renderer {
         // Plan: every segment rendered to text (or found cached) before any is tokenised.
         let mut steps: Vec<Step> = Vec::new();
         let mut pending: Vec<&Turn> = Vec::new();
-        let mut first = true;
+        let mut after: Option<&Turn> = None;
         for rt in turns {
             if rt.candidates.is_empty() {
                 pending.push(rt.turn);
@@ -194,15 +182,15 @@ impl Renderer {
             }
             steps.push(self.plan_segment(
                 std::mem::take(&mut pending),
-                first,
+                after,
                 tools,
                 opts,
                 false,
             )?);
-            first = false;
+            after = Some(rt.turn);
             steps.push(Step::Restore(&rt.candidates));
         }
-        steps.push(self.plan_segment(pending, first, tools, opts, shape.prefill)?);
+        steps.push(self.plan_segment(pending, after, tools, opts, shape.prefill)?);
         if let (Some(limit), Some(floor)) = (shape.limit, self.floor) {
             let mut at_least = 0;
             let mut text_bytes = 0;
@@ -285,23 +273,23 @@ impl Renderer {
         Ok(ctx)
     }
 
-    /// `turns` as one segment (the conversation's start when `first`, else a continuation
-    /// after a generated turn) ending with the generation prompt, or inside the last turn when
-    /// it is a `prefill`: found in the cache, else rendered to text.
+    /// `turns` as one segment (the conversation's start, or a continuation `after` a restored
+    /// turn) ending with the generation prompt, or inside the last turn when it is a
+    /// `prefill`: found in the cache, else rendered to text.
     fn plan_segment<'t, 'a>(
         &self,
         turns: Vec<&'t Turn>,
-        first: bool,
+        after: Option<&Turn>,
         tools: &'a [Value],
         opts: RenderOptions,
         prefill: bool,
     ) -> Result<Step<'t, 'a>> {
-        let tools = if first { tools } else { &[] };
-        let key = segment_key(&turns, first, tools, opts, prefill);
+        let tools = if after.is_none() { tools } else { &[] };
+        let key = segment_key(&turns, after, tools, opts, prefill);
         if let Some(seg) = lock(&self.segs).segs.get(&key) {
             return Ok(Step::Cached(Arc::clone(seg)));
         }
-        let text = self.render_text(&turns, first, tools, opts, prefill)?;
+        let text = self.render_text(&turns, after, tools, opts, prefill)?;
         Ok(Step::Render {
             key,
             text,
@@ -313,7 +301,7 @@ impl Renderer {
     fn render_text(
         &self,
         turns: &[&Turn],
-        first: bool,
+        after: Option<&Turn>,
         tools: &[Value],
         opts: RenderOptions,
         prefill: bool,
@@ -323,14 +311,10 @@ impl Renderer {
             add_generation_prompt: !prefill,
             ..opts
         };
-        let text = match (first, msgs.is_empty()) {
-            (true, false) => self.tmpl.render(&msgs, tools, gen_opts)?,
-            (true, true) => self.prompt(opts)?,
-            (false, true) => {
-                let prompt = self.prompt(opts)?;
-                format!("{}{prompt}", self.after_eos)
-            }
-            (false, false) => self.tmpl.render_continuation(&msgs, gen_opts)?,
+        let text = match after {
+            None if msgs.is_empty() => self.prompt(opts)?,
+            None => self.tmpl.render(&msgs, tools, gen_opts)?,
+            Some(turn) => self.tmpl.render_continuation(&turn.msg, &msgs, gen_opts)?,
         };
         if !prefill {
             return Ok(text);
@@ -368,14 +352,15 @@ impl Renderer {
 
 fn segment_key(
     turns: &[&Turn],
-    first: bool,
+    after: Option<&Turn>,
     tools: &[Value],
     opts: RenderOptions,
     prefill: bool,
 ) -> u64 {
     let mut h = DefaultHasher::new();
-    (first, opts.enable_thinking, prefill).hash(&mut h);
-    for t in turns {
+    (after.is_none(), opts.enable_thinking, prefill).hash(&mut h);
+    // A continuation is cut out of a rendering that holds the turn it follows.
+    for t in after.into_iter().chain(turns.iter().copied()) {
         t.source.hash(&mut h);
         t.msg.role.hash(&mut h);
         t.msg.content.hash(&mut h);

@@ -29,7 +29,7 @@ use super::control::{Control, TokenSource};
 use super::journal::{Attribution, Hints, Journal, Outcome, lock_recording};
 use super::listen::{self, Limits};
 use super::render::{Context, RenderTurn, Renderer, Shape, TooLong};
-use super::sampled::OutputReader;
+use super::sampled::{self, OutputReader};
 use super::upstream::{Flavor, Stopped, Upstream};
 use super::{anthropic, openai};
 use gyre_engine::record::Purpose;
@@ -47,6 +47,8 @@ pub struct Config {
     pub tokenizer: String,
     /// A chat template file overriding the tokenizer's (`--chat-template`).
     pub chat_template: Option<PathBuf>,
+    /// The tool-call parser, by vLLM name (`--tool-parser`); chosen from the template if unset.
+    pub tool_parser: Option<String>,
     /// The recording (appended to when it exists).
     pub out: PathBuf,
     /// Address the harness's model routes listen on (port 0 = any free port).
@@ -158,7 +160,18 @@ pub fn serve(cfg: Config) -> Result<()> {
             ))
         })?;
     let eos = tmpl.eos_token().map(str::to_owned);
-    let reader = OutputReader::new(tok.clone(), eos.as_deref());
+    let parser_name = match &cfg.tool_parser {
+        Some(name) => name.as_str(),
+        None => sampled::detect(tmpl.source()),
+    };
+    let parser = sampled::by_name(parser_name).ok_or_else(|| {
+        Invalid(format!(
+            "--tool-parser {}: not a parser gyre has (one of: {})",
+            sanitize(parser_name),
+            sampled::PARSERS.join(", ")
+        ))
+    })?;
+    let reader = OutputReader::new(tok.clone(), eos.as_deref(), parser);
     // Build the id → bytes table now rather than on the first request.
     tok.vocab_size();
     let renderer = Renderer::new(tok, tmpl, eos.as_deref())?;
@@ -174,6 +187,7 @@ pub fn serve(cfg: Config) -> Result<()> {
     let mut header_meta = Map::new();
     header_meta.insert("recorded_by".into(), "gyre record".into());
     header_meta.insert("upstream".into(), upstream.base().into());
+    header_meta.insert("tool_parser".into(), reader.parser().name().into());
     let holder = format!(
         "pid {}, serving http://{}",
         std::process::id(),
@@ -668,7 +682,9 @@ async fn handle(
     let sampled_at = started.elapsed();
     // The text ends before a stop string (as vLLM's and SGLang's text does); the ids recorded
     // are all those sampled, the stop string's tokens included.
-    let sampled = st.reader.read(&completion.ids, &completion.sent.stop)?;
+    let sampled = st
+        .reader
+        .read(&completion.ids, &completion.sent.stop, &req.tools)?;
     let model = completion
         .model
         .clone()
@@ -707,7 +723,11 @@ async fn handle(
             .map(|c| {
                 (
                     ReplyCall {
-                        id: j.call_id(call_prefix),
+                        id: if st.reader.parser().indexed_ids() {
+                            j.indexed_call_id(&c.name)
+                        } else {
+                            j.call_id(call_prefix)
+                        },
                         name: c.name.clone(),
                         arguments: c.arguments.clone(),
                     },

@@ -459,6 +459,7 @@ impl<'w> Gen<'w> {
                 ctx.push_output(req, &out.ids);
                 let full = format!("{}{text}", content::CRITIQUE_PREFIX);
                 let cont = self.tmpl.render_continuation(
+                    &out.msg,
                     &[Message::new("user", full.clone())],
                     RenderOptions::default(),
                 )?;
@@ -494,7 +495,7 @@ impl<'w> Gen<'w> {
                 .collect();
             let cont = self
                 .tmpl
-                .render_continuation(&msgs, RenderOptions::default())?;
+                .render_continuation(&out.msg, &msgs, RenderOptions::default())?;
             let parts: Vec<Part> = results
                 .iter()
                 .map(|(call, text)| Part {
@@ -862,6 +863,7 @@ impl<'w> Gen<'w> {
             let req = self.request(ex, &ctx, &out, &Kind::default())?;
             ctx.push_output(req, &out.ids);
             let cont = self.tmpl.render_continuation(
+                &out.msg,
                 &[Message::tool(&call_name(call), result.clone())],
                 RenderOptions::default(),
             )?;

@@ -5,6 +5,7 @@
 //! `minijinja-contrib`'s pycompat, and `tojson` is Python's `json.dumps(x, ensure_ascii=False)`
 //! (insertion order, `", "` and `": "` separators) rather than minijinja's sorted compact JSON.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use eyre::{Result, WrapErr, bail, eyre};
@@ -143,10 +144,13 @@ impl RenderOptions {
 /// A compiled chat template plus the special-token strings it may reference.
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// The Jinja source (which family's syntax it writes picks the tool parser).
+    source: String,
+    /// The template concatenates tool-call arguments as text (DeepSeek V3.1) instead of
+    /// writing a mapping with `tojson`: arguments are passed as JSON strings.
+    string_arguments: bool,
     bos_token: Option<String>,
     eos_token: Option<String>,
-    /// What the template writes after the end-of-turn token of an assistant turn (Qwen3: `"\n"`).
-    after_eos: String,
 }
 
 impl std::fmt::Debug for ChatTemplate {
@@ -161,6 +165,11 @@ impl ChatTemplate {
     /// The bundled Qwen3 template.
     pub fn qwen3() -> Result<Self> {
         Self::from_config_json(QWEN3_CONFIG)
+    }
+
+    /// The template's Jinja source.
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     /// The end-of-sequence token text from the config (Qwen3: `<|im_end|>`), if any.
@@ -221,22 +230,40 @@ impl ChatTemplate {
         });
         // transformers' one extra global: the current local date and time, formatted.
         env.add_function("strftime_now", strftime_now);
-        env.add_template_owned("chat", source)
+        env.add_template_owned("chat", source.clone())
             .map_err(|e| TemplateError(format!("chat template does not compile: {e}")))?;
-        let mut t = Self {
+        Ok(Self {
             env,
+            source,
             bos_token,
             eos_token,
-            after_eos: String::new(),
-        };
-        if let Some(eos) = t.eos_token.clone() {
-            let probe = [Message::new("user", "x"), Message::new("assistant", "y")];
-            let text = t.render(&probe, &[], RenderOptions::default())?;
-            if let Some(i) = text.rfind(&eos) {
-                t.after_eos = text[i + eos.len()..].to_owned();
-            }
+            string_arguments: false,
         }
-        Ok(t)
+        .with_argument_form())
+    }
+
+    /// Finds which form of tool-call arguments the template takes: a mapping (what vLLM and
+    /// transformers pass), else a JSON string when only that renders.
+    fn with_argument_form(mut self) -> Self {
+        let probe = |arguments: serde_json::Value| {
+            let mut call = Message::new("assistant", "");
+            call.tool_calls.push(ToolCall {
+                id: "call_0".into(),
+                name: "f".into(),
+                arguments,
+            });
+            [Message::new("user", "x"), call]
+        };
+        let opts = RenderOptions::default();
+        let args = serde_json::json!({"a": 1});
+        if self.render(&probe(args.clone()), &[], opts).is_err()
+            && self
+                .render(&probe(python_json(&args).into()), &[], opts)
+                .is_ok()
+        {
+            self.string_arguments = true;
+        }
+        self
     }
 
     /// Renders `messages` (with `tools` as JSON schemas; empty = none), like transformers'
@@ -249,8 +276,13 @@ impl ChatTemplate {
     ) -> Result<String> {
         let tmpl = self.env.get_template("chat").map_err(|e| eyre!("{e:#}"))?;
         let tools = (!tools.is_empty()).then_some(tools);
+        let messages = if self.string_arguments {
+            Cow::Owned(messages.iter().map(with_string_arguments).collect())
+        } else {
+            Cow::Borrowed(messages)
+        };
         let ctx = context! {
-            messages => Value::from_serialize(messages),
+            messages => Value::from_serialize(&*messages),
             tools => Value::from_serialize(tools),
             add_generation_prompt => opts.add_generation_prompt,
             bos_token => self.bos_token.as_deref(),
@@ -338,15 +370,99 @@ impl ChatTemplate {
             .ok_or_else(|| eyre!("this chat template's generation prompt is not a plain suffix"))
     }
 
-    /// The text a harness appends after a generated assistant turn (which ended with the
-    /// end-of-turn token) to add `messages` (tool results, user turns…): the template's
-    /// separator after that token, then `messages` rendered on their own (no tools, no system
-    /// block unless `messages` starts with one), then the generation prompt if asked for.
-    pub fn render_continuation(&self, messages: &[Message], opts: RenderOptions) -> Result<String> {
-        let mut text = self.after_eos.clone();
-        text.push_str(&self.render(messages, &[], opts)?);
-        Ok(text)
+    /// The text a harness's next turns add after the generated assistant turn `turn`, whose
+    /// sampled tokens are already in the context: `messages` (tool results, user turns…) as the
+    /// template writes them after `turn` in a whole conversation, then the generation prompt
+    /// if asked for.
+    ///
+    /// Templates differ in what surrounds a turn (gpt-oss and Llama 3 open every rendering with
+    /// a system block, DeepSeek V3.1 writes tool results straight after the end-of-sentence
+    /// token), so the continuation is cut out of a whole rendering: `[user, turn, messages…]`
+    /// after as many turn ends ([`TURN_ENDS`], the template's eos) as `[user, turn]` holds. A
+    /// template that writes no turn end (GLM) is cut where the two renderings part. `turn` is
+    /// rendered without its reasoning, which templates may drop or refuse next to content.
+    pub fn render_continuation(
+        &self,
+        turn: &Message,
+        messages: &[Message],
+        opts: RenderOptions,
+    ) -> Result<String> {
+        let mut turn = turn.clone();
+        turn.reasoning_content = None;
+        let mut convo = vec![Message::new("user", "x"), turn];
+        let base = self.render(
+            &convo,
+            &[],
+            RenderOptions {
+                add_generation_prompt: false,
+                ..opts
+            },
+        )?;
+        convo.extend_from_slice(messages);
+        let whole = self.render(&convo, &[], opts)?;
+        let ends: Vec<&str> = TURN_ENDS
+            .iter()
+            .copied()
+            .chain(self.eos_token.as_deref())
+            .collect();
+        let n = turn_ends(&base, &ends).count();
+        let cut = if n == 0 {
+            common_prefix_len(&base, &whole)
+        } else {
+            turn_ends(&whole, &ends).nth(n - 1).ok_or_else(|| {
+                eyre!(
+                    "this chat template renders the turn before the new messages differently                      once they follow, so the conversation cannot be continued after it"
+                )
+            })?
+        };
+        Ok(whole[cut..].to_owned())
     }
+}
+
+/// `msg` with every tool call's arguments a JSON string (as Python's `json.dumps` writes it).
+fn with_string_arguments(msg: &Message) -> Message {
+    let mut msg = msg.clone();
+    for c in &mut msg.tool_calls {
+        if !c.arguments.is_string() {
+            c.arguments = python_json(&c.arguments).into();
+        }
+    }
+    msg
+}
+
+/// Texts that end a turn in the families gyre knows (Qwen, Llama 3, gpt-oss, DeepSeek,
+/// MiniMax): where a continuation starts after a generated turn.
+pub const TURN_ENDS: &[&str] = &[
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|end|>",
+    "<|call|>",
+    "<|return|>",
+    "<｜end▁of▁sentence｜>",
+    "[e~[",
+];
+
+/// The byte offsets just after each turn end in `text`, left to right.
+fn turn_ends<'a>(text: &'a str, ends: &'a [&str]) -> impl Iterator<Item = usize> + 'a {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let (i, len) = ends
+            .iter()
+            .filter_map(|e| text[at..].find(e).map(|i| (at + i, e.len())))
+            .min()?;
+        at = i + len;
+        Some(at)
+    })
+}
+
+/// Length in bytes of the longest common prefix of `a` and `b`, at a char boundary.
+fn common_prefix_len(a: &str, b: &str) -> usize {
+    let mut n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    while !a.is_char_boundary(n) {
+        n -= 1;
+    }
+    n
 }
 
 /// The Jinja source a config-style JSON object (`tokenizer_config.json`, `chat_template.json`)

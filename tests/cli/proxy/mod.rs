@@ -29,17 +29,23 @@ impl Proxy {
 
     /// [`start`](Self::start) with `env` set for the proxy.
     pub fn start_env(upstream: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Proxy {
-        Self::spawn(upstream, out, extra, env, Stdio::inherit())
+        Self::spawn(upstream, "qwen3", out, extra, env, Stdio::inherit())
+    }
+
+    /// [`start`](Self::start) with `--tokenizer TOKENIZER` instead of qwen3.
+    pub fn start_model(upstream: &str, tokenizer: &str, out: &Path, extra: &[&str]) -> Proxy {
+        Self::spawn(upstream, tokenizer, out, extra, &[], Stdio::inherit())
     }
 
     /// [`start`](Self::start) with the proxy's stderr written to `log`.
     pub fn start_logged(upstream: &str, out: &Path, extra: &[&str], log: &Path) -> Proxy {
         let log = std::fs::File::create(log).expect("creating the proxy's log file");
-        Self::spawn(upstream, out, extra, &[], Stdio::from(log))
+        Self::spawn(upstream, "qwen3", out, extra, &[], Stdio::from(log))
     }
 
     fn spawn(
         upstream: &str,
+        tokenizer: &str,
         out: &Path,
         extra: &[&str],
         env: &[(&str, &str)],
@@ -51,7 +57,7 @@ impl Proxy {
                 "--upstream",
                 upstream,
                 "--tokenizer",
-                "qwen3",
+                tokenizer,
                 "--out",
             ])
             .arg(out)

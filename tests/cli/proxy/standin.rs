@@ -25,6 +25,10 @@
 //! ids keep that token, the text is cut before the stop string, `finish_reason: "stop"` with
 //! `stop_reason` naming it (SGLang: `finish_reason.matched`).
 //!
+//! With a [`Family`] the stand-in samples another model family's syntax with that family's
+//! tokenizer instead: while fewer tool results than the first user message's `steps=N` are
+//! in the prompt, the family's `bash` call; then its final answer.
+//!
 //! Log-probs are a hash of (prompt length, position). Every prompt received is kept, with
 //! whether it was answered normally, so tests can compare it with the recording.
 
@@ -52,6 +56,19 @@ pub struct Received {
     pub sent: Value,
 }
 
+/// A model family the stand-in samples for: its tokenizer and the syntax it writes.
+#[derive(Clone, Debug)]
+pub struct Family {
+    /// The family's `tokenizer.json` (or `.gz`).
+    pub tokenizer: std::path::PathBuf,
+    /// What the chat template writes once per tool result (counts the steps done).
+    pub result_marker: &'static str,
+    /// The sample for step `done` of `steps`: a `bash` call, with the end-of-turn token.
+    pub call: fn(done: usize, steps: usize) -> String,
+    /// The final answer after `done` steps, with the end-of-turn token.
+    pub answer: fn(done: usize) -> String,
+}
+
 /// How a stand-in behaves beyond its defaults.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -63,6 +80,8 @@ pub struct Options {
     pub max_model_len: u64,
     /// `/v1/models` answers 503 this many times first.
     pub models_fail_first: usize,
+    /// Sample this family's syntax (default: Qwen3's, with its scripted behaviours).
+    pub family: Option<Family>,
 }
 
 impl Default for Options {
@@ -72,6 +91,7 @@ impl Default for Options {
             models: vec!["standin".to_owned()],
             max_model_len: 40_960,
             models_fail_first: 0,
+            family: None,
         }
     }
 }
@@ -116,8 +136,12 @@ impl StandIn {
             .enable_all()
             .build()
             .unwrap();
+        let tok = match &opts.family {
+            Some(f) => TokenText::from_file(&f.tokenizer).unwrap(),
+            None => TokenText::qwen3().unwrap(),
+        };
         let inner = Arc::new(Inner {
-            tok: TokenText::qwen3().unwrap(),
+            tok,
             opts,
             models_asked: Mutex::new(0),
             received: Mutex::new(Vec::new()),
@@ -281,6 +305,27 @@ fn plan(prompt_text: &str) -> Plan {
     ))
 }
 
+/// The family's call while fewer than `steps=N` tool results are in the prompt, then its answer.
+fn family_plan(f: &Family, prompt_text: &str) -> Plan {
+    let steps = prompt_text
+        .split("steps=")
+        .nth(1)
+        .and_then(|s| {
+            s.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse::<usize>()
+                .ok()
+        })
+        .unwrap_or(2);
+    let done = prompt_text.matches(f.result_marker).count();
+    Plan::Text(if done < steps {
+        (f.call)(done, steps)
+    } else {
+        (f.answer)(done)
+    })
+}
+
 fn logprob(len: usize, i: usize) -> f64 {
     let mut h = (len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i as u64 + 1);
     h ^= h >> 29;
@@ -297,7 +342,11 @@ fn answer(
     stop: &[String],
 ) -> Result<Answer, &'static str> {
     let text = inner.tok.decode(prompt);
-    let reply = match plan(&text) {
+    let planned = match &inner.opts.family {
+        Some(f) => family_plan(f, &text),
+        None => plan(&text),
+    };
+    let reply = match planned {
         Plan::Fail(m) => return Err(m),
         Plan::Text(t) => t,
     };

@@ -72,13 +72,83 @@ fn continuation_matches_a_full_render() {
     let (messages, _, opts) = case_inputs(messages, tools, gen_prompt, thinking);
     // After the second assistant turn (messages[4]) the harness appends the two tool results
     // and the generation prompt; the reference render ends with exactly that.
-    let cont = tmpl.render_continuation(&messages[5..], opts).unwrap();
+    let cont = tmpl
+        .render_continuation(&messages[4], &messages[5..], opts)
+        .unwrap();
     assert!(cont.starts_with('\n'));
     assert!(text.ends_with(&cont), "{cont:?}");
     let out = tmpl
         .render_assistant_output(&messages[4], RenderOptions::default())
         .unwrap();
     assert!(text.ends_with(&format!("{out}{cont}")));
+}
+
+/// Every bundled family's template: what follows a tool-call turn, cut out by
+/// `render_continuation`, is the tail of the whole conversation's rendering, with no second
+/// system block (gpt-oss and Llama 3 open every rendering with one).
+#[test]
+fn continuations_are_the_tail_of_a_whole_rendering_in_every_family() {
+    let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/models");
+    for (dir, template, system) in [
+        ("gpt-oss", "chat_template.jinja", "<|start|>system"),
+        (
+            "llama3",
+            "tokenizer_config.json",
+            "<|start_header_id|>system",
+        ),
+        (
+            "deepseek-v3.1",
+            "chat_template.jinja",
+            "<｜begin▁of▁sentence｜>",
+        ),
+        ("qwen3-coder", "chat_template.jinja", "<|im_start|>system"),
+        ("kimi-k2", "chat_template.jinja", "<|im_system|>system"),
+        ("minimax-m2", "chat_template.jinja", "]~b]system"),
+        (
+            "glm-4.x",
+            "chat_template.glm-4.6.llama-cpp-patched.jinja",
+            "[gMASK]",
+        ),
+    ] {
+        let path = std::path::Path::new(models).join(dir).join(template);
+        let config = std::path::Path::new(models)
+            .join(dir)
+            .join("tokenizer_config.json");
+        let tmpl = if template.ends_with(".json") {
+            ChatTemplate::from_config_file(&path).unwrap()
+        } else {
+            let config = std::fs::read_to_string(&config)
+                .ok()
+                .map(|c| serde_json::from_str::<serde_json::Value>(&c).unwrap());
+            ChatTemplate::from_source(std::fs::read_to_string(&path).unwrap(), config.as_ref())
+                .unwrap()
+        };
+        let mut call = Message::new("assistant", "");
+        call.tool_calls.push(gyre_text::ToolCall {
+            id: "functions.bash:0".into(),
+            name: "bash".into(),
+            arguments: serde_json::json!({"command": "ls"}),
+        });
+        let messages = [
+            Message::new("system", "Be brief."),
+            Message::new("user", "List the files."),
+            call,
+            Message::tool("functions.bash:0", "a.txt"),
+        ];
+        let opts = RenderOptions::generation(true);
+        let whole = tmpl.render(&messages, &[], opts).unwrap();
+        let cont = tmpl
+            .render_continuation(&messages[2], &messages[3..], opts)
+            .unwrap();
+        assert!(cont.contains("a.txt"), "{dir}: {cont:?}");
+        assert!(
+            whole.ends_with(&cont),
+            "{dir}: {cont:?} is not the end of {whole:?}"
+        );
+        assert!(!cont.contains(system), "{dir}: {cont:?}");
+        // Nothing of the call turn is written again.
+        assert!(!cont.contains("\"command\""), "{dir}: {cont:?}");
+    }
 }
 
 #[test]
