@@ -553,3 +553,34 @@ fn a_stop_string_is_cut_from_the_text_and_kept_in_the_sampled_ids() {
         assert_inputs_are_what_the_upstream_received(&batch, &standin);
     }
 }
+
+#[test]
+fn the_responses_api_is_recorded_as_the_chat_api_is_streaming_or_not() {
+    let standin = StandIn::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start(&standin.url(), &out, &[]);
+    clients(&proxy.url, "responses", &[]);
+    let batch = read(&out);
+    assert_inputs_are_what_the_upstream_received(&batch, &standin);
+    let reference = exec(&batch, "oa-plain");
+    assert_eq!(reference.requests.len(), 4);
+    for other in ["rs-plain", "rs-events", "rs-stream"] {
+        let e = exec(&batch, other);
+        // The same tokens, spans, calls and restorations as through Chat Completions.
+        assert_eq!(shape(reference), shape(e), "{other} differs from oa-plain");
+        for q in 0..4 {
+            assert_eq!(meta(e, q, "api"), Some(&Value::from("responses")));
+            assert_eq!(
+                meta(e, q, "dropped_tools"),
+                Some(&serde_json::json!(["web_search"]))
+            );
+        }
+    }
+    let s = stats(&out);
+    assert_eq!(s["divergences_in_outputs"], 0);
+    assert_eq!(s["requests"], 16, "the refused request is not recorded");
+    proxy.clients("close", &["oa-plain", "rs-plain", "rs-events", "rs-stream"]);
+    proxy.stop();
+    validate(&out);
+}

@@ -14,6 +14,8 @@ pub enum Api {
     OpenAi,
     /// Anthropic Messages (`POST /v1/messages`).
     Anthropic,
+    /// OpenAI Responses (`POST /v1/responses`).
+    Responses,
 }
 
 impl Api {
@@ -22,6 +24,7 @@ impl Api {
         match self {
             Api::OpenAi => "openai",
             Api::Anthropic => "anthropic",
+            Api::Responses => "responses",
         }
     }
 }

@@ -31,7 +31,7 @@ use super::listen::{self, Limits};
 use super::render::{Context, RenderTurn, Renderer, Shape, TooLong};
 use super::sampled::{self, OutputReader};
 use super::upstream::{Flavor, Stopped, Upstream};
-use super::{anthropic, openai};
+use super::{anthropic, openai, responses};
 use gyre_engine::record::Purpose;
 use gyre_text::{ChatTemplate, ModelAssets, RenderOptions, TokenText, sanitize};
 
@@ -398,7 +398,7 @@ impl Drop for InFlight<'_> {
 
 fn error_response(api: Api, e: &ApiError) -> Response {
     let body = match api {
-        Api::OpenAi => openai::error(e),
+        Api::OpenAi | Api::Responses => openai::error(e),
         Api::Anthropic => anthropic::error(e),
     };
     let status = StatusCode::from_u16(e.kind.status()).unwrap_or(StatusCode::BAD_GATEWAY);
@@ -420,6 +420,12 @@ fn model_router(shared: Arc<Shared>) -> Router {
             "/x/{execution}/{capability}/v1/messages",
             post(|s: State<Arc<Shared>>, p: Scope, h: HeaderMap, b: Body| {
                 scoped_chat(s, p, h, b, Api::Anthropic)
+            }),
+        )
+        .route(
+            "/x/{execution}/{capability}/v1/responses",
+            post(|s: State<Arc<Shared>>, p: Scope, h: HeaderMap, b: Body| {
+                scoped_chat(s, p, h, b, Api::Responses)
             }),
         )
         .route(
@@ -454,6 +460,12 @@ fn model_router(shared: Arc<Shared>) -> Router {
                 "/v1/messages",
                 post(|s: State<Arc<Shared>>, h: HeaderMap, b: Body| {
                     chat(s, None, h, b, Api::Anthropic)
+                }),
+            )
+            .route(
+                "/v1/responses",
+                post(|s: State<Arc<Shared>>, h: HeaderMap, b: Body| {
+                    chat(s, None, h, b, Api::Responses)
                 }),
             )
             .route("/v1/messages/count_tokens", post(count_tokens))
@@ -651,6 +663,7 @@ fn parse_body(api: Api, body: &[u8]) -> Result<ChatRequest, ApiError> {
     match api {
         Api::OpenAi => openai::parse(&value),
         Api::Anthropic => anthropic::parse(&value),
+        Api::Responses => responses::parse(&value),
     }
 }
 
@@ -714,6 +727,7 @@ async fn handle(
     let (call_prefix, reply_prefix) = match api {
         Api::OpenAi => ("call_", "chatcmpl-"),
         Api::Anthropic => ("toolu_", "msg_"),
+        Api::Responses => ("call_", "resp_"),
     };
     let (reply_id, calls, request_id, written) = {
         let mut j = lock(&st.journal);
@@ -803,6 +817,10 @@ async fn handle(
         (Api::Anthropic, false) => axum::Json(anthropic::response(&reply)).into_response(),
         (Api::OpenAi, true) => sse(openai::stream(&reply, req.logprobs, req.include_usage)),
         (Api::Anthropic, true) => sse(anthropic::stream(&reply)),
+        (Api::Responses, false) => {
+            axum::Json(responses::response(&reply, req.logprobs)).into_response()
+        }
+        (Api::Responses, true) => sse(responses::stream(&reply, req.logprobs)),
     };
     // Where the time went, for clients and benchmarks (W3C Server-Timing).
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
@@ -1086,7 +1104,7 @@ async fn not_found(State(st): State<Arc<Shared>>, uri: axum::http::Uri) -> Respo
     let e = ApiError::new(
         ErrorKind::NotFound,
         format!(
-            "gyre record serves POST /v1/chat/completions, /v1/messages, \
+            "gyre record serves POST /v1/chat/completions, /v1/responses, /v1/messages, \
              /v1/messages/count_tokens and GET /v1/models, {plain}; not {}",
             uri.path()
         ),

@@ -37,6 +37,16 @@ OPENAI_TOOLS = [
 ANTHROPIC_TOOLS = [
     {"name": "bash", "description": "Run a shell command.", "input_schema": PARAMETERS}
 ]
+RESPONSES_TOOLS = [
+    {
+        "type": "function",
+        "name": "bash",
+        "description": "Run a shell command.",
+        "parameters": PARAMETERS,
+        "strict": False,
+    },
+    {"type": "web_search"},
+]
 TASK_TOOL = {
     "name": "Task",
     "description": "Delegate work to a sub-agent.",
@@ -204,6 +214,111 @@ def anthropic_loop(base, execution, stream, messages=None, rounds=20, system=SYS
             }
         )
     return messages, r
+
+
+def responses_turn(client, items, mode):
+    """One Responses call: plain, as raw stream events, or through the SDK's stream helper."""
+    kwargs = dict(
+        model="policy",
+        instructions=SYSTEM,
+        input=items,
+        tools=RESPONSES_TOOLS,
+        temperature=1.0,
+        store=False,
+        include=["message.output_text.logprobs"],
+    )
+    if mode == "plain":
+        r = client.responses.create(**kwargs)
+    elif mode == "events":
+        events = list(client.responses.create(stream=True, **kwargs))
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+        assert events[0].type == "response.created", events[0].type
+        assert events[-1].type == "response.completed", events[-1].type
+        text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        r = events[-1].response
+        assert text == r.output_text, (text, r.output_text)
+        args = "".join(
+            e.delta for e in events if e.type == "response.function_call_arguments.delta"
+        )
+        assert args == "".join(o.arguments for o in r.output if o.type == "function_call")
+    else:
+        with client.responses.stream(**kwargs) as s:
+            text = "".join(e.delta for e in s if e.type == "response.output_text.delta")
+            r = s.get_final_response()
+        assert text == r.output_text, (text, r.output_text)
+    assert r.object == "response" and r.id.startswith("resp_")
+    assert r.usage.input_tokens > 0 and r.usage.output_tokens > 0
+    for o in r.output:
+        if o.type == "message":
+            assert all(t.logprob < 0 for t in o.content[0].logprobs) and o.content[0].logprobs
+    return r
+
+
+def responses_loop(base, execution, mode):
+    """Codex CLI's loop: the whole input every time, output items sent back as they came
+    (arguments re-serialised), a function_call_output per call."""
+    client = openai_client(base, execution)
+    items = [{"role": "user", "content": [{"type": "input_text", "text": "Run the steps one by one. steps=3"}]}]
+    for _ in range(20):
+        r = responses_turn(client, items, mode)
+        calls = [o for o in r.output if o.type == "function_call"]
+        if not calls:
+            assert r.status == "completed", r.status
+            assert r.output_text.startswith("Finished after"), r.output_text
+            return
+        assert all(c.call_id.startswith("call_") for c in calls)
+        for o in r.output:
+            if o.type == "reasoning":
+                items.append(
+                    {
+                        "type": "reasoning",
+                        "id": o.id,
+                        "summary": [],
+                        "content": [{"type": "reasoning_text", "text": c.text} for c in o.content],
+                    }
+                )
+            elif o.type == "message":
+                items.append(
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": o.content[0].text}],
+                    }
+                )
+            else:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": o.call_id,
+                        "name": o.name,
+                        "arguments": compact(o.arguments),
+                    }
+                )
+        for c in calls:
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": c.call_id,
+                    "output": run_tool(c.name, json.loads(c.arguments)),
+                }
+            )
+    raise AssertionError("no final answer")
+
+
+def responses(base):
+    """The Responses API three ways beside a Chat Completions reference; stored state refused."""
+    openai_loop(base, "oa-plain", stream=False)
+    responses_loop(base, "rs-plain", "plain")
+    responses_loop(base, "rs-events", "events")
+    responses_loop(base, "rs-stream", "helper")
+    client = openai_client(base)
+    try:
+        client.responses.create(model="policy", input="hi", previous_response_id="resp_1")
+    except openai.BadRequestError as e:
+        assert e.body["param"] == "previous_response_id", e.body
+        assert "whole conversation" in e.body["message"], e.body
+    else:
+        raise AssertionError("previous_response_id accepted")
 
 
 def loops(base):
@@ -616,6 +731,7 @@ def upstream_auth(base, says):
 
 SCENARIOS = {
     "loops": loops,
+    "responses": responses,
     "errors": errors,
     "claude-code-like": claude_code_like,
     "edited": edited,
