@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::proxy::standin::{Family, Options, StandIn};
-use crate::proxy::{Proxy, clients};
+use crate::proxy::{Proxy, clients, gyre};
 use crate::record_proxy::{
     assert_inputs_are_what_the_upstream_received, exec, io, meta, read, shape, stats, validate,
 };
@@ -35,6 +35,26 @@ struct Case {
     call_opens: &'static str,
     /// Written once per rendering, at its start: a continuation must not write it again.
     once: &'static str,
+}
+
+fn gpt_oss() -> Family {
+    Family {
+        tokenizer: models().join("gpt-oss/tokenizer.json.gz"),
+        result_marker: "<|start|>functions.bash",
+        call: |d, n| {
+            format!(
+                "<|channel|>analysis<|message|>Step {d} of {n}.<|end|><|start|>assistant\
+                 <|channel|>commentary to=functions.bash <|constrain|>json<|message|>{}<|call|>",
+                args(d)
+            )
+        },
+        answer: |d| {
+            format!(
+                "<|channel|>analysis<|message|>All {d} done.<|end|><|start|>assistant\
+                 <|channel|>final<|message|>Finished after {d} steps.<|return|>"
+            )
+        },
+    }
 }
 
 fn run(case: Case) {
@@ -121,7 +141,7 @@ fn standin_tokenizer(proxy_args: &[String]) -> PathBuf {
     }
 }
 
-fn dir(name: &str) -> String {
+fn model_dir(name: &str) -> String {
     models().join(name).to_string_lossy().into_owned()
 }
 
@@ -131,7 +151,7 @@ fn qwen3_coder_xml_calls_typed_by_the_schema() {
         proxy_args: vec![
             "qwen3".into(),
             "--chat-template".into(),
-            format!("{}/chat_template.jinja", dir("qwen3-coder")),
+            format!("{}/chat_template.jinja", model_dir("qwen3-coder")),
         ],
         family: Family {
             tokenizer: standin_tokenizer(&["qwen3".into()]),
@@ -155,7 +175,7 @@ fn qwen3_coder_xml_calls_typed_by_the_schema() {
 #[test]
 fn deepseek_v31_calls_after_the_end_of_sentence_token() {
     run(Case {
-        proxy_args: vec![dir("deepseek-v3.1")],
+        proxy_args: vec![model_dir("deepseek-v3.1")],
         family: Family {
             tokenizer: models().join("deepseek-v3.1/tokenizer.json.gz"),
             result_marker: "<｜tool▁output▁begin｜>",
@@ -177,34 +197,70 @@ fn deepseek_v31_calls_after_the_end_of_sentence_token() {
 #[test]
 fn gpt_oss_harmony_channels() {
     run(Case {
-        proxy_args: vec![dir("gpt-oss")],
-        family: Family {
-            tokenizer: models().join("gpt-oss/tokenizer.json.gz"),
-            result_marker: "<|start|>functions.bash",
-            call: |d, n| {
-                format!(
-                    "<|channel|>analysis<|message|>Step {d} of {n}.<|end|><|start|>assistant\
-                     <|channel|>commentary to=functions.bash <|constrain|>json<|message|>{}<|call|>",
-                    args(d)
-                )
-            },
-            answer: |d| {
-                format!(
-                    "<|channel|>analysis<|message|>All {d} done.<|end|><|start|>assistant\
-                     <|channel|>final<|message|>Finished after {d} steps.<|return|>"
-                )
-            },
-        },
+        proxy_args: vec![model_dir("gpt-oss")],
+        family: gpt_oss(),
         parser: "openai",
         call_opens: "<|start|>assistant<|channel|>commentary to=functions.bash",
         once: "<|start|>system<|message|>",
     });
 }
 
+/// gpt-oss through the Responses API (what Codex CLI speaks): the same tokens as through
+/// Chat Completions, plain and streamed.
+#[test]
+fn gpt_oss_through_the_responses_api() {
+    let standin = StandIn::start_with(Options {
+        family: Some(gpt_oss()),
+        ..Options::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start_model(&standin.url(), &model_dir("gpt-oss"), &out, &[]);
+    clients(&proxy.url, "responses", &[]);
+    let batch = read(&out);
+    assert_inputs_are_what_the_upstream_received(&batch, &standin);
+    let reference = exec(&batch, "oa-plain");
+    assert_eq!(reference.requests.len(), 4);
+    for other in ["rs-plain", "rs-events", "rs-stream"] {
+        assert_eq!(shape(reference), shape(exec(&batch, other)), "{other}");
+    }
+    assert_eq!(stats(&out)["divergences_in_outputs"], 0);
+    proxy.stop();
+    validate(&out);
+}
+
+#[test]
+fn an_unknown_tool_parser_is_one_line_naming_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let (code, _, err) = gyre(&[
+        "record",
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--tokenizer",
+        "qwen3",
+        "--tool-parser",
+        "qwen25",
+        "--out",
+        out.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--control-listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--tool-parser qwen25") && err.contains("qwen3_coder"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing is written");
+}
+
 #[test]
 fn llama3_json_calls() {
     run(Case {
-        proxy_args: vec![dir("llama3")],
+        proxy_args: vec![model_dir("llama3")],
         family: Family {
             tokenizer: models().join("llama3/tokenizer.json.gz"),
             result_marker: "<|start_header_id|>ipython<|end_header_id|>",
