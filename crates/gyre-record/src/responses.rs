@@ -141,7 +141,10 @@ fn read_items(items: &[Value], turns: &mut Vec<Turn>) -> Result<(), ApiError> {
             ("message", other) => {
                 return Err(ApiError::invalid(
                     &at("role"),
-                    format!("role {other:?} is not supported"),
+                    match other {
+                        Some(role) => format!("role {role:?} is not supported"),
+                        None => "role is required".to_owned(),
+                    },
                 ));
             }
             ("reasoning", _) => {
@@ -209,9 +212,10 @@ fn content_text(content: Option<&Value>, param: &str) -> Result<String, ApiError
         Some(Value::String(s)) => return Ok(s.clone()),
         Some(Value::Array(parts)) => parts,
         Some(_) => {
+            let field = param.rsplit('.').next().unwrap_or(param);
             return Err(ApiError::invalid(
                 param,
-                "content must be a string or a list of parts",
+                format!("{field} must be a string or a list of parts"),
             ));
         }
     };
@@ -392,41 +396,77 @@ pub fn stream(r: &Reply, want_logprobs: bool) -> String {
         match item["type"].as_str() {
             Some("reasoning") => {
                 added["content"] = json!([]);
-                events.push(("response.output_item.added", json!({"output_index": index, "item": added})));
+                events.push((
+                    "response.output_item.added",
+                    json!({"output_index": index, "item": added}),
+                ));
                 let text = item["content"][0]["text"].clone();
-                events.push(("response.reasoning_text.delta", json!({"item_id": id,
-                    "output_index": index, "content_index": 0, "delta": text})));
-                events.push(("response.reasoning_text.done", json!({"item_id": id,
-                    "output_index": index, "content_index": 0, "text": text})));
+                events.push((
+                    "response.reasoning_text.delta",
+                    json!({"item_id": id,
+                    "output_index": index, "content_index": 0, "delta": text}),
+                ));
+                events.push((
+                    "response.reasoning_text.done",
+                    json!({"item_id": id,
+                    "output_index": index, "content_index": 0, "text": text}),
+                ));
             }
             Some("message") => {
                 added["content"] = json!([]);
-                events.push(("response.output_item.added", json!({"output_index": index, "item": added})));
+                events.push((
+                    "response.output_item.added",
+                    json!({"output_index": index, "item": added}),
+                ));
                 let part = item["content"][0].clone();
                 let mut empty = part.clone();
                 empty["text"] = "".into();
                 empty["logprobs"] = json!([]);
-                events.push(("response.content_part.added", json!({"item_id": id,
-                    "output_index": index, "content_index": 0, "part": empty})));
-                events.push(("response.output_text.delta", json!({"item_id": id,
+                events.push((
+                    "response.content_part.added",
+                    json!({"item_id": id,
+                    "output_index": index, "content_index": 0, "part": empty}),
+                ));
+                events.push((
+                    "response.output_text.delta",
+                    json!({"item_id": id,
                     "output_index": index, "content_index": 0, "delta": part["text"],
-                    "logprobs": part["logprobs"]})));
-                events.push(("response.output_text.done", json!({"item_id": id,
+                    "logprobs": part["logprobs"]}),
+                ));
+                events.push((
+                    "response.output_text.done",
+                    json!({"item_id": id,
                     "output_index": index, "content_index": 0, "text": part["text"],
-                    "logprobs": part["logprobs"]})));
-                events.push(("response.content_part.done", json!({"item_id": id,
-                    "output_index": index, "content_index": 0, "part": part})));
+                    "logprobs": part["logprobs"]}),
+                ));
+                events.push((
+                    "response.content_part.done",
+                    json!({"item_id": id,
+                    "output_index": index, "content_index": 0, "part": part}),
+                ));
             }
             _ => {
                 added["arguments"] = "".into();
-                events.push(("response.output_item.added", json!({"output_index": index, "item": added})));
-                events.push(("response.function_call_arguments.delta", json!({"item_id": id,
-                    "output_index": index, "delta": item["arguments"]})));
-                events.push(("response.function_call_arguments.done", json!({"item_id": id,
-                    "output_index": index, "name": item["name"], "arguments": item["arguments"]})));
+                events.push((
+                    "response.output_item.added",
+                    json!({"output_index": index, "item": added}),
+                ));
+                events.push((
+                    "response.function_call_arguments.delta",
+                    json!({"item_id": id,
+                    "output_index": index, "delta": item["arguments"]}),
+                ));
+                events.push((
+                    "response.function_call_arguments.done",
+                    json!({"item_id": id,
+                    "output_index": index, "name": item["name"], "arguments": item["arguments"]}),
+                ));
             }
         }
-        events.push(("response.output_item.done", json!({"output_index": index, "item": item})));
+        events.push((
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        ));
     }
     let last = match r.finish {
         Finish::Length => "response.incomplete",
@@ -472,7 +512,18 @@ mod tests {
         });
         let req = parse(&body).unwrap();
         let roles: Vec<&str> = req.turns.iter().map(|t| t.msg.role.as_str()).collect();
-        assert_eq!(roles, ["system", "user", "assistant", "tool", "tool", "assistant", "user"]);
+        assert_eq!(
+            roles,
+            [
+                "system",
+                "user",
+                "assistant",
+                "tool",
+                "tool",
+                "assistant",
+                "user"
+            ]
+        );
         let a = &req.turns[2].msg;
         assert_eq!(a.reasoning_content.as_deref(), Some("plan"));
         assert_eq!(a.content, "Listing.");
@@ -480,8 +531,11 @@ mod tests {
         assert_eq!(a.tool_calls[0].arguments, json!({"d": "."}));
         assert_eq!(a.tool_calls[1].arguments, json!(""));
         assert_eq!(req.turns[4].msg.content, "/");
-        assert_eq!(req.tools, [json!({"type": "function", "function": {"name": "ls",
-            "parameters": {"type": "object"}}})]);
+        assert_eq!(
+            req.tools,
+            [json!({"type": "function", "function": {"name": "ls",
+            "parameters": {"type": "object"}}})]
+        );
         assert_eq!(req.meta["dropped_tools"], json!(["web_search"]));
     }
 
@@ -532,6 +586,11 @@ mod tests {
             .map(|i| i["type"].as_str().unwrap())
             .collect();
         assert_eq!(kinds, ["reasoning", "message", "function_call"]);
-        assert!(events.iter().enumerate().all(|(i, e)| e["sequence_number"] == i));
+        assert!(
+            events
+                .iter()
+                .enumerate()
+                .all(|(i, e)| e["sequence_number"] == i)
+        );
     }
 }
