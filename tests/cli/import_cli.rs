@@ -902,3 +902,36 @@ fn gpt_oss_files_and_qwen3_coder_s_template() {
         "{text}"
     );
 }
+
+/// Llama 3's template puts the tools in the first user message and raises when asked to
+/// render a system message alone with them: the import still runs (the tool text stays
+/// labelled as the user turn it sits in), and every later request extends the one before.
+#[test]
+fn llama3_s_template_imports_a_tool_trajectory() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = dir.path().join("llama3.jsonl");
+    let src = fixture("mini-swe-agent/v2-toolcall.traj.json");
+    let (code, _, err) = gyre(&[
+        "import",
+        "mini-swe-agent",
+        src.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--tokenizer",
+        root.join("tests/fixtures/models/llama3").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines = crate::import_common::lines(&out);
+    let requests: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["kind"] == "request").collect();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests[1..].iter().all(|r| r["extends"].is_string()),
+        "{requests:?}"
+    );
+    let (code, stats, err) = gyre(&["stats", "--json", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(stats["divergences_in_outputs"], 0);
+}

@@ -288,17 +288,22 @@ impl Builder {
             None => {
                 let msgs: Vec<Message> = first.map(|t| t.msg.clone()).into_iter().collect();
                 let opts = RenderOptions::default();
-                let with = self.tmpl.render(&msgs, tools, opts)?;
+                // A template may refuse the first message alone with tools (Llama 3 puts
+                // them in the first user message, and raises without one): the tool text is
+                // then left labelled as the turn it sits in.
+                let with = self.tmpl.render(&msgs, tools, opts).ok();
                 let without = if msgs.is_empty() {
-                    String::new()
+                    Some(String::new())
                 } else {
-                    self.tmpl.render(&msgs, &[], opts)?
+                    self.tmpl.render(&msgs, &[], opts).ok()
                 };
-                let pre = common_prefix(&with, &without);
-                let room = with.len().min(without.len()) - pre;
-                let suf = common_suffix(&with[pre..], &without[pre..]).min(room);
-                let r = (with.len() - suf > pre && text.starts_with(&with[..with.len() - suf]))
-                    .then_some((pre, with.len() - suf));
+                let r = with.zip(without).and_then(|(with, without)| {
+                    let pre = common_prefix(&with, &without);
+                    let room = with.len().min(without.len()) - pre;
+                    let suf = common_suffix(&with[pre..], &without[pre..]).min(room);
+                    (with.len() - suf > pre && text.starts_with(&with[..with.len() - suf]))
+                        .then_some((pre, with.len() - suf))
+                });
                 self.tool_ranges.insert(key, r);
                 r
             }
