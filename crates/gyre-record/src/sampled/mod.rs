@@ -479,6 +479,7 @@ mod tests {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/models");
         for (template, want) in [
             ("qwen3-coder/chat_template.jinja", "qwen3_coder"),
+            ("qwen3.5/chat_template.jinja", "qwen3_coder"),
             ("deepseek-v3.1/chat_template.jinja", "deepseek_v31"),
             ("gpt-oss/chat_template.jinja", "openai"),
             (

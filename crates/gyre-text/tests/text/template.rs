@@ -102,6 +102,7 @@ fn continuations_are_the_tail_of_a_whole_rendering_in_every_family() {
             "<｜begin▁of▁sentence｜>",
         ),
         ("qwen3-coder", "chat_template.jinja", "<|im_start|>system"),
+        ("qwen3.5", "chat_template.jinja", "<|im_start|>system"),
         ("kimi-k2", "chat_template.jinja", "<|im_system|>system"),
         ("minimax-m2", "chat_template.jinja", "]~b]system"),
         (
