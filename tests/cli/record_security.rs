@@ -46,7 +46,7 @@ fn the_agent_with_the_model_url_cannot_write_its_reward_or_reach_another_executi
     // The victim's harness works through its own URL.
     clients(victim, "capability-loops", &[victim, victim]);
     let before = requests_of(&read(&out), "victim-1");
-    assert_eq!(before, 8, "two loops of four calls");
+    assert_eq!(before, 12, "three loops of four calls");
 
     // The agent has no control URL or token in its environment (`clients`, not
     // `proxy.clients`); the control address stands for what a port scan finds.
@@ -158,7 +158,7 @@ fn capability_urls_record_real_clients_exactly_as_the_plain_routes() {
         .unwrap();
     for id in ["cap-oa", "cap-an"] {
         let e = batch.executions.iter().find(|e| e.id == *id).unwrap();
-        assert_eq!(e.requests.len(), 2 * reference.requests.len(), "{id}");
+        assert_eq!(e.requests.len(), 3 * reference.requests.len(), "{id}");
         let info = e.info.as_ref().expect("written when issued");
         assert_eq!(info.group, Some(Value::from("g1")));
         assert_eq!(
@@ -183,7 +183,7 @@ fn capability_urls_record_real_clients_exactly_as_the_plain_routes() {
     let moved = format!("{}{path}", proxy.url);
     clients(&moved, "capability-loops", &[&moved, &moved]);
     proxy.stop();
-    assert_eq!(requests_of(&read(&out), "cap-oa"), 16);
+    assert_eq!(requests_of(&read(&out), "cap-oa"), 24);
 }
 
 #[test]
@@ -192,9 +192,11 @@ fn capability_only_serves_no_plain_route() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.jsonl");
     let proxy = Proxy::start(&standin.url(), &out, &["--capability-only"]);
-    let (status, body) = http(&proxy.url, "POST", "/v1/chat/completions", "{}");
-    assert_eq!(status, 404, "{body}");
-    assert!(body.contains("--capability-only"), "{body}");
+    for route in ["/v1/chat/completions", "/v1/responses", "/v1/messages"] {
+        let (status, body) = http(&proxy.url, "POST", route, "{}");
+        assert_eq!(status, 404, "{route}: {body}");
+        assert!(body.contains("--capability-only"), "{route}: {body}");
+    }
     proxy.stop();
     assert_eq!(read(&out).executions.len(), 0);
 }

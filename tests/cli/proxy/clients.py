@@ -511,9 +511,11 @@ def issue(base, state, *executions):
 
 
 def capability_loops(base, oa_base, an_base):
-    """Unmodified clients pointed at capability URLs (no attribution header)."""
+    """Unmodified clients pointed at capability URLs (no attribution header): Chat
+    Completions, Messages and Responses."""
     openai_loop(oa_base, None, stream=False)
     anthropic_loop(an_base, None, stream=True)
+    responses_loop(oa_base, None, "events")
 
 
 def score(base, execution, value):
