@@ -12,5 +12,7 @@ pub use encode::CachedEncoder;
 /// The one terminal sanitiser (it lives in the format layer, below the engine).
 pub use gyre_format::sanitize;
 pub use resolve::resolve as resolve_tokenizer;
-pub use template::{ChatTemplate, Message, RenderOptions, TemplateError, ToolCall, python_json};
+pub use template::{
+    ChatTemplate, Message, RenderOptions, TURN_ENDS, TemplateError, ToolCall, python_json,
+};
 pub use tokenizer::TokenText;
