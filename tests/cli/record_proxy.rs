@@ -584,3 +584,28 @@ fn the_responses_api_is_recorded_as_the_chat_api_is_streaming_or_not() {
     proxy.stop();
     validate(&out);
 }
+
+/// The OpenAI Agents SDK (its default Responses model, a function tool) through the proxy: its
+/// runner sends the whole input each turn, so every call extends the one before.
+#[test]
+fn the_agents_sdk_is_recorded_through_the_responses_api() {
+    let standin = StandIn::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let proxy = Proxy::start(&standin.url(), &out, &[]);
+    clients(&proxy.url, "agents-sdk", &[]);
+    let batch = read(&out);
+    assert_inputs_are_what_the_upstream_received(&batch, &standin);
+    let e = exec(&batch, "agents-sdk");
+    assert_eq!(e.requests.len(), 4, "three tool rounds and an answer");
+    for q in 0..4 {
+        assert_eq!(meta(e, q, "api"), Some(&Value::from("responses")));
+        if q > 0 {
+            assert_eq!(e.requests[q].extends, Some(q as u32 - 1), "request {q}");
+            assert_eq!(meta(e, q, "restored_turns"), Some(&Value::from(q)));
+        }
+    }
+    assert_eq!(stats(&out)["divergences_in_outputs"], 0);
+    proxy.stop();
+    validate(&out);
+}

@@ -321,6 +321,35 @@ def responses(base):
         raise AssertionError("previous_response_id accepted")
 
 
+def agents_sdk(base):
+    """The OpenAI Agents SDK's default model (Responses) with a function tool, as its docs
+    write an agent; the run ends with the model's final answer."""
+    import asyncio
+
+    import agents
+
+    calls = []
+
+    @agents.function_tool(strict_mode=False)
+    def bash(command: str, step: int = 0, options: dict | None = None) -> str:
+        """Run a shell command."""
+        calls.append((command, step))
+        return run_tool("bash", {"command": command, "step": step, "options": options})
+
+    client = openai.AsyncOpenAI(
+        base_url=base + "/v1",
+        api_key="unused",
+        max_retries=0,
+        default_headers={"x-gyre-execution": "agents-sdk"},
+    )
+    model = agents.OpenAIResponsesModel(model="policy", openai_client=client)
+    agent = agents.Agent(name="shell", instructions=SYSTEM, tools=[bash], model=model)
+    agents.set_tracing_disabled(True)
+    result = asyncio.run(agents.Runner.run(agent, "Run the steps one by one. steps=3"))
+    assert result.final_output.startswith("Finished after 3 steps"), result.final_output
+    assert calls == [("echo 0", 0), ("echo 1", 1), ("echo 2", 2)], calls
+
+
 def loops(base):
     """The same task four ways: OpenAI and Anthropic, streaming and not."""
     openai_loop(base, "oa-plain", stream=False)
@@ -734,6 +763,7 @@ def upstream_auth(base, says):
 SCENARIOS = {
     "loops": loops,
     "responses": responses,
+    "agents-sdk": agents_sdk,
     "errors": errors,
     "claude-code-like": claude_code_like,
     "edited": edited,
