@@ -14,7 +14,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use rayon::prelude::*;
 use serde_json::Value;
@@ -340,6 +340,8 @@ pub fn load_inputs(
     // them again instead of faulting in fresh pages.
     let (parsed_tx, parsed_rx) = sync_channel::<Result<ParsedChunk, (u32, Diagnostic)>>(1);
     let (spare_tx, spare_rx) = sync_channel::<Vec<u8>>(1);
+    // Likewise the input arrays the apply stage is done with, for the parser to read into.
+    let (spent_tx, spent_rx) = sync_channel::<Vec<Vec<u32>>>(1);
     std::thread::scope(|s| {
         let done_reader = Arc::clone(&done);
         s.spawn(move || {
@@ -352,9 +354,14 @@ pub fn load_inputs(
         });
         s.spawn(move || {
             let mut inputs = Inputs::default();
+            let mut pool: Vec<Vec<u32>> = Vec::new();
             for item in rx {
+                while let Ok(spent) = spent_rx.try_recv() {
+                    pool.extend(spent);
+                }
+                pool.truncate(POOLED_INPUTS);
                 let parsed = item.map(|chunk| {
-                    let parsed = parse_chunk(&chunk, &mut inputs);
+                    let parsed = parse_chunk(&chunk, &mut inputs, &mut pool);
                     // The reader may have a buffer already; then this one is freed.
                     let _ = spare_tx.try_send(chunk.data);
                     parsed
@@ -368,7 +375,7 @@ pub fn load_inputs(
         // its receiver, and so does the reader (at most one chunk in each queue is wasted).
         for item in parsed_rx {
             match item {
-                Ok(chunk) => state.consume(chunk),
+                Ok(chunk) => state.consume(chunk, &spent_tx),
                 Err((file, d)) => state.errors.push(file, d),
             }
             progress(done.load(Ordering::Relaxed), total);
@@ -608,6 +615,10 @@ type Inputs = HashMap<String, Readers>;
 /// One execution's readers: per agent, the reader holding its last input.
 type Readers = Vec<(String, PrefixReader)>;
 
+/// Spent input arrays kept for the parser to read into, and the smallest kept (in tokens).
+const POOLED_INPUTS: usize = 16;
+const REUSED_INPUT: usize = 16 << 10;
+
 /// Agents per execution whose last input is remembered (a main agent and the sub-agents it
 /// switches between); the least recently used is forgotten first.
 const AGENTS_REMEMBERED: usize = 4;
@@ -618,13 +629,16 @@ struct Group<'a> {
     execution: String,
     readers: Readers,
     requests: Vec<(usize, &'a [u8], Deferred)>,
+    /// Spent input arrays to read into.
+    buffers: Vec<Vec<u32>>,
 }
 
 /// Parses a chunk's lines on the rayon pool: every line but the input arrays of full-form
 /// requests in parallel, then those arrays one execution per task, in file order, each against
 /// the previous input of its agent (`inputs`, kept from chunk to chunk until the execution's
 /// closure).
-fn parse_chunk(chunk: &Chunk, inputs: &mut Inputs) -> ParsedChunk {
+/// The ids are read into the allocations of `pool` while it has some.
+fn parse_chunk(chunk: &Chunk, inputs: &mut Inputs, pool: &mut Vec<Vec<u32>>) -> ParsedChunk {
     let max_line = max_line_bytes();
     let text = |line: &Line| match *line {
         Line::Text(s, e) => Some(&chunk.data[s..e]),
@@ -675,6 +689,7 @@ fn parse_chunk(chunk: &Chunk, inputs: &mut Inputs) -> ParsedChunk {
                             readers: inputs.remove(&execution).unwrap_or_default(),
                             execution: execution.clone(),
                             requests: Vec::new(),
+                            buffers: Vec::new(),
                         });
                         group_of.insert(execution, groups.len() - 1);
                         groups.len() - 1
@@ -686,13 +701,18 @@ fn parse_chunk(chunk: &Chunk, inputs: &mut Inputs) -> ParsedChunk {
             }
         }
     }
+    for group in &mut groups {
+        let n = group.requests.len().min(pool.len());
+        group.buffers = pool.split_off(pool.len() - n);
+    }
     let read = |group: &mut Group| {
-        let readers = &mut group.readers;
+        let (readers, buffers) = (&mut group.readers, &mut group.buffers);
         group
             .requests
             .drain(..)
             .map(|(i, line, d)| {
-                let ids = reader_for(readers, d.agent()).read(d.input(line));
+                let into = buffers.pop().unwrap_or_default();
+                let ids = reader_for(readers, d.agent()).read(d.input(line), into);
                 (i, d.finish(line, ids))
             })
             .collect::<Vec<_>>()
@@ -732,6 +752,9 @@ fn reader_for<'a>(readers: &'a mut Readers, agent: &str) -> &'a mut PrefixReader
     }
     &mut readers[0].1
 }
+
+/// A record that could not be applied: where, why, and where the record it clashes with is.
+type ApplyError = (LineRef, LineError, Option<LineRef>);
 
 /// One execution taken out of its slot with the records a chunk has for it.
 type Work = (usize, Execution, Vec<(Record, LineRef)>);
@@ -869,7 +892,9 @@ impl Loader {
         ))
     }
 
-    fn consume(&mut self, chunk: ParsedChunk) {
+    /// Applies a chunk's records; the requests' spent input arrays go to `spent` (when the
+    /// parse stage has room for them).
+    fn consume(&mut self, chunk: ParsedChunk, spent_tx: &SyncSender<Vec<Vec<u32>>>) {
         let ParsedChunk {
             file,
             first_line,
@@ -943,21 +968,27 @@ impl Loader {
                 (idx, exec, recs)
             })
             .collect();
-        let results: Vec<Vec<(LineRef, LineError, Option<LineRef>)>> = work
-            .par_iter_mut()
-            .map(|(_, exec, recs)| {
-                let mut errs = Vec::new();
-                for (rec, at) in recs.drain(..) {
-                    let earlier = exec.clash(&rec);
-                    if let Err(e) = exec.apply(rec, at) {
-                        errs.push((at, e, earlier));
-                    }
+        let apply = |(_, exec, recs): &mut Work| {
+            let mut errs = Vec::new();
+            let mut spent = Vec::new();
+            for (rec, at) in recs.drain(..) {
+                let earlier = exec.clash(&rec);
+                if let Err(e) = exec.apply_reusing(rec, at, &mut spent) {
+                    errs.push((at, e, earlier));
                 }
-                exec.compact();
-                errs
-            })
-            .collect();
-        for ((idx, exec, _), errs) in work.into_iter().zip(results) {
+            }
+            exec.compact();
+            (errs, spent)
+        };
+        // One execution is built on this thread, without waking the pool.
+        let results: Vec<(Vec<ApplyError>, Vec<Vec<u32>>)> = if work.len() == 1 {
+            work.iter_mut().map(apply).collect()
+        } else {
+            work.par_iter_mut().map(apply).collect()
+        };
+        let mut spent_inputs = Vec::new();
+        for ((idx, exec, _), (errs, spent)) in work.into_iter().zip(results) {
+            spent_inputs.extend(spent);
             self.slots[idx] = Some(exec);
             for (at, mut e, earlier) in errs {
                 let unbuildable = e.field.as_deref() == Some("extends");
@@ -971,6 +1002,11 @@ impl Loader {
                 }
                 self.problem(at, d);
             }
+        }
+        // Small arrays cost little to allocate; a full queue means the parser has enough.
+        spent_inputs.retain(|ids| ids.capacity() >= REUSED_INPUT);
+        if !spent_inputs.is_empty() {
+            let _ = spent_tx.try_send(spent_inputs);
         }
     }
 

@@ -16,10 +16,11 @@ pub struct PrefixReader {
 }
 
 impl PrefixReader {
-    /// Reads `array`: a token array's bytes after its `[`, ending at its `]` (the first one).
-    /// `None` where the fast path declines (not a plain array of canonical ids below 2^32, or
-    /// not ending at the `]`); the reader then forgets what it held.
-    pub fn read(&mut self, array: &[u8]) -> Option<Vec<u32>> {
+    /// Reads `array`: a token array's bytes after its `[`, ending at its `]` (the first one),
+    /// into `into` (emptied first; a spent input's allocation, or `Vec::new()`). `None` where
+    /// the fast path declines (not a plain array of canonical ids below 2^32, or not ending at
+    /// the `]`); the reader then forgets what it held.
+    pub fn read(&mut self, array: &[u8], mut into: Vec<u32>) -> Option<Vec<u32>> {
         let (&b']', content) = array.split_last()? else {
             return None;
         };
@@ -46,7 +47,9 @@ impl PrefixReader {
         match read_ids(array, cut, at, &mut self.ids) {
             Some(close) if close + 1 == array.len() => {
                 self.raw.extend_from_slice(&content[cut..]);
-                Some(self.ids.clone())
+                into.clear();
+                into.extend_from_slice(&self.ids);
+                Some(into)
             }
             _ => {
                 self.ids.clear();
@@ -57,16 +60,17 @@ impl PrefixReader {
     }
 }
 
-/// Length of the longest common prefix of `a` and `b`, compared in 8-byte words.
+/// Length of the longest common prefix of `a` and `b`, compared in 256-byte blocks (memcmp)
+/// up to the first that differs.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut i = 0;
-    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+    for (x, y) in a.chunks_exact(256).zip(b.chunks_exact(256)) {
         if x != y {
             break;
         }
-        i += 8;
+        i += 256;
     }
     i + a[i..]
         .iter()
@@ -218,7 +222,7 @@ mod tests {
                 let got = match parse_line_deferred(line) {
                     LineParse::Read(result) => result,
                     LineParse::Deferred(d) => {
-                        let ids = r.read(d.input(line));
+                        let ids = r.read(d.input(line), Vec::new());
                         d.finish(line, ids)
                     }
                 };
@@ -236,13 +240,13 @@ mod tests {
         fn remembered_bytes_never_change_what_an_array_says(arrays in conversation()) {
             let mut r = PrefixReader::default();
             for a in &arrays {
-                prop_assert_eq!(r.read(a.as_bytes()), from_scratch(a.as_bytes()), "{}", a);
+                prop_assert_eq!(r.read(a.as_bytes(), vec![9; 3]), from_scratch(a.as_bytes()), "{}", a);
             }
         }
     }
 
     fn read(r: &mut PrefixReader, array: &str) -> Option<Vec<u32>> {
-        r.read(array.as_bytes())
+        r.read(array.as_bytes(), Vec::new())
     }
 
     #[test]
