@@ -615,8 +615,10 @@ type Inputs = HashMap<String, Readers>;
 /// One execution's readers: per agent, the reader holding its last input.
 type Readers = Vec<(String, PrefixReader)>;
 
-/// Spent input arrays kept for the parser to read into, and the smallest kept (in tokens).
+/// Spent input arrays kept for the parser to read into.
 const POOLED_INPUTS: usize = 16;
+
+/// The smallest spent input array kept (in tokens): smaller ones are cheap to allocate.
 const REUSED_INPUT: usize = 16 << 10;
 
 /// Agents per execution whose last input is remembered (a main agent and the sub-agents it
@@ -636,8 +638,7 @@ struct Group<'a> {
 /// Parses a chunk's lines on the rayon pool: every line but the input arrays of full-form
 /// requests in parallel, then those arrays one execution per task, in file order, each against
 /// the previous input of its agent (`inputs`, kept from chunk to chunk until the execution's
-/// closure).
-/// The ids are read into the allocations of `pool` while it has some.
+/// closure), into the allocations of `pool` while it has some.
 fn parse_chunk(chunk: &Chunk, inputs: &mut Inputs, pool: &mut Vec<Vec<u32>>) -> ParsedChunk {
     let max_line = max_line_bytes();
     let text = |line: &Line| match *line {
@@ -1003,7 +1004,7 @@ impl Loader {
                 self.problem(at, d);
             }
         }
-        // Small arrays cost little to allocate; a full queue means the parser has enough.
+        // A full queue means the parser has enough.
         spent_inputs.retain(|ids| ids.capacity() >= REUSED_INPUT);
         if !spent_inputs.is_empty() {
             let _ = spent_tx.try_send(spent_inputs);
