@@ -1,9 +1,9 @@
 //! Throughput and memory of `gyre admit` against a serde_json parse-only pass over the same file.
 //!
-//! Run: `cargo bench --bench admit` (GYRE_BENCH_MB sets the target size, default 120). The
+//! Run: `cargo bench --bench admit` (GYRE_BENCH_MB sets the target size, default 200). The
 //! recording is written once into `target/bench-data/` by `gyre synth` (full form, Qwen3 tokens:
-//! many executions, contexts growing to 16k tokens, compaction, sub-agents, retries, critiques),
-//! then:
+//! 80 turns per execution, contexts growing to 32k tokens, compaction, sub-agents, retries,
+//! critiques; 32 executions at the default size), then:
 //! - parse-only: every line through `serde_json::from_slice::<serde_json::Value>` (one thread),
 //!   and through `serde::de::IgnoredAny` (validation only, the cheapest serde_json pass);
 //! - `gyre admit FILE --out …` as a child process: wall time, CPU time (user + system, all
@@ -31,11 +31,12 @@ fn data_file(bin: &Path, target_mb: u64, delta: bool) -> PathBuf {
     let path = dir.join(format!("synth-{target_mb}mb{form}.jsonl"));
     if !path.exists() {
         let t = Instant::now();
-        // About 0.95 MB per execution with these settings; scale executions to the target.
-        let executions = (target_mb * 21).div_ceil(20).to_string();
+        // About 6.3 MB per execution with these settings (long agentic runs, the shape of
+        // issue 23); scale executions to the target.
+        let executions = (target_mb * 10).div_ceil(63).to_string();
         let status = Command::new(bin)
-            .args(["synth", "--executions", &executions, "--turns", "24"])
-            .args(["--context", "16000", "--seed", "1"])
+            .args(["synth", "--executions", &executions, "--turns", "80"])
+            .args(["--context", "32000", "--seed", "1"])
             .args(delta.then_some("--delta"))
             .arg("--out")
             .arg(&path)
@@ -109,7 +110,7 @@ fn main() {
     let target_mb: u64 = std::env::var("GYRE_BENCH_MB")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(120);
+        .unwrap_or(200);
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/gyre");
     let status = Command::new("cargo")
         .args(["build", "--release", "--quiet", "--bin", "gyre"])

@@ -316,8 +316,19 @@ impl Execution {
 
     /// Applies one record of this execution, in file order.
     pub fn apply(&mut self, record: Record, at: LineRef) -> Result<(), LineError> {
+        self.apply_reusing(record, at, &mut Vec::new())
+    }
+
+    /// [`Execution::apply`], handing a request's `input` array back in `spent` once its tokens
+    /// are in the tree (the loader reads later inputs into these allocations).
+    pub fn apply_reusing(
+        &mut self,
+        record: Record,
+        at: LineRef,
+        spent: &mut Vec<Vec<u32>>,
+    ) -> Result<(), LineError> {
         match record {
-            Record::Request(r) => self.add_request(*r, at),
+            Record::Request(r) => self.add_request(*r, at, spent),
             Record::Assessment(record) => {
                 grow_gently(&mut self.assessments);
                 self.assessments.push(Assessment {
@@ -405,7 +416,12 @@ impl Execution {
         self.assessments.shrink_to_fit();
     }
 
-    fn add_request(&mut self, r: RequestRecord, at: LineRef) -> Result<(), LineError> {
+    fn add_request(
+        &mut self,
+        r: RequestRecord,
+        at: LineRef,
+        spent: &mut Vec<Vec<u32>>,
+    ) -> Result<(), LineError> {
         if self.ids.contains_key(&r.id) {
             return Err(LineError {
                 message: format!(
@@ -535,6 +551,7 @@ impl Execution {
             encoded_len,
             spans_start,
         });
+        spent.push(r.input);
         Ok(())
     }
 

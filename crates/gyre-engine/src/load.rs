@@ -3,7 +3,9 @@
 //!
 //! A reader thread cuts the input into chunks of whole lines (bounded queue, so memory stays
 //! flat whatever the file size); each chunk's lines are parsed on the rayon pool, then its
-//! records are applied to their executions, one task per execution, in file order.
+//! records are applied to their executions, one task per execution, in file order. A full-form
+//! request's input array is read last, per execution and in file order, against the previous
+//! input of its agent: the bytes they share are compared, not parsed.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -12,13 +14,14 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use rayon::prelude::*;
 use serde_json::Value;
 
 use super::execution::{Execution, LineRef};
-use super::record::{LineError, Parsed, Record, parse_line};
+use super::record::{Deferred, LineError, LineParse, Parsed, Record, parse_line_deferred};
+use gyre_format::prefix::PrefixReader;
 use gyre_format::sanitize;
 
 /// Problems (and, separately, warnings) kept in full: the first ones by file and line. The rest
@@ -237,7 +240,10 @@ enum Line {
     TooLong,
 }
 
-const CHUNK_BYTES: usize = 256 << 10;
+/// Bytes read per chunk: large enough that the stages hand over a few hundred chunks for
+/// 200 MB (each hand-off wakes threads), small enough that the chunks in flight stay a small
+/// part of the tree's memory.
+const CHUNK_BYTES: usize = 1 << 20;
 
 /// One input: a file, or a recording held in memory (the bundled demos).
 #[derive(Clone, Copy, Debug)]
@@ -330,21 +336,37 @@ pub fn load_inputs(
     };
     let (tx, rx) = sync_channel::<Result<Chunk, (u32, Diagnostic)>>(1);
     // Three stages, one bounded queue between each: read → parse (rayon) → apply. Parsing chunk
-    // N+1 overlaps applying chunk N.
+    // N+1 overlaps applying chunk N. Parsed chunks' buffers go back to the reader, which fills
+    // them again instead of faulting in fresh pages.
     let (parsed_tx, parsed_rx) = sync_channel::<Result<ParsedChunk, (u32, Diagnostic)>>(1);
+    let (spare_tx, spare_rx) = sync_channel::<Vec<u8>>(1);
+    // Likewise the input arrays the apply stage is done with, for the parser to read into.
+    let (spent_tx, spent_rx) = sync_channel::<Vec<Vec<u32>>>(1);
     std::thread::scope(|s| {
         let done_reader = Arc::clone(&done);
         s.spawn(move || {
             for (fi, input) in inputs.iter().enumerate() {
-                if let Err(d) = read_input(fi as u32, input, &done_reader, &tx) {
+                if let Err(d) = read_input(fi as u32, input, &done_reader, &tx, &spare_rx) {
                     // A closed channel means the consumer gave up; nothing left to tell.
                     let _ = tx.send(Err((fi as u32, d)));
                 }
             }
         });
         s.spawn(move || {
+            let mut inputs = Inputs::default();
+            let mut pool: Vec<Vec<u32>> = Vec::new();
             for item in rx {
-                if parsed_tx.send(item.map(parse_chunk)).is_err() {
+                while let Ok(spent) = spent_rx.try_recv() {
+                    pool.extend(spent);
+                }
+                pool.truncate(POOLED_INPUTS);
+                let parsed = item.map(|chunk| {
+                    let parsed = parse_chunk(&chunk, &mut inputs, &mut pool);
+                    // The reader may have a buffer already; then this one is freed.
+                    let _ = spare_tx.try_send(chunk.data);
+                    parsed
+                });
+                if parsed_tx.send(parsed).is_err() {
                     return;
                 }
             }
@@ -353,7 +375,7 @@ pub fn load_inputs(
         // its receiver, and so does the reader (at most one chunk in each queue is wasted).
         for item in parsed_rx {
             match item {
-                Ok(chunk) => state.consume(chunk),
+                Ok(chunk) => state.consume(chunk, &spent_tx),
                 Err((file, d)) => state.errors.push(file, d),
             }
             progress(done.load(Ordering::Relaxed), total);
@@ -446,6 +468,7 @@ fn read_input(
     input: &Input,
     done: &Arc<AtomicU64>,
     tx: &std::sync::mpsc::SyncSender<Result<Chunk, (u32, Diagnostic)>>,
+    spare: &Receiver<Vec<u8>>,
 ) -> Result<(), Diagnostic> {
     let diag = |line: u64, message: String| Diagnostic {
         file: input.name(),
@@ -475,53 +498,88 @@ fn read_input(
         ));
     }
     let mut line_no = 0u64;
-    loop {
+    // The start of a line the previous chunk ended inside.
+    let mut carry: Vec<u8> = Vec::new();
+    let mut eof = false;
+    while !eof {
+        let mut data = spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2)));
+        data.clear();
+        data.extend_from_slice(&carry);
+        carry.clear();
+        // Whole blocks straight into the chunk (the BufReader steps aside for reads larger
+        // than its buffer); a line longer than a chunk grows it, up to one byte over the limit,
+        // which tells a line at the limit from a longer one.
+        let mut searched = 0;
+        let mut want = (data.len() + CHUNK_BYTES / 2).max(CHUNK_BYTES);
+        loop {
+            eof = fill(&mut *reader, &mut data, want).map_err(|e| cannot_read(line_no + 1, e))?;
+            if eof || memchr::memchr(b'\n', &data[searched..]).is_some() || data.len() > max_line {
+                break;
+            }
+            searched = data.len();
+            want = (data.len() + CHUNK_BYTES).min(max_line + 1);
+        }
         let mut chunk = Chunk {
             file: fi,
             first_line: line_no + 1,
-            data: Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2)),
+            data: Vec::new(),
             lines: Vec::new(),
         };
-        let mut eof = false;
-        while chunk.data.len() < CHUNK_BYTES {
-            let start = chunk.data.len();
-            // One byte over the limit tells a line at the limit from a longer one.
-            let n = (&mut reader)
-                .take(max_line as u64 + 1)
-                .read_until(b'\n', &mut chunk.data)
-                .map_err(|e| cannot_read(line_no + 1, e))?;
-            if n == 0 {
-                eof = true;
-                break;
-            }
+        let mut start = 0;
+        loop {
+            let end = match memchr::memchr(b'\n', &data[start..]) {
+                Some(i) => start + i,
+                None if eof && start < data.len() => data.len(),
+                None => break,
+            };
             line_no += 1;
-            if n > max_line && chunk.data.last() != Some(&b'\n') {
-                chunk.data.truncate(start);
-                skip_line(&mut reader).map_err(|e| cannot_read(line_no, e))?;
+            if end - start > max_line {
                 chunk.lines.push(Line::TooLong);
-                continue;
+            } else {
+                let mut text_end = end;
+                while text_end > start && matches!(data[text_end - 1], b'\n' | b'\r') {
+                    text_end -= 1;
+                }
+                if line_no == 1 && data[start..text_end].trim_ascii() == b"{" {
+                    return Err(diag(
+                        1,
+                        "this is one pretty-printed JSON document, not JSONL: write one record \
+                         per line (e.g. `jq -c . FILE > FILE.jsonl`)"
+                            .into(),
+                    ));
+                }
+                chunk.lines.push(Line::Text(start, text_end));
             }
-            let mut end = chunk.data.len();
-            while end > start && matches!(chunk.data[end - 1], b'\n' | b'\r') {
-                end -= 1;
-            }
-            if line_no == 1 && chunk.data[start..end].trim_ascii() == b"{" {
-                return Err(diag(
-                    1,
-                    "this is one pretty-printed JSON document, not JSONL: write one record \
-                     per line (e.g. `jq -c . FILE > FILE.jsonl`)"
-                        .into(),
-                ));
-            }
-            chunk.lines.push(Line::Text(start, end));
+            start = (end + 1).min(data.len());
         }
+        if data.len() - start > max_line {
+            // A line past the limit: skipped unread beyond the bytes that showed it.
+            line_no += 1;
+            chunk.lines.push(Line::TooLong);
+            skip_line(&mut reader).map_err(|e| cannot_read(line_no, e))?;
+        } else {
+            carry.extend_from_slice(&data[start..]);
+        }
+        data.truncate(start);
+        chunk.data = data;
         if !chunk.lines.is_empty() && tx.send(Ok(chunk)).is_err() {
             return Ok(());
         }
-        if eof {
-            return Ok(());
+    }
+    Ok(())
+}
+
+/// Reads into `data` until it holds `want` bytes; `true` when the input ended first.
+fn fill(reader: &mut dyn BufRead, data: &mut Vec<u8>, want: usize) -> io::Result<bool> {
+    while data.len() < want {
+        data.reserve(want - data.len());
+        if Read::take(&mut *reader, (want - data.len()) as u64).read_to_end(data)? == 0 {
+            return Ok(true);
         }
     }
+    Ok(false)
 }
 
 /// Reads past the rest of a line without keeping it.
@@ -551,33 +609,153 @@ struct ParsedChunk {
     parsed: Vec<Option<Result<Parsed, LineError>>>,
 }
 
-/// Parses a chunk's lines on the rayon pool.
-fn parse_chunk(chunk: Chunk) -> ParsedChunk {
+/// Per execution, the readers of its agents' full-form inputs, most recently used first.
+type Inputs = HashMap<String, Readers>;
+
+/// One execution's readers: per agent, the reader holding its last input.
+type Readers = Vec<(String, PrefixReader)>;
+
+/// Spent input arrays kept for the parser to read into.
+const POOLED_INPUTS: usize = 16;
+
+/// The smallest spent input array kept (in tokens): smaller ones are cheap to allocate.
+const REUSED_INPUT: usize = 16 << 10;
+
+/// Agents per execution whose last input is remembered (a main agent and the sub-agents it
+/// switches between); the least recently used is forgotten first.
+const AGENTS_REMEMBERED: usize = 4;
+
+/// One execution's deferred requests in a chunk (line index, line and request, in file
+/// order), with its readers.
+struct Group<'a> {
+    execution: String,
+    readers: Readers,
+    requests: Vec<(usize, &'a [u8], Deferred)>,
+    /// Spent input arrays to read into.
+    buffers: Vec<Vec<u32>>,
+}
+
+/// Parses a chunk's lines on the rayon pool: every line but the input arrays of full-form
+/// requests in parallel, then those arrays one execution per task, in file order, each against
+/// the previous input of its agent (`inputs`, kept from chunk to chunk until the execution's
+/// closure), into the allocations of `pool` while it has some.
+fn parse_chunk(chunk: &Chunk, inputs: &mut Inputs, pool: &mut Vec<Vec<u32>>) -> ParsedChunk {
     let max_line = max_line_bytes();
-    let parsed = chunk
+    let text = |line: &Line| match *line {
+        Line::Text(s, e) => Some(&chunk.data[s..e]),
+        Line::TooLong => None,
+    };
+    let first_pass: Vec<Option<LineParse>> = chunk
         .lines
         .par_iter()
-        .map(|line| match *line {
-            Line::Text(s, e) => {
-                let line = &chunk.data[s..e];
-                (!line.iter().all(u8::is_ascii_whitespace)).then(|| parse_line(line))
+        .map(|line| match text(line) {
+            Some(line) => {
+                (!line.iter().all(u8::is_ascii_whitespace)).then(|| parse_line_deferred(line))
             }
-            Line::TooLong => Some(Err(LineError {
+            None => Some(LineParse::Read(Err(LineError {
                 message: format!(
                     "line is longer than the limit of {} MiB, not read (set {MAX_LINE_ENV} to \
                      a larger number of MiB to raise it)",
                     max_line >> 20
                 ),
                 field: None,
-            })),
+            }))),
         })
         .collect();
+    let mut parsed = Vec::with_capacity(first_pass.len());
+    let mut groups: Vec<Group> = Vec::new();
+    let mut group_of: HashMap<String, usize> = HashMap::new();
+    let mut closed: Vec<String> = Vec::new();
+    for (i, (line, first)) in chunk.lines.iter().zip(first_pass).enumerate() {
+        match first {
+            None => parsed.push(None),
+            Some(LineParse::Read(r)) => {
+                if let Ok(Parsed {
+                    record: Record::Closure(c),
+                    ..
+                }) = &r
+                {
+                    closed.push(c.execution.clone());
+                }
+                parsed.push(Some(r));
+            }
+            // Filled in below, once the input is read.
+            Some(LineParse::Deferred(d)) => {
+                parsed.push(None);
+                let g = match group_of.get(d.execution()) {
+                    Some(&g) => g,
+                    None => {
+                        let execution = d.execution().to_owned();
+                        groups.push(Group {
+                            readers: inputs.remove(&execution).unwrap_or_default(),
+                            execution: execution.clone(),
+                            requests: Vec::new(),
+                            buffers: Vec::new(),
+                        });
+                        group_of.insert(execution, groups.len() - 1);
+                        groups.len() - 1
+                    }
+                };
+                groups[g]
+                    .requests
+                    .push((i, text(line).unwrap_or_default(), d));
+            }
+        }
+    }
+    for group in &mut groups {
+        let n = group.requests.len().min(pool.len());
+        group.buffers = pool.split_off(pool.len() - n);
+    }
+    let read = |group: &mut Group| {
+        let (readers, buffers) = (&mut group.readers, &mut group.buffers);
+        group
+            .requests
+            .drain(..)
+            .map(|(i, line, d)| {
+                let into = buffers.pop().unwrap_or_default();
+                let ids = reader_for(readers, d.agent()).read(d.input(line), into);
+                (i, d.finish(line, ids))
+            })
+            .collect::<Vec<_>>()
+    };
+    // One execution (a recording written execution by execution) is read on this thread,
+    // without waking the pool.
+    let read_back: Vec<Vec<(usize, Result<Parsed, LineError>)>> = if groups.len() == 1 {
+        groups.iter_mut().map(read).collect()
+    } else {
+        groups.par_iter_mut().map(read).collect()
+    };
+    for (i, r) in read_back.into_iter().flatten() {
+        parsed[i] = Some(r);
+    }
+    for group in groups {
+        inputs.insert(group.execution, group.readers);
+    }
+    for execution in closed {
+        inputs.remove(&execution);
+    }
     ParsedChunk {
         file: chunk.file,
         first_line: chunk.first_line,
         parsed,
     }
 }
+
+/// The reader of `agent`'s inputs, moved to the front (made when the agent is new, forgetting
+/// the least recently used beyond [`AGENTS_REMEMBERED`]).
+fn reader_for<'a>(readers: &'a mut Readers, agent: &str) -> &'a mut PrefixReader {
+    match readers.iter().position(|(a, _)| a == agent) {
+        Some(i) => readers[..=i].rotate_right(1),
+        None => {
+            readers.truncate(AGENTS_REMEMBERED - 1);
+            readers.insert(0, (agent.to_owned(), PrefixReader::default()));
+        }
+    }
+    &mut readers[0].1
+}
+
+/// A record that could not be applied: where, why, and where the record it clashes with is.
+type ApplyError = (LineRef, LineError, Option<LineRef>);
 
 /// One execution taken out of its slot with the records a chunk has for it.
 type Work = (usize, Execution, Vec<(Record, LineRef)>);
@@ -715,7 +893,9 @@ impl Loader {
         ))
     }
 
-    fn consume(&mut self, chunk: ParsedChunk) {
+    /// Applies a chunk's records; the requests' spent input arrays go to `spent` (when the
+    /// parse stage has room for them).
+    fn consume(&mut self, chunk: ParsedChunk, spent_tx: &SyncSender<Vec<Vec<u32>>>) {
         let ParsedChunk {
             file,
             first_line,
@@ -789,21 +969,27 @@ impl Loader {
                 (idx, exec, recs)
             })
             .collect();
-        let results: Vec<Vec<(LineRef, LineError, Option<LineRef>)>> = work
-            .par_iter_mut()
-            .map(|(_, exec, recs)| {
-                let mut errs = Vec::new();
-                for (rec, at) in recs.drain(..) {
-                    let earlier = exec.clash(&rec);
-                    if let Err(e) = exec.apply(rec, at) {
-                        errs.push((at, e, earlier));
-                    }
+        let apply = |(_, exec, recs): &mut Work| {
+            let mut errs = Vec::new();
+            let mut spent = Vec::new();
+            for (rec, at) in recs.drain(..) {
+                let earlier = exec.clash(&rec);
+                if let Err(e) = exec.apply_reusing(rec, at, &mut spent) {
+                    errs.push((at, e, earlier));
                 }
-                exec.compact();
-                errs
-            })
-            .collect();
-        for ((idx, exec, _), errs) in work.into_iter().zip(results) {
+            }
+            exec.compact();
+            (errs, spent)
+        };
+        // One execution is built on this thread, without waking the pool.
+        let results: Vec<(Vec<ApplyError>, Vec<Vec<u32>>)> = if work.len() == 1 {
+            work.iter_mut().map(apply).collect()
+        } else {
+            work.par_iter_mut().map(apply).collect()
+        };
+        let mut spent_inputs = Vec::new();
+        for ((idx, exec, _), (errs, spent)) in work.into_iter().zip(results) {
+            spent_inputs.extend(spent);
             self.slots[idx] = Some(exec);
             for (at, mut e, earlier) in errs {
                 let unbuildable = e.field.as_deref() == Some("extends");
@@ -817,6 +1003,11 @@ impl Loader {
                 }
                 self.problem(at, d);
             }
+        }
+        // A full queue means the parser has enough.
+        spent_inputs.retain(|ids| ids.capacity() >= REUSED_INPUT);
+        if !spent_inputs.is_empty() {
+            let _ = spent_tx.try_send(spent_inputs);
         }
     }
 

@@ -1,5 +1,5 @@
 //! gyre/1 on disk (docs/format.md §1): the record types and their per-line checks, the reader's
-//! fast token-array path, the one writer every producer uses, output files (atomic, compressed
+//! fast token-array path (and its prefix-skipping reader of full-form inputs), the one writer every producer uses, output files (atomic, compressed
 //! by name), and the one terminal sanitiser every string from a recording passes through.
 //!
 //! This is the bottom layer: it uses no other gyre crate, and knows nothing of trees, tokenizers
@@ -9,6 +9,7 @@ pub mod copy;
 pub mod named;
 pub mod note;
 pub mod output;
+pub mod prefix;
 pub mod record;
 pub mod sanitize;
 pub mod tokenizer_spec;

@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -413,6 +414,11 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
         Err(Decline::DuplicateKey(key)) => return Err(duplicate_error(key, None)),
         Err(Decline::Unusual) => parse_slowly(line)?,
     };
+    record_from(raw, line)
+}
+
+/// The record a line's members make, by `kind` (the line itself for a header, kept whole).
+fn record_from(raw: RawLine, line: &[u8]) -> Result<Parsed, LineError> {
     let mut warnings = Vec::new();
     let kind = raw
         .kind
@@ -433,7 +439,7 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
             task: raw.task,
             meta: raw.meta,
         })),
-        "request" => Record::Request(Box::new(parse_request(raw, &mut warnings)?)),
+        "request" => Record::Request(Box::new(parse_request(raw, &mut warnings, false)?.0)),
         "assessment" => Record::Assessment(Box::new(parse_assessment(raw)?)),
         "closure" => Record::Closure(Box::new(parse_closure(raw)?)),
         other => {
@@ -442,6 +448,103 @@ pub fn parse_line(line: &[u8]) -> Result<Parsed, LineError> {
         }
     };
     Ok(Parsed { record, warnings })
+}
+
+/// A line read by [`parse_line_deferred`].
+pub enum LineParse {
+    /// Read in full: what [`parse_line`] gives.
+    Read(Result<Parsed, LineError>),
+    /// A full-form request whose `input` array is still to be read.
+    Deferred(Deferred),
+}
+
+/// A request line without `extends`, checked but for its `input` array, whose bytes it points
+/// at: the caller reads them (a [`crate::prefix::PrefixReader`] skips what an earlier input of
+/// the same execution already said) and [`Deferred::finish`] completes the record.
+pub struct Deferred {
+    record: Box<RequestRecord>,
+    warnings: Vec<String>,
+    /// The array's bytes after its `[`, up to and including the first `]`.
+    input: Range<usize>,
+    /// The largest span end, checked against the input's length once it is read.
+    span_end: u64,
+}
+
+impl Deferred {
+    /// The request's execution id.
+    pub fn execution(&self) -> &str {
+        &self.record.execution
+    }
+
+    /// The request's agent id.
+    pub fn agent(&self) -> &str {
+        &self.record.agent
+    }
+
+    /// The `input` array's bytes in `line` (the line given to [`parse_line_deferred`]) after
+    /// its `[`, up to and including the first `]` (which is its end when it is a token array).
+    pub fn input<'a>(&self, line: &'a [u8]) -> &'a [u8] {
+        line.get(self.input.clone()).unwrap_or_default()
+    }
+
+    /// The record, with `ids` read from [`Deferred::input`]: what [`parse_line`] gives for
+    /// `line`. `None` (the bytes are not a plain token array) and ids the spans do not fit
+    /// take the exact path, [`parse_line`], which words the error.
+    pub fn finish(self, line: &[u8], ids: Option<Vec<u32>>) -> Result<Parsed, LineError> {
+        match ids {
+            Some(ids) if self.span_end <= ids.len() as u64 => {
+                let mut record = self.record;
+                record.input = ids;
+                Ok(Parsed {
+                    record: Record::Request(record),
+                    warnings: self.warnings,
+                })
+            }
+            _ => parse_line(line),
+        }
+    }
+}
+
+/// [`parse_line`], except that the `input` array of a request without `extends` (a full-form
+/// input, which repeats much of an earlier one) is left for the caller to read: see
+/// [`Deferred`]. Every other line, and every line the deferring path does not take as it is,
+/// is read by [`parse_line`].
+pub fn parse_line_deferred(line: &[u8]) -> LineParse {
+    match defer(line) {
+        Some(parse) => parse,
+        None => LineParse::Read(parse_line(line)),
+    }
+}
+
+/// The deferring path of [`parse_line_deferred`]; `None` wherever it could differ from
+/// [`parse_line`] (the fast path declines, the rest is not JSON, the request has a problem).
+fn defer(line: &[u8]) -> Option<LineParse> {
+    let (mut split, input) = split(line, true).ok()?;
+    let input = input?;
+    std::str::from_utf8(&split.rest).ok()?;
+    let mut raw = serde_json::from_slice::<RawLine>(&split.rest).ok()?;
+    raw.output = split.output.take();
+    if split.logprobs.is_some() {
+        raw.logprobs = split.logprobs.take();
+    }
+    if raw.kind.as_deref() != Some("request") || raw.extends.is_some() {
+        // Read the array now, where the fast path would have (it must end where it was found).
+        let (ids, end) = read_token_array(line, input.start - 1)?;
+        if end != input.end {
+            return None;
+        }
+        raw.input = Some(ids);
+        return Some(LineParse::Read(record_from(raw, line)));
+    }
+    raw.input = Some(Vec::new());
+    let mut warnings = Vec::new();
+    let (record, span_end) = parse_request(raw, &mut warnings, true).ok()?;
+    Some(LineParse::Deferred(Deferred {
+        record: Box::new(record),
+        warnings,
+        input,
+        span_end,
+    }))
 }
 
 /// The whole line through serde_json, for lines the fast path declines: errors worded with the
@@ -605,7 +708,14 @@ fn is_reconstructed(meta: &Option<Value>) -> bool {
         .unwrap_or(false)
 }
 
-fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestRecord, LineError> {
+/// Also returns the largest span end. With `input_unread` the input is not known yet (see
+/// [`Deferred`]): span ends are not checked against its length, which the caller does with
+/// that largest end once it is read.
+fn parse_request(
+    raw: RawLine,
+    warnings: &mut Vec<String>,
+    input_unread: bool,
+) -> Result<(RequestRecord, u64), LineError> {
     let execution = required_id(raw.execution, "execution")?;
     let id = required_id(raw.id, "id")?;
     let input = raw.input.ok_or_else(|| missing("input"))?;
@@ -630,7 +740,7 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
     let mut spans = Vec::new();
     let mut prev_end = 0u64;
     for (i, s) in raw.spans.unwrap_or_default().into_iter().enumerate() {
-        if s.end > input.len() as u64 {
+        if !input_unread && s.end > input.len() as u64 {
             return Err(LineError::new(
                 format!(
                     "span end {} is past the input ({})",
@@ -714,7 +824,7 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
             "not_trainable",
         ));
     }
-    Ok(RequestRecord {
+    let request = RequestRecord {
         execution,
         id,
         input,
@@ -731,7 +841,8 @@ fn parse_request(raw: RawLine, warnings: &mut Vec<String>) -> Result<RequestReco
         t: raw.t,
         model: raw.model,
         meta: raw.meta,
-    })
+    };
+    Ok((request, prev_end))
 }
 
 /// Largest reward magnitude accepted: the group advantage `reward − mean` of any rewards within
@@ -866,6 +977,13 @@ pub struct SplitLine {
 /// unusual or invalid line takes the serde_json path; a line that repeats one of its own keys
 /// is [`Decline::DuplicateKey`].
 pub fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
+    split(line, false).map(|(split, _)| split)
+}
+
+/// [`split_token_arrays`]; with `defer_input` the `input` array is not read but only found (up
+/// to the first `]` after its `[`), and the range of its bytes after the `[`, `]` included, is
+/// returned beside the split. Whether those bytes are a token array is for whoever reads them.
+fn split(line: &[u8], defer_input: bool) -> Result<(SplitLine, Option<Range<usize>>), Decline> {
     use Decline::Unusual;
     let mut p = skip_ws(line, 0);
     if line.get(p) != Some(&b'{') {
@@ -882,6 +1000,7 @@ pub fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
     let mut first = true;
     let mut keys: Vec<&[u8]> = Vec::with_capacity(16);
     let mut scan = Scan::default();
+    let mut deferred = None;
     loop {
         p = skip_ws(line, p);
         match line.get(p).ok_or(Unusual)? {
@@ -923,6 +1042,11 @@ pub fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
             _ => None,
         };
         match slot {
+            Some(_) if array && defer_input && key == b"input" => {
+                let close = memchr::memchr(b']', &line[p..]).ok_or(Unusual)?;
+                deferred = Some(p + 1..p + close + 1);
+                p += close + 1;
+            }
             Some(slot) if array => {
                 let (ids, end) = read_token_array(line, p).ok_or(Unusual)?;
                 *slot = Some(ids);
@@ -950,7 +1074,7 @@ pub fn split_token_arrays(line: &[u8]) -> Result<SplitLine, Decline> {
         return Err(Unusual);
     }
     out.rest.push(b'}');
-    Ok(out)
+    Ok((out, deferred))
 }
 
 fn skip_ws(line: &[u8], mut p: usize) -> usize {
@@ -962,12 +1086,42 @@ fn skip_ws(line: &[u8], mut p: usize) -> usize {
 
 /// Reads `[1, 2, 3]` starting at `p`; `None` unless every element is a canonical integer below
 /// 2^32. Returns the ids and the position after `]`.
-fn read_token_array(line: &[u8], mut p: usize) -> Option<(Vec<u32>, usize)> {
-    p += 1;
+fn read_token_array(line: &[u8], p: usize) -> Option<(Vec<u32>, usize)> {
     let mut ids = Vec::with_capacity((line.len() - p) / 4);
+    let close = read_ids(line, p + 1, ArrayAt::Start, &mut ids)?;
+    Some((ids, close + 1))
+}
+
+/// Where [`read_ids`] starts in a token array.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum ArrayAt {
+    /// Just after the `[`: the array may be empty.
+    Start,
+    /// Just after a `,`: an element must follow.
+    Comma,
+    /// Just after an element: a `,` or the `]` must follow.
+    Element,
+}
+
+/// The one grammar of the fast token-array path: reads the elements of a token array from `p`
+/// (in state `at`) to its `]`, appending them to `ids`. `None` unless every element is a
+/// canonical integer below 2^32 (no sign, fraction, exponent or leading zero; at most ten
+/// digits) separated by commas and JSON whitespace. Returns the position of the `]`.
+pub(crate) fn read_ids(
+    line: &[u8],
+    mut p: usize,
+    at: ArrayAt,
+    ids: &mut Vec<u32>,
+) -> Option<usize> {
     p = skip_ws(line, p);
-    if line.get(p) == Some(&b']') {
-        return Some((ids, p + 1));
+    match at {
+        ArrayAt::Start if line.get(p) == Some(&b']') => return Some(p),
+        ArrayAt::Element => match line.get(p)? {
+            b',' => p = skip_ws(line, p + 1),
+            b']' => return Some(p),
+            _ => return None,
+        },
+        ArrayAt::Start | ArrayAt::Comma => {}
     }
     loop {
         let start = p;
@@ -987,7 +1141,7 @@ fn read_token_array(line: &[u8], mut p: usize) -> Option<(Vec<u32>, usize)> {
         p = skip_ws(line, p);
         match line.get(p)? {
             b',' => p = skip_ws(line, p + 1),
-            b']' => return Some((ids, p + 1)),
+            b']' => return Some(p),
             _ => return None,
         }
     }
