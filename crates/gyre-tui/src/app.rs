@@ -230,6 +230,11 @@ pub enum Action {
 pub struct App {
     /// Name of the input, for the title.
     pub label: String,
+    /// The input as a command line names it, for the commands `Y` copies: the files, or the
+    /// bundled demo's file in the repository (`assets/demo/…`).
+    pub inputs: Vec<String>,
+    /// Text to put on the clipboard: the run loop sends it (OSC 52) and empties this.
+    pub clipboard: Option<String>,
     /// Loading state.
     pub load: Load,
     /// The data, once loaded.
@@ -330,8 +335,11 @@ impl App {
         if !priorities.contains(&settings.priority) {
             priorities.insert(0, settings.priority.clone());
         }
+        let label = label.into();
         App {
-            label: label.into(),
+            inputs: vec![label.clone()],
+            clipboard: None,
+            label,
             load: Load::Loading {
                 phase: Phase::Reading,
                 done: 0,
@@ -1157,6 +1165,7 @@ impl App {
                     free,
                 });
             }
+            Command::Copy => self.overlay = Overlay::Copy(super::copy::items(self)),
             Command::Goto => {
                 if self.path().is_some() {
                     self.overlay = Overlay::Goto(Field::default());
@@ -1328,7 +1337,7 @@ impl App {
     /// The request `y` explains: the one whose output is under the token cursor (tokens
     /// focused), the candidate highlighted in the replay pane (replay focused), else the
     /// selected one.
-    fn open_why(&mut self) {
+    pub fn why_request(&self) -> Option<u32> {
         let highlighted = (self.focus == Pane::Replay)
             .then(|| {
                 let ctx = self.ctx()?;
@@ -1345,7 +1354,11 @@ impl App {
                 (node.kind == gyre_engine::tree::NodeKind::Output).then_some(node.owner)
             })
             .flatten();
-        match highlighted.or(under_cursor).or(self.sel.request) {
+        highlighted.or(under_cursor).or(self.sel.request)
+    }
+
+    fn open_why(&mut self) {
+        match self.why_request() {
             Some(request) => {
                 self.overlay = Overlay::Why {
                     exec: self.sel.exec,
@@ -1462,7 +1475,7 @@ impl App {
                 self.goto_hit();
             }
             (Overlay::Export(p), Command::Escape) if p.clash.is_some() => p.clash = None,
-            (Overlay::Goto(_) | Overlay::Export(_), Command::Escape) => {
+            (Overlay::Goto(_) | Overlay::Export(_) | Overlay::Copy(_), Command::Escape) => {
                 self.overlay = Overlay::None
             }
             (Overlay::Export(p), Command::Enter) if p.clash.is_none() => {
@@ -1546,6 +1559,22 @@ impl App {
                 _ => {}
             },
             Overlay::Export(p) => p.field.edit(e),
+            Overlay::Copy(items) => {
+                if let Edit::Char(c) = e {
+                    match items.iter().find(|it| it.key == c) {
+                        Some(it) => {
+                            let m = super::copy::said(it);
+                            self.clipboard = Some(it.text.clone());
+                            self.overlay = Overlay::None;
+                            self.say(m);
+                        }
+                        None => {
+                            let keys: String = items.iter().map(|it| it.key).collect();
+                            self.say(format!("{c:?} copies nothing: one of {keys}, or Esc"));
+                        }
+                    }
+                }
+            }
             Overlay::Priority(ed) => match e {
                 Edit::Char('k') => ed.cursor(false),
                 Edit::Char('j') => ed.cursor(true),

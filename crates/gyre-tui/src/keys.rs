@@ -112,6 +112,8 @@ pub enum Command {
     Row,
     /// The batch dashboard.
     Dashboard,
+    /// The copy menu: an id, a segment's text or ids, or a `gyre` command, to the clipboard.
+    Copy,
 }
 
 /// A key as written in the table.
@@ -561,6 +563,16 @@ pub const BINDINGS: &[Binding] = &[
                rewards and advantages per group, cost and coverage per J_max (Enter on a bar \
                jumps to an example)",
         hint: Some("dashboard"),
+    },
+    Binding {
+        keys: &[C('Y')],
+        command: Command::Copy,
+        group: "Copy",
+        help: "copy to the clipboard through OSC 52 (over ssh too; in tmux: set -g \
+               set-clipboard on): the execution id, the request id, the text or the ids of the \
+               segment under the token cursor, or the gyre show / why / replay command for what \
+               is on screen; a letter picks",
+        hint: None,
     },
 ];
 

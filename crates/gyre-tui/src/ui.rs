@@ -105,6 +105,7 @@ pub fn draw(app: &App, buf: &mut Buffer) {
             buf,
         ),
         Overlay::Priority(e) => overlay::priority(&app.theme, e, a.full, buf),
+        Overlay::Copy(items) => overlay::copy(&app.theme, items, a.full, buf),
         Overlay::Why {
             request, scroll, ..
         } => overlay::why(&ctx, *request, *scroll, a.full, buf),

@@ -1,8 +1,9 @@
 //! Overlays over the panes: help (keys and a glossary), the search field with its results list,
-//! the export prompt, go-to-position, the priority editor and "why (not) drawn", one file each
+//! the export prompt, go-to-position, the copy menu, the priority editor and "why (not) drawn", one file each
 //! behind the [`Overlay`] enum (the compare view, the row view and the dashboard have their own
 //! modules beside this one).
 
+mod copy;
 mod export;
 mod goto;
 mod help;
@@ -10,6 +11,7 @@ mod priority;
 mod search;
 mod why;
 
+pub use copy::copy;
 pub use export::{ExportPrompt, export};
 pub use goto::goto;
 pub use help::{help, help_max_scroll};
@@ -22,6 +24,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
 
+use super::copy::CopyItem;
 use super::dashboard::Dash;
 use super::keys::Command;
 use super::pane::wrap;
@@ -91,6 +94,8 @@ pub enum Overlay {
     Export(ExportPrompt),
     /// Typing a position to go to.
     Goto(Field),
+    /// The copy menu: what a letter copies.
+    Copy(Vec<CopyItem>),
     /// Editing the priority.
     Priority(PriorityEditor),
     /// What changed since the pin: the execution chosen in the list.
@@ -115,7 +120,11 @@ impl Overlay {
     pub fn takes_text(&self) -> bool {
         matches!(
             self,
-            Overlay::Search { .. } | Overlay::Export(_) | Overlay::Goto(_) | Overlay::Priority(_)
+            Overlay::Search { .. }
+                | Overlay::Export(_)
+                | Overlay::Goto(_)
+                | Overlay::Priority(_)
+                | Overlay::Copy(_)
         )
     }
 }

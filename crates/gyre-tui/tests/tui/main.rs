@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod copy;
 mod defects;
 mod degrade;
 mod keys;
