@@ -11,9 +11,10 @@ use super::text_box;
 
 /// Draws the copy menu.
 pub fn copy(t: &Theme, items: &[CopyItem], full: Rect, buf: &mut Buffer) {
-    // One row per entry: the menu is narrower than the screen, so a long command shows its
-    // start (the status line names what was copied).
-    let room = (full.width as usize * 7 / 10).max(40).saturating_sub(26);
+    // One row per entry, cut to the box (text_box's width less its borders and the letter and
+    // name columns): a long command shows its start, the status line names what was copied.
+    let inner = (full.width * 7 / 10).max(full.width.min(76)).saturating_sub(2) as usize;
+    let room = inner.saturating_sub(26);
     let mut lines: Vec<Line<'static>> = items
         .iter()
         .map(|it| {
