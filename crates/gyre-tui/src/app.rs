@@ -32,6 +32,7 @@ use super::pane::replay::ReplayPane;
 use super::pane::tokens::{PathView, TokensPane};
 use super::pane::tree::TreePane;
 use super::pane::{Ctx, Effect, Pane, PaneView};
+use super::palette::Parsed;
 use super::path::PathIndex;
 use super::search::{Found, Search};
 use super::theme::Theme;
@@ -1166,9 +1167,10 @@ impl App {
                 });
             }
             Command::Copy => self.overlay = Overlay::Copy(super::copy::items(self)),
-            Command::Goto => {
-                if self.path().is_some() {
-                    self.overlay = Overlay::Goto(Field::default());
+            Command::Palette => {
+                self.overlay = Overlay::Palette {
+                    field: Field::default(),
+                    at: 0,
                 }
             }
             Command::NextTarget
@@ -1475,7 +1477,7 @@ impl App {
                 self.goto_hit();
             }
             (Overlay::Export(p), Command::Escape) if p.clash.is_some() => p.clash = None,
-            (Overlay::Goto(_) | Overlay::Export(_) | Overlay::Copy(_), Command::Escape) => {
+            (Overlay::Palette { .. } | Overlay::Export(_) | Overlay::Copy(_), Command::Escape) => {
                 self.overlay = Overlay::None
             }
             (Overlay::Export(p), Command::Enter) if p.clash.is_none() => {
@@ -1495,24 +1497,24 @@ impl App {
                     }
                 }
             }
-            (Overlay::Goto(f), Command::Enter) => {
-                let text = f.text.trim().to_string();
+            (Overlay::Palette { field, at }, Command::Enter) => {
+                let parsed = super::palette::parse(&field.text, *at);
                 self.overlay = Overlay::None;
-                match text.parse::<u64>() {
-                    Ok(n) if n >= 1 => {
-                        if let Some(r) = self.sel.request {
-                            self.apply(Effect::ShowPos {
-                                request: r,
-                                pos: n - 1,
-                            });
-                            if let Some(v) = self.path() {
-                                let m = format!("position {}/{}", v.cursor + 1, v.index.len);
-                                self.say(m);
-                            }
-                        }
-                    }
-                    _ => self.say(format!("not a position: {text:?} (1 is the first token)")),
+                self.run_palette(parsed);
+            }
+            (Overlay::Palette { field, at }, Command::FocusNext) => {
+                if let Some(t) = super::palette::complete(&field.text, *at) {
+                    field.text = t;
+                    *at = 0;
                 }
+            }
+            (Overlay::Palette { field, at }, Command::Up | Command::Down) => {
+                let last = super::palette::matches(&field.text).len().saturating_sub(1);
+                *at = if c == Command::Up {
+                    at.saturating_sub(1)
+                } else {
+                    (*at + 1).min(last)
+                };
             }
             (Overlay::Priority(_), Command::Escape) => self.overlay = Overlay::None,
             (Overlay::Priority(e), Command::Up | Command::Down) => e.cursor(c == Command::Down),
@@ -1531,6 +1533,87 @@ impl App {
         }
     }
 
+    /// Enter in the palette: goes to a position, opens an execution or a request, sets a
+    /// setting, or runs a command of the key table as its key would.
+    fn run_palette(&mut self, parsed: Parsed) {
+        let (e, arg) = match parsed {
+            Parsed::Nothing => return,
+            Parsed::Unknown(m) => return self.say(m),
+            Parsed::Position(n) => return self.goto_position(n),
+            Parsed::Run(e, arg) => (e, arg),
+        };
+        match (e.command, e.arg, arg.is_empty()) {
+            (Some(c), _, true) => self.command(c),
+            (None, Some(what), true) => self.say(format!(":{} needs {what}: {}", e.name, e.help)),
+            (_, Some(_), false) => self.palette_arg(&e.name, &arg),
+            (_, None, _) => self.say(format!(":{} takes no argument", e.name)),
+        }
+    }
+
+    /// `:execution ID`, `:request ID`, `:seed N`, `:jmax N`, `:priority A>B`, `:advantage M`.
+    fn palette_arg(&mut self, name: &str, arg: &str) {
+        let Some(d) = &self.data else { return };
+        match name {
+            "execution" => match d.batch.execution_index(arg) {
+                Some(i) => self.apply(Effect::OpenExec(i)),
+                None => self.say(format!("no execution {arg:?}")),
+            },
+            "request" => {
+                let exec = &d.batch.executions[self.sel.exec];
+                match exec.request_index(arg) {
+                    Some(r) => self.apply(Effect::SelectRequest(r)),
+                    None => {
+                        let m = format!("no request {arg:?} in {}", exec.id);
+                        self.say(m)
+                    }
+                }
+            }
+            "advantage" => match AdvantageMode::parse(arg) {
+                Some(a) if a == self.advantage => self.say(format!("advantage is {arg} already")),
+                Some(a) => {
+                    self.advantage = a;
+                    self.rerun();
+                }
+                None => self.say(format!(
+                    "advantage {arg:?}: one of {}",
+                    AdvantageMode::names()
+                )),
+            },
+            _ => {
+                let mut s = self.settings.clone();
+                match s.set(name, arg) {
+                    Err(m) => self.say(m),
+                    Ok(()) if s == self.settings => self.say(format!("{name} is {arg} already")),
+                    Ok(()) => {
+                        if !self.priorities.contains(&s.priority) {
+                            self.priorities.push(s.priority.clone());
+                        }
+                        self.settings = s;
+                        self.rerun();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Puts the token cursor on path position `n` (1-based) and says where it is.
+    fn goto_position(&mut self, n: u64) {
+        let (Some(r), Some(len)) = (self.sel.request, self.path().map(|v| v.index.len)) else {
+            return self.say("no path on screen to go to a position on");
+        };
+        if n == 0 {
+            return self.say(format!("not a position: 0 (1 to {len}: 1 is the first token)"));
+        }
+        self.apply(Effect::ShowPos {
+            request: r,
+            pos: n - 1,
+        });
+        if let Some(v) = self.path() {
+            let m = format!("position {}/{}", v.cursor + 1, v.index.len);
+            self.say(m);
+        }
+    }
+
     /// A character or edit key while an overlay is open.
     fn edit(&mut self, e: Edit) {
         match &mut self.overlay {
@@ -1544,7 +1627,10 @@ impl App {
                         .start(&q, &batch, &self.text, self.sel.exec, self.jobs.as_ref());
                 }
             }
-            Overlay::Goto(f) if !matches!(e, Edit::Char(c) if !c.is_ascii_digit()) => f.edit(e),
+            Overlay::Palette { field, at } => {
+                field.edit(e);
+                *at = 0;
+            }
             Overlay::Export(p) if p.clash.is_some() => match e {
                 Edit::Char('o') => {
                     let name = p.field.text.trim().to_string();

@@ -58,8 +58,8 @@ pub enum Command {
     NextDivergence,
     /// Tokens: the previous such point.
     PrevDivergence,
-    /// Tokens: go to a position (typed).
-    Goto,
+    /// The command palette: a command by name (with its argument), or a path position.
+    Palette,
     /// Replay: one draw forward.
     DrawNext,
     /// Replay: one draw back.
@@ -237,6 +237,15 @@ pub const BINDINGS: &[Binding] = &[
         hint: Some("zoom"),
     },
     Binding {
+        keys: &[C(':')],
+        command: Command::Palette,
+        group: "General",
+        help: "command palette: any command of this table by name (Tab completes, ↑ ↓ \
+               choose), execution ID, request ID, seed N, jmax N, priority A>B, advantage \
+               MODE, or a number: that path position (1-based)",
+        hint: None,
+    },
+    Binding {
         keys: &[C('k'), Code(KeyCode::Up)],
         command: Command::Up,
         group: "Move",
@@ -367,13 +376,6 @@ pub const BINDINGS: &[Binding] = &[
         command: Command::PrevDivergence,
         group: "Tokens",
         help: "previous divergence",
-        hint: None,
-    },
-    Binding {
-        keys: &[C(':')],
-        command: Command::Goto,
-        group: "Tokens",
-        help: "go to position N (1-based)",
         hint: None,
     },
     Binding {
@@ -652,7 +654,7 @@ pub fn markdown() -> String {
     s
 }
 
-/// Keys of the input fields (search, export, go to position).
+/// Keys of the input fields (search, export, the command palette).
 pub const EDIT_KEYS: &[(&str, &str)] = &[
     ("Enter", "confirm"),
     ("Esc", "cancel (search: clear it)"),
@@ -661,8 +663,9 @@ pub const EDIT_KEYS: &[(&str, &str)] = &[
     ("Ctrl-w", "delete the word before the cursor"),
     (
         "↑ ↓",
-        "search: choose a result; priority editor: choose a class",
+        "search: choose a result; palette: choose a command; priority editor: choose a class",
     ),
+    ("Tab", "palette: complete the command's name"),
     ("K J", "priority editor: move the class up / down"),
     ("Space", "priority editor: drop the class / put it back"),
 ];
@@ -706,7 +709,7 @@ pub const GLOSSARY: &[(&str, &str)] = &[
     ),
     (
         "positions",
-        "path positions (the cursor, go to position) are 1-based; offsets inside a request \
+        "path positions (the cursor, a number in the palette) are 1-based; offsets inside a request \
          (output token 3 of r7, r1[0..36], diverges at token 78) are 0-based, as in records \
          and exports",
     ),

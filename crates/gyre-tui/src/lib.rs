@@ -14,6 +14,7 @@ pub mod follow;
 pub mod keys;
 mod layout;
 pub mod overlay;
+pub mod palette;
 pub mod pane;
 pub mod path;
 pub mod row;
@@ -104,6 +105,8 @@ fn key_action(app: &App, k: &KeyEvent) -> Option<Action> {
             KeyCode::Backspace => Some(Action::Backspace),
             KeyCode::Enter => Some(Action::Cmd(Command::Enter)),
             KeyCode::Esc => Some(Action::Cmd(Command::Escape)),
+            // Tab completes in the palette (elsewhere in a field it does nothing).
+            KeyCode::Tab => Some(Action::Cmd(Command::FocusNext)),
             KeyCode::Up if priority && shift => Some(Action::Input('K')),
             KeyCode::Down if priority && shift => Some(Action::Input('J')),
             KeyCode::Up => Some(Action::Cmd(Command::Up)),

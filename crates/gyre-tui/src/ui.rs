@@ -97,9 +97,10 @@ pub fn draw(app: &App, buf: &mut Buffer) {
         Overlay::Export(p) => {
             overlay::export(&app.theme, p, app.export_settings(), &app.cwd, a.full, buf)
         }
-        Overlay::Goto(field) => overlay::goto(
+        Overlay::Palette { field, at } => overlay::palette(
             &app.theme,
             field,
+            *at,
             path.map_or(0, |v| v.index.len),
             a.full,
             buf,

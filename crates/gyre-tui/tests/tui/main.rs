@@ -9,6 +9,7 @@ mod defects;
 mod degrade;
 mod keys;
 mod layout;
+mod palette;
 mod snapshots;
 mod state_machine;
 mod views;

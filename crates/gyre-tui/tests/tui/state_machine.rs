@@ -715,7 +715,7 @@ fn a_recording_read_again_never_keeps_a_stale_tree_or_path() {
     ];
     for (k, text) in steps.into_iter().enumerate() {
         // Overlays that hold indices into the batch stay open across the change.
-        let overlay = [Command::Why, Command::Goto, Command::EditPriority][k % 3];
+        let overlay = [Command::Why, Command::Palette, Command::EditPriority][k % 3];
         cmds(&mut app, &[overlay]);
         let (b, res) = load(text);
         app.step(Action::Grown(b, res));
