@@ -22,6 +22,7 @@ use gyre_engine::stats::{self, Breakdown, Totals};
 use gyre_text::TokenText;
 
 use super::dashboard::{Dash, Go};
+use super::history::History;
 use super::keys::Command;
 use super::layout::{Areas, NARROW, areas};
 use super::overlay::{self, Edit, ExportPrompt, Field, Overlay, PriorityEditor};
@@ -245,6 +246,8 @@ pub struct App {
     pub settings: Settings,
     /// Advantage mode asked for.
     pub advantage: AdvantageMode,
+    /// The settings asked for so far, for undo and redo.
+    pub history: History,
     /// Priority orders `p` cycles through.
     pub priorities: Vec<Vec<Class>>,
     /// Terminal size.
@@ -347,6 +350,7 @@ impl App {
                 total: 0,
             },
             data: None,
+            history: History::new((settings.clone(), AdvantageMode::DrGrpo)),
             settings,
             advantage: AdvantageMode::DrGrpo,
             priorities,
@@ -1141,6 +1145,7 @@ impl App {
                 };
                 self.rerun();
             }
+            Command::Undo | Command::Redo => self.undo_redo(c == Command::Undo),
             Command::Sort => {
                 self.execs.next_sort();
                 self.sync();
@@ -1186,6 +1191,36 @@ impl App {
             }
             _ => self.pane_command(c),
         }
+    }
+
+    /// `Ctrl-z` / `Ctrl-y`: asks for the settings before (after) the current ones again and
+    /// says which change that undoes (redoes).
+    fn undo_redo(&mut self, undo: bool) {
+        let step = if undo {
+            self.history.undo()
+        } else {
+            self.history.redo()
+        };
+        let Some((settings, advantage)) = step else {
+            return self.say(if undo {
+                "nothing to undo: no settings change before this one"
+            } else {
+                "nothing to redo"
+            });
+        };
+        let what = settings_change((&self.settings, self.advantage), (&settings, advantage));
+        let (left_back, left_forward) = self.history.depth();
+        if !self.priorities.contains(&settings.priority) {
+            self.priorities.push(settings.priority.clone());
+        }
+        self.settings = settings;
+        self.advantage = advantage;
+        self.rerun();
+        self.say(if undo {
+            format!("undo: {what} ({left_back} more to undo · Ctrl-y redoes)")
+        } else {
+            format!("redo: {what} ({left_forward} more to redo · Ctrl-z undoes)")
+        });
     }
 
     /// The Tab order: the panes of the layout in screen order, then those it leaves out (the
@@ -1721,6 +1756,8 @@ impl App {
     /// Asks the engine to re-run with the current settings: on a worker when there is one (the
     /// screen keeps the old results and says "re-running…"), else at once.
     fn rerun(&mut self) {
+        self.history
+            .asked((self.settings.clone(), self.advantage));
         let Some(d) = &self.data else { return };
         let (batch, settings, advantage) =
             (Arc::clone(&d.batch), self.settings.clone(), self.advantage);

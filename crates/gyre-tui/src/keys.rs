@@ -92,6 +92,10 @@ pub enum Command {
     EditPriority,
     /// Next advantage mode.
     Advantage,
+    /// Back to the settings before the last change (re-runs).
+    Undo,
+    /// The settings change undone last, again.
+    Redo,
     /// Next sort order of the executions list.
     Sort,
     /// Next filter of the executions list.
@@ -467,6 +471,20 @@ pub const BINDINGS: &[Binding] = &[
         command: Command::Advantage,
         group: "Engine (re-runs in the background)",
         help: "advantage: drgrpo / grpo / none",
+        hint: None,
+    },
+    Binding {
+        keys: &[Key::Ctrl('z')],
+        command: Command::Undo,
+        group: "Engine (re-runs in the background)",
+        help: "undo the last settings change (seed, J_max, priority, advantage)",
+        hint: None,
+    },
+    Binding {
+        keys: &[Key::Ctrl('y')],
+        command: Command::Redo,
+        group: "Engine (re-runs in the background)",
+        help: "redo the settings change undone last",
         hint: None,
     },
     Binding {

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod copy;
 mod dashboard;
 pub mod follow;
+pub mod history;
 pub mod keys;
 mod layout;
 pub mod overlay;

@@ -7,6 +7,7 @@ mod common;
 mod copy;
 mod defects;
 mod degrade;
+mod history;
 mod keys;
 mod layout;
 mod palette;

@@ -165,14 +165,17 @@ enum Act {
     Burst(Vec<usize>, bool),
 }
 
-/// The keys that change settings (each one re-runs the engine).
-const SETTINGS_KEYS: [Command; 6] = [
+/// The keys that change settings (each one re-runs the engine; undo and redo with nothing to
+/// step to do not).
+const SETTINGS_KEYS: [Command; 8] = [
     Command::SeedUp,
     Command::SeedDown,
     Command::JmaxUp,
     Command::JmaxDown,
     Command::Priority,
     Command::Advantage,
+    Command::Undo,
+    Command::Redo,
 ];
 
 fn act() -> impl Strategy<Value = Act> {
