@@ -62,10 +62,17 @@ pub fn items(app: &App) -> Vec<CopyItem> {
             }
             c => show.push(format!("--color {}", c.name())),
         }
-        if app.sel.step < app.draws() {
-            show.push(format!("--draw {}", app.sel.step));
-        }
-        push('s', "gyre show command", show.join(" "));
+        // `gyre show --draw` counts from 1: at draw 0 (nothing claimed yet) the menu says the
+        // command shows the admitted state instead.
+        let what = match app.sel.step {
+            0 => "gyre show at n/n",
+            k if k < app.draws() => {
+                show.push(format!("--draw {k}"));
+                "gyre show command"
+            }
+            _ => "gyre show command",
+        };
+        push('s', what, show.join(" "));
     }
     if let Some(id) = app.why_request().and_then(request) {
         let mut why = head("why");
@@ -115,7 +122,7 @@ pub fn said(item: &CopyItem) -> String {
     let preview: String = first.chars().take(48).collect();
     let cut = preview.chars().count() < chars;
     format!(
-        "copied the {} to the clipboard (OSC 52): {}{} ({}{})",
+        "copied to the clipboard (OSC 52), {}: {}{} ({}{})",
         item.what,
         preview,
         if cut { "…" } else { "" },

@@ -29,10 +29,10 @@ fn y_e_copies_the_execution_id_and_says_so() {
     assert_eq!(copy(&mut app, 'e'), id);
     let m = &app.message.as_ref().unwrap().text;
     assert!(
-        m.starts_with(&format!("copied the execution id to the clipboard (OSC 52): {id} (")),
+        m.starts_with(&format!("copied to the clipboard (OSC 52), execution id: {id} (")),
         "{m}"
     );
-    assert!(screen(&app).contains("copied the execution id"));
+    assert!(screen(&app).contains("copied to the clipboard (OSC 52), execution id"));
 }
 
 #[test]
@@ -68,10 +68,21 @@ fn the_why_command_names_the_highlighted_candidate_and_the_settings_on_screen() 
 #[test]
 fn the_show_command_carries_the_colouring_and_the_draw() {
     let mut app = demo();
-    cmds(&mut app, &[Command::DrawFirst, Command::Colour]);
+    cmds(&mut app, &[Command::DrawFirst, Command::DrawNext, Command::Colour]);
     let cmd = copy(&mut app, 's');
     assert!(cmd.starts_with("gyre show assets/demo/example.jsonl --execution "), "{cmd}");
-    assert!(cmd.ends_with(" --color logprob --draw 0"), "{cmd}");
+    assert!(cmd.ends_with(" --color logprob --draw 1"), "{cmd}");
+}
+
+#[test]
+fn at_draw_0_the_show_command_says_it_shows_the_admitted_state() {
+    let mut app = demo();
+    cmds(&mut app, &[Command::DrawFirst]);
+    let cmd = copy(&mut app, 's');
+    // `gyre show --draw` counts from 1.
+    assert!(!cmd.contains("--draw"), "{cmd}");
+    let m = &app.message.as_ref().unwrap().text;
+    assert!(m.starts_with("copied to the clipboard (OSC 52), gyre show at n/n: "), "{m}");
 }
 
 #[test]
