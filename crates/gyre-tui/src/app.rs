@@ -554,7 +554,18 @@ impl App {
                 self.exporting.retain(|p| *p != path);
                 self.say(m);
             }
-            Action::Found(f) => self.search.receive(f),
+            Action::Found(f) => {
+                self.search.receive(f);
+                if self.search.go_when_found && !self.search.hits.is_empty() {
+                    self.search.go_when_found = false;
+                    self.search.at = Some(0);
+                    self.goto_hit();
+                } else if self.search.go_when_found && self.search.done {
+                    self.search.go_when_found = false;
+                    let m = format!("/{}: no match", self.search.query);
+                    self.say(m);
+                }
+            }
             Action::Tick(now) => {
                 if self
                     .message
@@ -1503,6 +1514,16 @@ impl App {
             (Overlay::Search { at, .. }, Command::Enter) => {
                 let at = *at;
                 self.overlay = Overlay::None;
+                if self.search.hits.is_empty() && !self.search.done {
+                    // Keys faster than the worker: "no match" would be a guess.
+                    self.search.go_when_found = true;
+                    let m = format!(
+                        "/{}: searching… the first match opens when it is found",
+                        self.search.query
+                    );
+                    self.say(m);
+                    return;
+                }
                 if self.search.hits.is_empty() {
                     let m = format!("/{}: no match", self.search.query);
                     self.say(m);
