@@ -22,6 +22,7 @@ use gyre_engine::stats::{self, Breakdown, Totals};
 use gyre_text::TokenText;
 
 use super::dashboard::{Dash, Go};
+use super::history::History;
 use super::keys::Command;
 use super::layout::{Areas, NARROW, areas};
 use super::overlay::{self, Edit, ExportPrompt, Field, Overlay, PriorityEditor};
@@ -32,6 +33,7 @@ use super::pane::replay::ReplayPane;
 use super::pane::tokens::{PathView, TokensPane};
 use super::pane::tree::TreePane;
 use super::pane::{Ctx, Effect, Pane, PaneView};
+use super::palette::Parsed;
 use super::path::PathIndex;
 use super::search::{Found, Search};
 use super::theme::Theme;
@@ -230,6 +232,11 @@ pub enum Action {
 pub struct App {
     /// Name of the input, for the title.
     pub label: String,
+    /// The input as a command line names it, for the commands `Y` copies: the files, or the
+    /// bundled demo's file in the repository (`assets/demo/…`).
+    pub inputs: Vec<String>,
+    /// Text to put on the clipboard: the run loop sends it (OSC 52) and empties this.
+    pub clipboard: Option<String>,
     /// Loading state.
     pub load: Load,
     /// The data, once loaded.
@@ -239,6 +246,8 @@ pub struct App {
     pub settings: Settings,
     /// Advantage mode asked for.
     pub advantage: AdvantageMode,
+    /// The settings asked for so far, for undo and redo.
+    pub history: History,
     /// Priority orders `p` cycles through.
     pub priorities: Vec<Vec<Class>>,
     /// Terminal size.
@@ -330,14 +339,18 @@ impl App {
         if !priorities.contains(&settings.priority) {
             priorities.insert(0, settings.priority.clone());
         }
+        let label = label.into();
         App {
-            label: label.into(),
+            inputs: vec![label.clone()],
+            clipboard: None,
+            label,
             load: Load::Loading {
                 phase: Phase::Reading,
                 done: 0,
                 total: 0,
             },
             data: None,
+            history: History::new((settings.clone(), AdvantageMode::DrGrpo)),
             settings,
             advantage: AdvantageMode::DrGrpo,
             priorities,
@@ -541,7 +554,18 @@ impl App {
                 self.exporting.retain(|p| *p != path);
                 self.say(m);
             }
-            Action::Found(f) => self.search.receive(f),
+            Action::Found(f) => {
+                self.search.receive(f);
+                if self.search.go_when_found && !self.search.hits.is_empty() {
+                    self.search.go_when_found = false;
+                    self.search.at = Some(0);
+                    self.goto_hit();
+                } else if self.search.go_when_found && self.search.done {
+                    self.search.go_when_found = false;
+                    let m = format!("/{}: no match", self.search.query);
+                    self.say(m);
+                }
+            }
             Action::Tick(now) => {
                 if self
                     .message
@@ -1132,6 +1156,7 @@ impl App {
                 };
                 self.rerun();
             }
+            Command::Undo | Command::Redo => self.undo_redo(c == Command::Undo),
             Command::Sort => {
                 self.execs.next_sort();
                 self.sync();
@@ -1157,9 +1182,11 @@ impl App {
                     free,
                 });
             }
-            Command::Goto => {
-                if self.path().is_some() {
-                    self.overlay = Overlay::Goto(Field::default());
+            Command::Copy => self.overlay = Overlay::Copy(super::copy::items(self)),
+            Command::Palette => {
+                self.overlay = Overlay::Palette {
+                    field: Field::default(),
+                    at: 0,
                 }
             }
             Command::NextTarget
@@ -1175,6 +1202,36 @@ impl App {
             }
             _ => self.pane_command(c),
         }
+    }
+
+    /// `Ctrl-z` / `Ctrl-y`: asks for the settings before (after) the current ones again and
+    /// says which change that undoes (redoes).
+    fn undo_redo(&mut self, undo: bool) {
+        let step = if undo {
+            self.history.undo()
+        } else {
+            self.history.redo()
+        };
+        let Some((settings, advantage)) = step else {
+            return self.say(if undo {
+                "nothing to undo: no settings change before this one"
+            } else {
+                "nothing to redo"
+            });
+        };
+        let what = settings_change((&self.settings, self.advantage), (&settings, advantage));
+        let (left_back, left_forward) = self.history.depth();
+        if !self.priorities.contains(&settings.priority) {
+            self.priorities.push(settings.priority.clone());
+        }
+        self.settings = settings;
+        self.advantage = advantage;
+        self.rerun();
+        self.say(if undo {
+            format!("undo: {what} ({left_back} more to undo · Ctrl-y redoes)")
+        } else {
+            format!("redo: {what} ({left_forward} more to redo · Ctrl-z undoes)")
+        });
     }
 
     /// The Tab order: the panes of the layout in screen order, then those it leaves out (the
@@ -1328,7 +1385,7 @@ impl App {
     /// The request `y` explains: the one whose output is under the token cursor (tokens
     /// focused), the candidate highlighted in the replay pane (replay focused), else the
     /// selected one.
-    fn open_why(&mut self) {
+    pub fn why_request(&self) -> Option<u32> {
         let highlighted = (self.focus == Pane::Replay)
             .then(|| {
                 let ctx = self.ctx()?;
@@ -1345,7 +1402,11 @@ impl App {
                 (node.kind == gyre_engine::tree::NodeKind::Output).then_some(node.owner)
             })
             .flatten();
-        match highlighted.or(under_cursor).or(self.sel.request) {
+        highlighted.or(under_cursor).or(self.sel.request)
+    }
+
+    fn open_why(&mut self) {
+        match self.why_request() {
             Some(request) => {
                 self.overlay = Overlay::Why {
                     exec: self.sel.exec,
@@ -1453,6 +1514,16 @@ impl App {
             (Overlay::Search { at, .. }, Command::Enter) => {
                 let at = *at;
                 self.overlay = Overlay::None;
+                if self.search.hits.is_empty() && !self.search.done {
+                    // Keys faster than the worker: "no match" would be a guess.
+                    self.search.go_when_found = true;
+                    let m = format!(
+                        "/{}: searching… the first match opens when it is found",
+                        self.search.query
+                    );
+                    self.say(m);
+                    return;
+                }
                 if self.search.hits.is_empty() {
                     let m = format!("/{}: no match", self.search.query);
                     self.say(m);
@@ -1462,7 +1533,7 @@ impl App {
                 self.goto_hit();
             }
             (Overlay::Export(p), Command::Escape) if p.clash.is_some() => p.clash = None,
-            (Overlay::Goto(_) | Overlay::Export(_), Command::Escape) => {
+            (Overlay::Palette { .. } | Overlay::Export(_) | Overlay::Copy(_), Command::Escape) => {
                 self.overlay = Overlay::None
             }
             (Overlay::Export(p), Command::Enter) if p.clash.is_none() => {
@@ -1482,24 +1553,24 @@ impl App {
                     }
                 }
             }
-            (Overlay::Goto(f), Command::Enter) => {
-                let text = f.text.trim().to_string();
+            (Overlay::Palette { field, at }, Command::Enter) => {
+                let parsed = super::palette::parse(&field.text, *at);
                 self.overlay = Overlay::None;
-                match text.parse::<u64>() {
-                    Ok(n) if n >= 1 => {
-                        if let Some(r) = self.sel.request {
-                            self.apply(Effect::ShowPos {
-                                request: r,
-                                pos: n - 1,
-                            });
-                            if let Some(v) = self.path() {
-                                let m = format!("position {}/{}", v.cursor + 1, v.index.len);
-                                self.say(m);
-                            }
-                        }
-                    }
-                    _ => self.say(format!("not a position: {text:?} (1 is the first token)")),
+                self.run_palette(parsed);
+            }
+            (Overlay::Palette { field, at }, Command::FocusNext) => {
+                if let Some(t) = super::palette::complete(&field.text, *at) {
+                    field.text = t;
+                    *at = 0;
                 }
+            }
+            (Overlay::Palette { field, at }, Command::Up | Command::Down) => {
+                let last = super::palette::matches(&field.text).len().saturating_sub(1);
+                *at = if c == Command::Up {
+                    at.saturating_sub(1)
+                } else {
+                    (*at + 1).min(last)
+                };
             }
             (Overlay::Priority(_), Command::Escape) => self.overlay = Overlay::None,
             (Overlay::Priority(e), Command::Up | Command::Down) => e.cursor(c == Command::Down),
@@ -1518,6 +1589,87 @@ impl App {
         }
     }
 
+    /// Enter in the palette: goes to a position, opens an execution or a request, sets a
+    /// setting, or runs a command of the key table as its key would.
+    fn run_palette(&mut self, parsed: Parsed) {
+        let (e, arg) = match parsed {
+            Parsed::Nothing => return,
+            Parsed::Unknown(m) => return self.say(m),
+            Parsed::Position(n) => return self.goto_position(n),
+            Parsed::Run(e, arg) => (e, arg),
+        };
+        match (e.command, e.arg, arg.is_empty()) {
+            (Some(c), _, true) => self.command(c),
+            (None, Some(what), true) => self.say(format!(":{} needs {what}: {}", e.name, e.help)),
+            (_, Some(_), false) => self.palette_arg(&e.name, &arg),
+            (_, None, _) => self.say(format!(":{} takes no argument", e.name)),
+        }
+    }
+
+    /// `:execution ID`, `:request ID`, `:seed N`, `:jmax N`, `:priority A>B`, `:advantage M`.
+    fn palette_arg(&mut self, name: &str, arg: &str) {
+        let Some(d) = &self.data else { return };
+        match name {
+            "execution" => match d.batch.execution_index(arg) {
+                Some(i) => self.apply(Effect::OpenExec(i)),
+                None => self.say(format!("no execution {arg:?}")),
+            },
+            "request" => {
+                let exec = &d.batch.executions[self.sel.exec];
+                match exec.request_index(arg) {
+                    Some(r) => self.apply(Effect::SelectRequest(r)),
+                    None => {
+                        let m = format!("no request {arg:?} in {}", exec.id);
+                        self.say(m)
+                    }
+                }
+            }
+            "advantage" => match AdvantageMode::parse(arg) {
+                Some(a) if a == self.advantage => self.say(format!("advantage is {arg} already")),
+                Some(a) => {
+                    self.advantage = a;
+                    self.rerun();
+                }
+                None => self.say(format!(
+                    "advantage {arg:?}: one of {}",
+                    AdvantageMode::names()
+                )),
+            },
+            _ => {
+                let mut s = self.settings.clone();
+                match s.set(name, arg) {
+                    Err(m) => self.say(m),
+                    Ok(()) if s == self.settings => self.say(format!("{name} is {arg} already")),
+                    Ok(()) => {
+                        if !self.priorities.contains(&s.priority) {
+                            self.priorities.push(s.priority.clone());
+                        }
+                        self.settings = s;
+                        self.rerun();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Puts the token cursor on path position `n` (1-based) and says where it is.
+    fn goto_position(&mut self, n: u64) {
+        let (Some(r), Some(len)) = (self.sel.request, self.path().map(|v| v.index.len)) else {
+            return self.say("no path on screen to go to a position on");
+        };
+        if n == 0 {
+            return self.say(format!("not a position: 0 (1 to {len}: 1 is the first token)"));
+        }
+        self.apply(Effect::ShowPos {
+            request: r,
+            pos: n - 1,
+        });
+        if let Some(v) = self.path() {
+            let m = format!("position {}/{}", v.cursor + 1, v.index.len);
+            self.say(m);
+        }
+    }
+
     /// A character or edit key while an overlay is open.
     fn edit(&mut self, e: Edit) {
         match &mut self.overlay {
@@ -1531,7 +1683,10 @@ impl App {
                         .start(&q, &batch, &self.text, self.sel.exec, self.jobs.as_ref());
                 }
             }
-            Overlay::Goto(f) if !matches!(e, Edit::Char(c) if !c.is_ascii_digit()) => f.edit(e),
+            Overlay::Palette { field, at } => {
+                field.edit(e);
+                *at = 0;
+            }
             Overlay::Export(p) if p.clash.is_some() => match e {
                 Edit::Char('o') => {
                     let name = p.field.text.trim().to_string();
@@ -1546,6 +1701,22 @@ impl App {
                 _ => {}
             },
             Overlay::Export(p) => p.field.edit(e),
+            Overlay::Copy(items) => {
+                if let Edit::Char(c) = e {
+                    match items.iter().find(|it| it.key == c) {
+                        Some(it) => {
+                            let m = super::copy::said(it);
+                            self.clipboard = Some(it.text.clone());
+                            self.overlay = Overlay::None;
+                            self.say(m);
+                        }
+                        None => {
+                            let keys: String = items.iter().map(|it| it.key).collect();
+                            self.say(format!("{c:?} copies nothing: one of {keys}, or Esc"));
+                        }
+                    }
+                }
+            }
             Overlay::Priority(ed) => match e {
                 Edit::Char('k') => ed.cursor(false),
                 Edit::Char('j') => ed.cursor(true),
@@ -1606,6 +1777,8 @@ impl App {
     /// Asks the engine to re-run with the current settings: on a worker when there is one (the
     /// screen keeps the old results and says "re-running…"), else at once.
     fn rerun(&mut self) {
+        self.history
+            .asked((self.settings.clone(), self.advantage));
         let Some(d) = &self.data else { return };
         let (batch, settings, advantage) =
             (Arc::clone(&d.batch), self.settings.clone(), self.advantage);

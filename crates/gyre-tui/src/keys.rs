@@ -58,8 +58,8 @@ pub enum Command {
     NextDivergence,
     /// Tokens: the previous such point.
     PrevDivergence,
-    /// Tokens: go to a position (typed).
-    Goto,
+    /// The command palette: a command by name (with its argument), or a path position.
+    Palette,
     /// Replay: one draw forward.
     DrawNext,
     /// Replay: one draw back.
@@ -92,6 +92,10 @@ pub enum Command {
     EditPriority,
     /// Next advantage mode.
     Advantage,
+    /// Back to the settings before the last change (re-runs).
+    Undo,
+    /// The settings change undone last, again.
+    Redo,
     /// Next sort order of the executions list.
     Sort,
     /// Next filter of the executions list.
@@ -112,6 +116,8 @@ pub enum Command {
     Row,
     /// The batch dashboard.
     Dashboard,
+    /// The copy menu: an id, a segment's text or ids, or a `gyre` command, to the clipboard.
+    Copy,
 }
 
 /// A key as written in the table.
@@ -233,6 +239,15 @@ pub const BINDINGS: &[Binding] = &[
         group: "General",
         help: "zoom: the focused pane fills the screen (again: back)",
         hint: Some("zoom"),
+    },
+    Binding {
+        keys: &[C(':')],
+        command: Command::Palette,
+        group: "General",
+        help: "command palette: any command of this table by name (Tab completes, ↑ ↓ \
+               choose), execution ID, request ID, seed N, jmax N, priority A>B, advantage \
+               MODE, or a number: that path position (1-based)",
+        hint: None,
     },
     Binding {
         keys: &[C('k'), Code(KeyCode::Up)],
@@ -368,13 +383,6 @@ pub const BINDINGS: &[Binding] = &[
         hint: None,
     },
     Binding {
-        keys: &[C(':')],
-        command: Command::Goto,
-        group: "Tokens",
-        help: "go to position N (1-based)",
-        hint: None,
-    },
-    Binding {
         keys: &[C(']')],
         command: Command::DrawNext,
         group: "Replay",
@@ -463,6 +471,20 @@ pub const BINDINGS: &[Binding] = &[
         command: Command::Advantage,
         group: "Engine (re-runs in the background)",
         help: "advantage: drgrpo / grpo / none",
+        hint: None,
+    },
+    Binding {
+        keys: &[Key::Ctrl('z')],
+        command: Command::Undo,
+        group: "Engine (re-runs in the background)",
+        help: "undo the last settings change (seed, J_max, priority, advantage)",
+        hint: None,
+    },
+    Binding {
+        keys: &[Key::Ctrl('y')],
+        command: Command::Redo,
+        group: "Engine (re-runs in the background)",
+        help: "redo the settings change undone last",
         hint: None,
     },
     Binding {
@@ -562,6 +584,16 @@ pub const BINDINGS: &[Binding] = &[
                jumps to an example)",
         hint: Some("dashboard"),
     },
+    Binding {
+        keys: &[C('Y')],
+        command: Command::Copy,
+        group: "Copy",
+        help: "copy to the clipboard through OSC 52 (over ssh too; in tmux: set -g \
+               set-clipboard on): the execution id, the request id, the text or the ids of the \
+               segment under the token cursor, or the gyre show / why / replay command for what \
+               is on screen; a letter picks",
+        hint: None,
+    },
 ];
 
 /// The command bound to a key event, if any (the digit keys give the pane they name).
@@ -640,7 +672,7 @@ pub fn markdown() -> String {
     s
 }
 
-/// Keys of the input fields (search, export, go to position).
+/// Keys of the input fields (search, export, the command palette).
 pub const EDIT_KEYS: &[(&str, &str)] = &[
     ("Enter", "confirm"),
     ("Esc", "cancel (search: clear it)"),
@@ -649,8 +681,9 @@ pub const EDIT_KEYS: &[(&str, &str)] = &[
     ("Ctrl-w", "delete the word before the cursor"),
     (
         "↑ ↓",
-        "search: choose a result; priority editor: choose a class",
+        "search: choose a result; palette: choose a command; priority editor: choose a class",
     ),
+    ("Tab", "palette: complete the command's name"),
     ("K J", "priority editor: move the class up / down"),
     ("Space", "priority editor: drop the class / put it back"),
 ];
@@ -694,7 +727,7 @@ pub const GLOSSARY: &[(&str, &str)] = &[
     ),
     (
         "positions",
-        "path positions (the cursor, go to position) are 1-based; offsets inside a request \
+        "path positions (the cursor, a number in the palette) are 1-based; offsets inside a request \
          (output token 3 of r7, r1[0..36], diverges at token 78) are 0-based, as in records \
          and exports",
     ),

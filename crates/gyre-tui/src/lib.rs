@@ -8,11 +8,14 @@
 
 pub mod app;
 pub mod compare;
+pub mod copy;
 mod dashboard;
 pub mod follow;
+pub mod history;
 pub mod keys;
 mod layout;
 pub mod overlay;
+pub mod palette;
 pub mod pane;
 pub mod path;
 pub mod row;
@@ -33,8 +36,9 @@ use crossterm::event::{
     self, DisableMouseCapture, EnableMouseCapture, Event, KeyCode, KeyEvent, KeyEventKind,
     KeyModifiers, MouseButton, MouseEventKind,
 };
+use crossterm::clipboard::CopyToClipboard;
 use crossterm::execute;
-use eyre::Result;
+use eyre::{Result, WrapErr};
 
 use gyre_engine::admit::Settings;
 use gyre_engine::load::{self, Batch, LoadOptions};
@@ -102,6 +106,8 @@ fn key_action(app: &App, k: &KeyEvent) -> Option<Action> {
             KeyCode::Backspace => Some(Action::Backspace),
             KeyCode::Enter => Some(Action::Cmd(Command::Enter)),
             KeyCode::Esc => Some(Action::Cmd(Command::Escape)),
+            // Tab completes in the palette (elsewhere in a field it does nothing).
+            KeyCode::Tab => Some(Action::Cmd(Command::FocusNext)),
             KeyCode::Up if priority && shift => Some(Action::Input('K')),
             KeyCode::Down if priority && shift => Some(Action::Input('J')),
             KeyCode::Up => Some(Action::Cmd(Command::Up)),
@@ -185,6 +191,10 @@ pub fn run(opts: Options) -> Result<ExitCode> {
             .join(" "),
     };
     let mut app = App::new(label, opts.settings.clone(), Theme::from_env());
+    app.inputs = match &opts.input {
+        Input::Demo(demo) => vec![format!("assets/demo/{}", demo.file_name())],
+        Input::Files(f) => f.iter().map(|p| p.display().to_string()).collect(),
+    };
     app.lens_seeds = opts.seeds;
     let (jobs, rx) = Jobs::channel();
     app.jobs = Some(jobs.clone());
@@ -232,6 +242,10 @@ pub fn run(opts: Options) -> Result<ExitCode> {
             let size = terminal.size()?;
             if (size.width, size.height) != app.size {
                 app.step(Action::Resize(size.width, size.height));
+            }
+            if let Some(text) = app.clipboard.take() {
+                execute!(io::stdout(), CopyToClipboard::to_clipboard_from(text))
+                    .wrap_err("sending the copied text to the terminal (OSC 52)")?;
             }
             terminal.draw(|f| ui::render(&app, f))?;
             // An export still being written would leave a temporary file behind.

@@ -79,6 +79,8 @@ pub struct Search {
     pub capped: bool,
     /// The hit `n`/`N` are at.
     pub at: Option<usize>,
+    /// Enter came before the first hit: the first one found is gone to.
+    pub go_when_found: bool,
     serial: u64,
     latest: Arc<AtomicU64>,
 }
@@ -97,6 +99,7 @@ impl Search {
         self.done = true;
         self.capped = false;
         self.at = None;
+        self.go_when_found = false;
     }
 
     fn start_serial(&mut self) -> u64 {

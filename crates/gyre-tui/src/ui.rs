@@ -97,14 +97,16 @@ pub fn draw(app: &App, buf: &mut Buffer) {
         Overlay::Export(p) => {
             overlay::export(&app.theme, p, app.export_settings(), &app.cwd, a.full, buf)
         }
-        Overlay::Goto(field) => overlay::goto(
+        Overlay::Palette { field, at } => overlay::palette(
             &app.theme,
             field,
+            *at,
             path.map_or(0, |v| v.index.len),
             a.full,
             buf,
         ),
         Overlay::Priority(e) => overlay::priority(&app.theme, e, a.full, buf),
+        Overlay::Copy(items) => overlay::copy(&app.theme, items, a.full, buf),
         Overlay::Why {
             request, scroll, ..
         } => overlay::why(&ctx, *request, *scroll, a.full, buf),

@@ -1,18 +1,20 @@
 //! Overlays over the panes: help (keys and a glossary), the search field with its results list,
-//! the export prompt, go-to-position, the priority editor and "why (not) drawn", one file each
+//! the export prompt, the command palette, the copy menu, the priority editor and "why (not) drawn", one file each
 //! behind the [`Overlay`] enum (the compare view, the row view and the dashboard have their own
 //! modules beside this one).
 
+mod copy;
 mod export;
-mod goto;
 mod help;
+mod palette;
 mod priority;
 mod search;
 mod why;
 
+pub use copy::copy;
 pub use export::{ExportPrompt, export};
-pub use goto::goto;
 pub use help::{help, help_max_scroll};
+pub use palette::palette;
 pub use priority::{PriorityEditor, priority};
 pub use search::search;
 pub use why::{why, why_max_scroll};
@@ -22,6 +24,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
 
+use super::copy::CopyItem;
 use super::dashboard::Dash;
 use super::keys::Command;
 use super::pane::wrap;
@@ -89,8 +92,15 @@ pub enum Overlay {
     },
     /// Confirming the export path.
     Export(ExportPrompt),
-    /// Typing a position to go to.
-    Goto(Field),
+    /// The command palette: what is typed, and the command chosen in its list.
+    Palette {
+        /// The text.
+        field: Field,
+        /// The chosen command.
+        at: usize,
+    },
+    /// The copy menu: what a letter copies.
+    Copy(Vec<CopyItem>),
     /// Editing the priority.
     Priority(PriorityEditor),
     /// What changed since the pin: the execution chosen in the list.
@@ -115,7 +125,11 @@ impl Overlay {
     pub fn takes_text(&self) -> bool {
         matches!(
             self,
-            Overlay::Search { .. } | Overlay::Export(_) | Overlay::Goto(_) | Overlay::Priority(_)
+            Overlay::Search { .. }
+                | Overlay::Export(_)
+                | Overlay::Palette { .. }
+                | Overlay::Priority(_)
+                | Overlay::Copy(_)
         )
     }
 }

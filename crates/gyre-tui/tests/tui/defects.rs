@@ -1,7 +1,8 @@
 //! Defects found using the inspector for real work (issue 22), each pinned: the highlighted
 //! candidate `y` explains, links followed from a zoomed pane, every pane reachable at 80×24
 //! (by number and by Tab, zoomed or not),
-//! the status line while the tokenizer loads, the search field, the header's file name.
+//! the status line while the tokenizer loads, the search field (and Enter before its worker
+//! answers), the header's file name.
 
 use gyre_text::TokenText;
 use gyre_tui::app::{Action, App};
@@ -247,4 +248,36 @@ fn seed_down_at_seed_0_stays_and_says_so() {
     assert!(!screen(&app).contains("18446744073709551615"));
     cmds(&mut app, &[Command::SeedUp, Command::SeedDown]);
     assert_eq!(app.settings.seed, 0);
+}
+
+/// `/r20` and Enter faster than the search worker: it said "/r20: no match" (found driving the
+/// inspector in tmux, where keys arrive at once); now the first match opens when it is found.
+#[test]
+fn enter_before_the_search_worker_answers_opens_the_first_match() {
+    let mut app = demo_app(120, 40, false);
+    let (jobs, rx) = gyre_tui::app::Jobs::channel();
+    app.jobs = Some(jobs);
+    let d = app.data.as_ref().unwrap();
+    let id = d.batch.executions[(app.sel.exec + 1) % d.batch.executions.len()]
+        .id
+        .clone();
+    cmds(&mut app, &[Command::Search]);
+    for c in id.chars() {
+        app.step(Action::Input(c));
+    }
+    cmds(&mut app, &[Command::Enter]);
+    let m = app.message.as_ref().unwrap().text.clone();
+    assert_eq!(m, format!("/{id}: searching… the first match opens when it is found"));
+    pump_until(&mut app, &rx, |a| a.search.done);
+    assert_eq!(app.search.at, Some(0));
+    let m = app.message.as_ref().unwrap().text.clone();
+    assert!(m.starts_with(&format!("/{id}: match 1/")), "{m}");
+    // A query nothing matches says so once the worker is done.
+    cmds(&mut app, &[Command::Search]);
+    for c in "zzqx".chars() {
+        app.step(Action::Input(c));
+    }
+    cmds(&mut app, &[Command::Enter]);
+    pump_until(&mut app, &rx, |a| a.search.done);
+    assert_eq!(app.message.as_ref().unwrap().text, "/zzqx: no match");
 }

@@ -4,10 +4,13 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod copy;
 mod defects;
 mod degrade;
+mod history;
 mod keys;
 mod layout;
+mod palette;
 mod snapshots;
 mod state_machine;
 mod views;

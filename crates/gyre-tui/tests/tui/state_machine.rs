@@ -165,14 +165,17 @@ enum Act {
     Burst(Vec<usize>, bool),
 }
 
-/// The keys that change settings (each one re-runs the engine).
-const SETTINGS_KEYS: [Command; 6] = [
+/// The keys that change settings (each one re-runs the engine; undo and redo with nothing to
+/// step to do not).
+const SETTINGS_KEYS: [Command; 8] = [
     Command::SeedUp,
     Command::SeedDown,
     Command::JmaxUp,
     Command::JmaxDown,
     Command::Priority,
     Command::Advantage,
+    Command::Undo,
+    Command::Redo,
 ];
 
 fn act() -> impl Strategy<Value = Act> {
@@ -715,7 +718,7 @@ fn a_recording_read_again_never_keeps_a_stale_tree_or_path() {
     ];
     for (k, text) in steps.into_iter().enumerate() {
         // Overlays that hold indices into the batch stay open across the change.
-        let overlay = [Command::Why, Command::Goto, Command::EditPriority][k % 3];
+        let overlay = [Command::Why, Command::Palette, Command::EditPriority][k % 3];
         cmds(&mut app, &[overlay]);
         let (b, res) = load(text);
         app.step(Action::Grown(b, res));

@@ -302,10 +302,9 @@ fn run_keys_and_go_to_position() {
     assert_ne!(kind_at(&app), NodeKind::Output);
     cmds(&mut app, &[C::PrevTarget]);
     assert_eq!(cursor(&app), first_target);
-    // Go to position 3 (1-based): the cursor is on path position 2.
-    cmds(&mut app, &[C::Goto]);
+    // `:3` goes to position 3 (1-based): the cursor is on path position 2.
+    cmds(&mut app, &[C::Palette]);
     app.step(Action::Input('3'));
-    app.step(Action::Input('x'));
     app.step(Action::Cmd(C::Enter));
     assert_eq!(cursor(&app), 2);
     assert!(why_text(&app).contains("position 3/"), "{}", why_text(&app));
