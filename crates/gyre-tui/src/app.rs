@@ -26,6 +26,7 @@ use super::history::History;
 use super::keys::Command;
 use super::layout::{Areas, NARROW, areas};
 use super::overlay::{self, Edit, ExportPrompt, Field, Overlay, PriorityEditor};
+use super::palette::Parsed;
 use super::pane::assessments::AssessmentsPane;
 use super::pane::detail::{DetailPane, Subject};
 use super::pane::executions::ExecutionsPane;
@@ -33,7 +34,6 @@ use super::pane::replay::ReplayPane;
 use super::pane::tokens::{PathView, TokensPane};
 use super::pane::tree::TreePane;
 use super::pane::{Ctx, Effect, Pane, PaneView};
-use super::palette::Parsed;
 use super::path::PathIndex;
 use super::search::{Found, Search};
 use super::theme::Theme;
@@ -1658,7 +1658,9 @@ impl App {
             return self.say("no path on screen to go to a position on");
         };
         if n == 0 {
-            return self.say(format!("not a position: 0 (1 to {len}: 1 is the first token)"));
+            return self.say(format!(
+                "not a position: 0 (1 to {len}: 1 is the first token)"
+            ));
         }
         self.apply(Effect::ShowPos {
             request: r,
@@ -1777,8 +1779,7 @@ impl App {
     /// Asks the engine to re-run with the current settings: on a worker when there is one (the
     /// screen keeps the old results and says "re-running…"), else at once.
     fn rerun(&mut self) {
-        self.history
-            .asked((self.settings.clone(), self.advantage));
+        self.history.asked((self.settings.clone(), self.advantage));
         let Some(d) = &self.data else { return };
         let (batch, settings, advantage) =
             (Arc::clone(&d.batch), self.settings.clone(), self.advantage);

@@ -32,11 +32,11 @@ use std::sync::Arc;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Instant;
 
+use crossterm::clipboard::CopyToClipboard;
 use crossterm::event::{
     self, DisableMouseCapture, EnableMouseCapture, Event, KeyCode, KeyEvent, KeyEventKind,
     KeyModifiers, MouseButton, MouseEventKind,
 };
-use crossterm::clipboard::CopyToClipboard;
 use crossterm::execute;
 use eyre::{Result, WrapErr};
 

@@ -21,7 +21,11 @@ pub struct Entry {
 /// Commands with an argument: name, argument, help.
 const WITH_ARG: &[(&str, &str, &str)] = &[
     ("execution", "ID", "open the execution with this id"),
-    ("request", "ID", "show the path of this request (of the execution open)"),
+    (
+        "request",
+        "ID",
+        "show the path of this request (of the execution open)",
+    ),
     ("seed", "N", "set the seed (re-runs)"),
     ("jmax", "N", "set J_max, 0 = uncapped (re-runs)"),
     (

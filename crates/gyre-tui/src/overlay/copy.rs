@@ -13,7 +13,9 @@ use super::text_box;
 pub fn copy(t: &Theme, items: &[CopyItem], full: Rect, buf: &mut Buffer) {
     // One row per entry, cut to the box (text_box's width less its borders and the letter and
     // name columns): a long command shows its start, the status line names what was copied.
-    let inner = (full.width * 7 / 10).max(full.width.min(76)).saturating_sub(2) as usize;
+    let inner = (full.width * 7 / 10)
+        .max(full.width.min(76))
+        .saturating_sub(2) as usize;
     let room = inner.saturating_sub(26);
     let mut lines: Vec<Line<'static>> = items
         .iter()

@@ -16,7 +16,9 @@ pub fn palette(t: &Theme, f: &Field, at: usize, len: u64, full: Rect, buf: &mut 
     let room = (full.height as usize).saturating_sub(8).max(1);
     let at = at.min(found.len().saturating_sub(1));
     // One row per command: its help is cut to the box (text_box's width, less its borders).
-    let inner = (full.width * 7 / 10).max(full.width.min(76)).saturating_sub(2) as usize;
+    let inner = (full.width * 7 / 10)
+        .max(full.width.min(76))
+        .saturating_sub(2) as usize;
     let room_help = inner.saturating_sub(34);
     let first = (at + 1).saturating_sub(room);
     let mut lines = vec![Line::from(vec![

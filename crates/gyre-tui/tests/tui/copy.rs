@@ -25,11 +25,15 @@ fn demo() -> App {
 #[test]
 fn y_e_copies_the_execution_id_and_says_so() {
     let mut app = demo();
-    let id = app.data.as_ref().unwrap().batch.executions[app.sel.exec].id.clone();
+    let id = app.data.as_ref().unwrap().batch.executions[app.sel.exec]
+        .id
+        .clone();
     assert_eq!(copy(&mut app, 'e'), id);
     let m = &app.message.as_ref().unwrap().text;
     assert!(
-        m.starts_with(&format!("copied to the clipboard (OSC 52), execution id: {id} (")),
+        m.starts_with(&format!(
+            "copied to the clipboard (OSC 52), execution id: {id} ("
+        )),
         "{m}"
     );
     assert!(screen(&app).contains("copied to the clipboard (OSC 52), execution id"));
@@ -54,7 +58,10 @@ fn the_why_command_names_the_highlighted_candidate_and_the_settings_on_screen() 
     let mut app = demo();
     cmds(&mut app, &[Command::JmaxUp]);
     assert!(!app.rerunning());
-    cmds(&mut app, &[Command::Jump(3), Command::DrawFirst, Command::Down]);
+    cmds(
+        &mut app,
+        &[Command::Jump(3), Command::DrawFirst, Command::Down],
+    );
     let r = app.why_request().expect("a request");
     let d = app.data.as_ref().unwrap();
     let exec = &d.batch.executions[app.sel.exec];
@@ -68,9 +75,15 @@ fn the_why_command_names_the_highlighted_candidate_and_the_settings_on_screen() 
 #[test]
 fn the_show_command_carries_the_colouring_and_the_draw() {
     let mut app = demo();
-    cmds(&mut app, &[Command::DrawFirst, Command::DrawNext, Command::Colour]);
+    cmds(
+        &mut app,
+        &[Command::DrawFirst, Command::DrawNext, Command::Colour],
+    );
     let cmd = copy(&mut app, 's');
-    assert!(cmd.starts_with("gyre show assets/demo/example.jsonl --execution "), "{cmd}");
+    assert!(
+        cmd.starts_with("gyre show assets/demo/example.jsonl --execution "),
+        "{cmd}"
+    );
     assert!(cmd.ends_with(" --color logprob --draw 1"), "{cmd}");
 }
 
@@ -82,7 +95,10 @@ fn at_draw_0_the_show_command_says_it_shows_the_admitted_state() {
     // `gyre show --draw` counts from 1.
     assert!(!cmd.contains("--draw"), "{cmd}");
     let m = &app.message.as_ref().unwrap().text;
-    assert!(m.starts_with("copied to the clipboard (OSC 52), gyre show at n/n: "), "{m}");
+    assert!(
+        m.starts_with("copied to the clipboard (OSC 52), gyre show at n/n: "),
+        "{m}"
+    );
 }
 
 #[test]

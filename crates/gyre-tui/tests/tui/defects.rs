@@ -267,7 +267,10 @@ fn enter_before_the_search_worker_answers_opens_the_first_match() {
     }
     cmds(&mut app, &[Command::Enter]);
     let m = app.message.as_ref().unwrap().text.clone();
-    assert_eq!(m, format!("/{id}: searching… the first match opens when it is found"));
+    assert_eq!(
+        m,
+        format!("/{id}: searching… the first match opens when it is found")
+    );
     pump_until(&mut app, &rx, |a| a.search.done);
     assert_eq!(app.search.at, Some(0));
     let m = app.message.as_ref().unwrap().text.clone();

@@ -18,7 +18,10 @@ fn palette(app: &mut App, text: &str, end: &[Command]) {
 }
 
 fn said(app: &App) -> String {
-    app.message.as_ref().map(|m| m.text.clone()).unwrap_or_default()
+    app.message
+        .as_ref()
+        .map(|m| m.text.clone())
+        .unwrap_or_default()
 }
 
 #[test]
