@@ -75,21 +75,13 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         model,
         turns,
         tools,
-        sampling: Sampling {
-            max_tokens: match opt_u64(body, "max_completion_tokens")? {
+        sampling: sampling(
+            body,
+            match opt_u64(body, "max_completion_tokens")? {
                 Some(n) => Some(n),
                 None => opt_u64(body, "max_tokens")?,
             },
-            temperature: opt_f64(body, "temperature")?,
-            top_p: opt_f64(body, "top_p")?,
-            top_k: opt_i64(body, "top_k")?,
-            min_p: opt_f64(body, "min_p")?,
-            repetition_penalty: opt_f64(body, "repetition_penalty")?,
-            stop: stop_list(body.get("stop"), "stop")?,
-            seed: opt_i64(body, "seed")?,
-            presence_penalty: opt_f64(body, "presence_penalty")?,
-            frequency_penalty: opt_f64(body, "frequency_penalty")?,
-        },
+        )?,
         stream,
         include_usage,
         logprobs,
@@ -97,6 +89,23 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         session: None,
         meta,
         prefill,
+    })
+}
+
+/// The sampling settings of an OpenAI body (Chat Completions or Responses, which name the
+/// token limit differently: `max_tokens` is given).
+pub fn sampling(body: &Value, max_tokens: Option<u64>) -> Result<Sampling, ApiError> {
+    Ok(Sampling {
+        max_tokens,
+        temperature: opt_f64(body, "temperature")?,
+        top_p: opt_f64(body, "top_p")?,
+        top_k: opt_i64(body, "top_k")?,
+        min_p: opt_f64(body, "min_p")?,
+        repetition_penalty: opt_f64(body, "repetition_penalty")?,
+        stop: stop_list(body.get("stop"), "stop")?,
+        seed: opt_i64(body, "seed")?,
+        presence_penalty: opt_f64(body, "presence_penalty")?,
+        frequency_penalty: opt_f64(body, "frequency_penalty")?,
     })
 }
 

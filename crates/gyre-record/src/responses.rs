@@ -9,9 +9,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::chat::{
-    ApiError, ChatRequest, Finish, Reply, Sampling, Turn, opt_f64, opt_i64, opt_u64, stop_list,
-};
+use super::chat::{ApiError, ChatRequest, Finish, Reply, Turn, opt_u64};
+use super::openai;
 use gyre_text::{Message, ToolCall};
 
 /// Reads a Responses request body.
@@ -81,18 +80,7 @@ pub fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         model,
         turns,
         tools,
-        sampling: Sampling {
-            max_tokens: opt_u64(body, "max_output_tokens")?,
-            temperature: opt_f64(body, "temperature")?,
-            top_p: opt_f64(body, "top_p")?,
-            top_k: opt_i64(body, "top_k")?,
-            min_p: opt_f64(body, "min_p")?,
-            repetition_penalty: opt_f64(body, "repetition_penalty")?,
-            stop: stop_list(body.get("stop"), "stop")?,
-            seed: opt_i64(body, "seed")?,
-            presence_penalty: opt_f64(body, "presence_penalty")?,
-            frequency_penalty: opt_f64(body, "frequency_penalty")?,
-        },
+        sampling: openai::sampling(body, opt_u64(body, "max_output_tokens")?)?,
         stream,
         include_usage: true,
         logprobs,

@@ -5,11 +5,10 @@
 //! attribute says whether V is raw text or JSON. Reasoning `<think>…</think>` (prefilled when
 //! thinking); `<｜end▁of▁sentence｜>` ends a turn.
 
-use memchr::memmem;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::minimax_m2::{attribute, spanned};
-use super::{Parsed, ToolParser, blocks, lossy, split_think};
+use super::minimax_m2::{Invoke, spanned};
+use super::{Parsed, ToolParser, blocks, split_think};
 
 /// The DSML parser, by the block name its version writes.
 #[derive(Debug)]
@@ -20,10 +19,12 @@ pub enum Dsml {
     V4,
 }
 
-const INVOKE: &[u8] = "<｜DSML｜invoke name=".as_bytes();
-const INVOKE_CLOSE: &[u8] = "</｜DSML｜invoke>".as_bytes();
-const PARAM: &[u8] = "<｜DSML｜parameter name=".as_bytes();
-const PARAM_CLOSE: &[u8] = "</｜DSML｜parameter>".as_bytes();
+const INVOKE: Invoke = Invoke {
+    open: "<｜DSML｜invoke name=".as_bytes(),
+    close: "</｜DSML｜invoke>".as_bytes(),
+    param: "<｜DSML｜parameter name=".as_bytes(),
+    param_close: "</｜DSML｜parameter>".as_bytes(),
+};
 
 impl Dsml {
     fn markers(&self) -> (&'static [u8], &'static [u8]) {
@@ -52,7 +53,15 @@ impl ToolParser for Dsml {
         let (open, close) = self.markers();
         let (reasoning, rest) = split_think(text, &[open]);
         let (content, calls) = blocks(text, rest, open, close, |inner, span| {
-            spanned(invokes(inner), span.start + open.len(), span)
+            let found = INVOKE.read(inner, |_, _, tag, raw| {
+                if tag.contains("string=\"false\"") {
+                    serde_json::from_str(raw.trim())
+                        .unwrap_or_else(|_| Value::String(raw.to_owned()))
+                } else {
+                    Value::String(raw.to_owned())
+                }
+            });
+            spanned(found, span.start + open.len(), span)
         });
         Parsed {
             reasoning,
@@ -64,39 +73,6 @@ impl ToolParser for Dsml {
     fn end_tokens(&self) -> &'static [&'static str] {
         &["<｜end▁of▁sentence｜>"]
     }
-}
-
-/// The invokes of one block with their byte ranges, or `None` when it holds none or one is
-/// malformed.
-fn invokes(inner: &[u8]) -> Option<Vec<(String, Value, std::ops::Range<usize>)>> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while let Some(i) = memmem::find(&inner[at..], INVOKE) {
-        let start = at + i;
-        let (name, body_start) = attribute(inner, start + INVOKE.len())?;
-        let body_len = memmem::find(&inner[body_start..], INVOKE_CLOSE)?;
-        let body = &inner[body_start..body_start + body_len];
-        let end = body_start + body_len + INVOKE_CLOSE.len();
-        let mut args = Map::new();
-        let mut p = 0;
-        while let Some(j) = memmem::find(&body[p..], PARAM) {
-            let tag_start = p + j + PARAM.len();
-            let (key, v_start) = attribute(body, tag_start)?;
-            let raw_string = !lossy(&body[tag_start..v_start]).contains("string=\"false\"");
-            let v_len = memmem::find(&body[v_start..], PARAM_CLOSE)?;
-            let raw = std::str::from_utf8(&body[v_start..v_start + v_len]).ok()?;
-            let value = if raw_string {
-                Value::String(raw.to_owned())
-            } else {
-                serde_json::from_str(raw.trim()).unwrap_or_else(|_| Value::String(raw.to_owned()))
-            };
-            args.insert(key, value);
-            p = v_start + v_len + PARAM_CLOSE.len();
-        }
-        out.push((name, Value::Object(args), start..end));
-        at = end;
-    }
-    (!out.is_empty()).then_some(out)
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 //! prompt; `[e~[` ends a turn.
 
 use memchr::memmem;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::values::{Untyped, arguments};
+use super::values::{Untyped, param_type, typed};
 use super::{FoundCall, Parsed, ToolParser, blocks, lossy, split_think};
 
 /// The MiniMax M2 parser.
@@ -27,14 +27,9 @@ impl ToolParser for MiniMaxM2 {
             b"</minimax:tool_call>",
             |inner, span| {
                 let inner_start = span.start + b"<minimax:tool_call>".len();
-                let found = invokes(
-                    inner,
-                    tools,
-                    b"<invoke name=",
-                    b"</invoke>",
-                    b"<parameter name=",
-                    b"</parameter>",
-                );
+                let found = INVOKE.read(inner, |tool, key, _, raw| {
+                    typed(raw, param_type(tools, tool, key), Untyped::JsonOrText)
+                });
                 spanned(found, inner_start, span)
             },
         );
@@ -50,46 +45,64 @@ impl ToolParser for MiniMaxM2 {
     }
 }
 
-/// Each `OPEN"NAME">…CLOSE` invoke in a block with its byte range in the block, or `None`
-/// when the block holds none or one is malformed; parameters are `PARAM"K">V</…>`.
-pub(super) fn invokes(
-    inner: &[u8],
-    tools: &[Value],
-    open: &[u8],
-    close: &[u8],
-    param: &[u8],
-    param_close: &[u8],
-) -> Option<Vec<(String, Value, std::ops::Range<usize>)>> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while let Some(i) = memmem::find(&inner[at..], open) {
-        let start = at + i;
-        let (name, body_start) = attribute(inner, start + open.len())?;
-        let body_len = memmem::find(&inner[body_start..], close)?;
-        let body = &inner[body_start..body_start + body_len];
-        let end = body_start + body_len + close.len();
-        let mut pairs = Vec::new();
-        let mut p = 0;
-        while let Some(j) = memmem::find(&body[p..], param) {
-            let (key, v_start) = attribute(body, p + j + param.len())?;
-            let v_len = memmem::find(&body[v_start..], param_close)?;
-            let raw = std::str::from_utf8(&body[v_start..v_start + v_len]).ok()?;
-            pairs.push((key, raw));
-            p = v_start + v_len + param_close.len();
-        }
-        out.push((
-            name.clone(),
-            arguments(pairs, tools, &name, Untyped::JsonOrText),
-            start..end,
-        ));
-        at = end;
-    }
-    (!out.is_empty()).then_some(out)
+/// The markers of an XML-like invoke syntax (MiniMax's, DeepSeek's DSML).
+pub(super) struct Invoke {
+    /// Opens a call, up to its quoted name: `<invoke name=`.
+    pub open: &'static [u8],
+    /// Closes a call.
+    pub close: &'static [u8],
+    /// Opens a parameter, up to its quoted name.
+    pub param: &'static [u8],
+    /// Closes a parameter.
+    pub param_close: &'static [u8],
 }
+
+impl Invoke {
+    /// Each invoke in a block with its byte range in the block, or `None` when the block
+    /// holds none or one is malformed. `value(tool, key, tag, raw)` reads a parameter: `tag`
+    /// is the rest of its opening tag (DSML's `string="…"`), `raw` its text.
+    pub(super) fn read(
+        &self,
+        inner: &[u8],
+        value: impl Fn(&str, &str, &str, &str) -> Value,
+    ) -> Option<Vec<(String, Value, std::ops::Range<usize>)>> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while let Some(i) = memmem::find(&inner[at..], self.open) {
+            let start = at + i;
+            let (name, body_start) = attribute(inner, start + self.open.len())?;
+            let body_len = memmem::find(&inner[body_start..], self.close)?;
+            let body = &inner[body_start..body_start + body_len];
+            let end = body_start + body_len + self.close.len();
+            let mut args = Map::new();
+            let mut p = 0;
+            while let Some(j) = memmem::find(&body[p..], self.param) {
+                let tag_start = p + j + self.param.len();
+                let (key, v_start) = attribute(body, tag_start)?;
+                let tag = lossy(&body[tag_start..v_start]);
+                let v_len = memmem::find(&body[v_start..], self.param_close)?;
+                let raw = std::str::from_utf8(&body[v_start..v_start + v_len]).ok()?;
+                let v = value(&name, &key, &tag, raw);
+                args.insert(key, v);
+                p = v_start + v_len + self.param_close.len();
+            }
+            out.push((name, Value::Object(args), start..end));
+            at = end;
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+const INVOKE: Invoke = Invoke {
+    open: b"<invoke name=",
+    close: b"</invoke>",
+    param: b"<parameter name=",
+    param_close: b"</parameter>",
+};
 
 /// A quoted (or bare) attribute value at `at`, up to the tag's `>`; returns it and the index
 /// after `>`. Anything after the first attribute (DSML's `string="…"`) is left to the caller.
-pub(super) fn attribute(bytes: &[u8], at: usize) -> Option<(String, usize)> {
+fn attribute(bytes: &[u8], at: usize) -> Option<(String, usize)> {
     let gt = memchr::memchr(b'>', &bytes[at..])? + at;
     let tag = lossy(&bytes[at..gt]);
     let tag = tag.trim();
