@@ -220,9 +220,19 @@ impl Renderer {
         }
         let mut ctx = Context::default();
         let mut hash = 0u64;
+        // The end-of-turn token a restored output closed with. Templates without turn ends
+        // (GLM) open the next turn with the role token the model stopped on, which the
+        // restored output already holds: it is not written twice.
+        let mut ended_with: Option<u32> = None;
         for step in steps {
+            let skip = |tokens: &[u32]| {
+                usize::from(ended_with.is_some() && tokens.first().copied() == ended_with)
+            };
             match step {
-                Step::Cached(seg) => append(&mut ctx, &mut hash, &seg.tokens, &seg.spans),
+                Step::Cached(seg) => {
+                    let n = skip(&seg.tokens);
+                    append_from(&mut ctx, &mut hash, &seg.tokens, &seg.spans, n);
+                }
                 Step::Render {
                     key,
                     text,
@@ -232,7 +242,8 @@ impl Renderer {
                     let parts = parts(&text, &turns, tools);
                     let (tokens, spans) = self.enc.encode_labelled(&text, &parts)?;
                     drop(text);
-                    append(&mut ctx, &mut hash, &tokens, &spans);
+                    let n = skip(&tokens);
+                    append_from(&mut ctx, &mut hash, &tokens, &spans, n);
                     let seg = Arc::new(Seg { tokens, spans });
                     let mut cache = lock(&self.segs);
                     if cache.tokens > SEG_CACHE_TOKENS {
@@ -266,9 +277,12 @@ impl Renderer {
                         });
                     }
                     append(&mut ctx, &mut hash, &tokens, &spans);
+                    ended_with = tokens.last().copied();
                     ctx.restored.push(Arc::clone(out));
+                    continue;
                 }
             }
+            ended_with = None;
         }
         Ok(ctx)
     }
@@ -374,6 +388,22 @@ fn segment_key(
         tool.to_string().hash(&mut h);
     }
     h.finish()
+}
+
+/// [`append`] without the first `skip` tokens of the segment (their spans shortened).
+fn append_from(ctx: &mut Context, hash: &mut u64, tokens: &[u32], spans: &[Span], skip: usize) {
+    if skip == 0 {
+        return append(ctx, hash, tokens, spans);
+    }
+    let spans: Vec<Span> = spans
+        .iter()
+        .filter(|s| s.end > skip)
+        .map(|s| Span {
+            end: s.end - skip,
+            ..s.clone()
+        })
+        .collect();
+    append(ctx, hash, &tokens[skip..], &spans);
 }
 
 fn append(ctx: &mut Context, hash: &mut u64, tokens: &[u32], spans: &[Span]) {
@@ -539,6 +569,50 @@ mod tests {
         // Re-rendered instead, the history would differ (Qwen3 drops the earlier thinking).
         let rerendered = r.context(&plain(&second), &[], shape).unwrap();
         assert_ne!(rerendered.tokens[..prefix.len()], prefix[..]);
+    }
+
+    /// A template without turn ends (GLM's shape, here on Qwen3 tokens): the model stops on the
+    /// next turn's role token, which the restored output holds, so the continuation starts
+    /// after it instead of writing it again.
+    #[test]
+    fn a_stop_on_the_next_role_token_is_not_written_twice() {
+        let tok = TokenText::qwen3().unwrap();
+        let source = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}{% endfor %}\
+                      {% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+        let tmpl = ChatTemplate::new(source.into(), None, None).unwrap();
+        let r = Renderer::new(tok.clone(), tmpl, None).unwrap();
+        let shape = Shape {
+            opts: RenderOptions::generation(true),
+            ..Shape::default()
+        };
+        let first = [turn("user", "Say hi.")];
+        let ctx1 = r.context(&plain(&first), &[], shape).unwrap();
+        let output = tok.encode("Hi there<|im_start|>").unwrap();
+        let produced = Arc::new(Produced {
+            execution: "e1".into(),
+            agent: "main".into(),
+            purpose: Purpose::Task,
+            output: Arc::from(output.clone()),
+            eos: true,
+            input_len: ctx1.tokens.len(),
+            input_hash: hash_tokens(&ctx1.tokens),
+            content: "Hi there".into(),
+            calls: Vec::new(),
+        });
+        let second = [
+            turn("user", "Say hi."),
+            turn("assistant", "Hi there"),
+            turn("user", "Again."),
+        ];
+        let mut rt = plain(&second);
+        rt[1].candidates = vec![produced];
+        let ctx2 = r.context(&rt, &[], shape).unwrap();
+        assert_eq!(
+            tok.decode(&ctx2.tokens),
+            "<|im_start|>user\nSay hi.<|im_start|>assistant\nHi there<|im_start|>user\nAgain.\
+             <|im_start|>assistant\n"
+        );
+        assert_eq!(ctx2.spans.last().unwrap().end, ctx2.tokens.len());
     }
 
     fn qwen3() -> Renderer {
