@@ -8,6 +8,7 @@
 pub mod admit;
 pub mod assess;
 pub mod branches;
+pub mod delegation;
 pub mod diff;
 pub mod execution;
 pub mod export;

@@ -249,6 +249,9 @@ struct Output {
 struct Kind {
     summary: bool,
     evaluator: bool,
+    /// The `Task` call that started this sub-agent (written as `meta.task_call_id`, the link
+    /// `gyre import claude-code` writes too).
+    task_call: Option<u32>,
 }
 
 struct Exec {
@@ -710,6 +713,11 @@ impl<'w> Gen<'w> {
             .iter()
             .map(|&(call, _, _)| call_name(call))
             .collect();
+        let meta = kind.task_call.map(|c| {
+            let mut m = Map::new();
+            m.insert("task_call_id".into(), json!(call_name(c)));
+            m
+        });
         let tool_calls: Vec<ToolCallOut> = out
             .calls
             .iter()
@@ -742,6 +750,7 @@ impl<'w> Gen<'w> {
             } else {
                 "tool_calls"
             }),
+            meta: meta.as_ref(),
             ..RequestOut::new(&ex.id, &id, &ctx.agent, &ctx.ids[base..], &spans, &out.ids)
         }))?;
         self.summary.requests += 1;
@@ -795,7 +804,7 @@ impl<'w> Gen<'w> {
                     }
                     format!("The file {} has been updated.", arg("file_path"))
                 }
-                "Task" => self.sub_agent(ex, task.sub_question, task.sub_report)?,
+                "Task" => self.sub_agent(ex, call, task.sub_question, task.sub_report)?,
                 other => return Err(eyre!("synth: no simulated tool {other}")),
             };
             results.push((call, text));
@@ -816,8 +825,18 @@ impl<'w> Gen<'w> {
 
     /// Delegation: a sub-agent with its own context searches and reports; the report is the
     /// Task tool's result.
-    fn sub_agent(&mut self, ex: &mut Exec, question: &str, report: &str) -> Result<String> {
+    fn sub_agent(
+        &mut self,
+        ex: &mut Exec,
+        task_call: u32,
+        question: &str,
+        report: &str,
+    ) -> Result<String> {
         ex.subs += 1;
+        let kind = Kind {
+            task_call: Some(task_call),
+            ..Kind::default()
+        };
         let msgs = [
             Message::new("system", content::SUB_SYSTEM),
             Message::new("user", question),
@@ -860,7 +879,7 @@ impl<'w> Gen<'w> {
             let call = ex.next_call;
             ex.next_call += 1;
             let out = self.model_output(ex, msg, false)?;
-            let req = self.request(ex, &ctx, &out, &Kind::default())?;
+            let req = self.request(ex, &ctx, &out, &kind)?;
             ctx.push_output(req, &out.ids);
             let cont = self.tmpl.render_continuation(
                 &out.msg,
@@ -880,7 +899,7 @@ impl<'w> Gen<'w> {
         let mut msg = Message::new("assistant", report);
         msg.reasoning_content = Some("I have what I need for the report.".into());
         let out = self.model_output(ex, msg, false)?;
-        self.request(ex, &ctx, &out, &Kind::default())?;
+        self.request(ex, &ctx, &out, &kind)?;
         Ok(report.to_owned())
     }
 
