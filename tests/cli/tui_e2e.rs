@@ -211,6 +211,111 @@ fn the_reported_crash_sequence_and_the_new_views_in_a_real_terminal() {
 }
 
 #[test]
+fn open_outside_hands_the_terminal_to_the_pager_and_takes_it_back() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("example.jsonl"),
+        gyre_engine::demo::RECORDING,
+    )
+    .unwrap();
+    // A pager that reads a line from the terminal: keys typed meanwhile must reach it, not
+    // the inspector, and the terminal must be in line mode for `read`.
+    std::fs::write(
+        dir.path().join("pager.sh"),
+        "#!/bin/sh\ncp \"$1\" seen.txt\necho PAGER-OPEN\nread line\necho \"$line\" > typed.txt\n",
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!(
+            "PAGER='sh ./pager.sh' {bin} inspect example.jsonl; echo EXIT=$? > exit.txt; sleep 30"
+        ),
+    );
+    t.wait_for("draw 4/4");
+    t.keys(&["O"]);
+    t.wait_for("open outside");
+    t.keys(&["w"]);
+    t.wait_for("PAGER-OPEN");
+    // `s` and `q` would change the seed and quit the inspector if it still read the keys.
+    t.keys(&["s", "q", "Enter"]);
+    assert_eq!(wait_file(&dir.path().join("typed.txt")).trim(), "sq");
+    let s = t.wait_for("back from $PAGER (sh ./pager.sh): why");
+    assert!(s.contains("seed 0"), "{s}");
+    // What the pager got is what `gyre why` prints for that request.
+    let seen = wait_file(&dir.path().join("seen.txt"));
+    let request = seen
+        .lines()
+        .next()
+        .and_then(|l| l.split(" · ").nth(1))
+        .unwrap()
+        .to_string();
+    let exec = seen.split(" · ").next().unwrap().to_string();
+    let out = Command::new(bin)
+        .current_dir(dir.path())
+        .args([
+            "why",
+            "example.jsonl",
+            "--execution",
+            &exec,
+            "--request",
+            &request,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(seen, String::from_utf8_lossy(&out.stdout));
+    // The inspector reads keys again; then the real less, and back.
+    t.keys(&["s"]);
+    t.wait_for("seed 1");
+    // Ctrl-C in the pager ends the pager, not the inspector.
+    t.keys(&["O", "t"]);
+    t.wait_for("PAGER-OPEN");
+    t.keys(&["C-c"]);
+    t.wait_for("$PAGER (sh ./pager.sh) ended with");
+    t.keys(&["s"]);
+    t.wait_for("seed 2");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+}
+
+#[test]
+fn less_as_the_pager_comes_back_to_the_inspector() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    assert!(
+        Command::new("less")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "less is required for this test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!(
+            "env -u PAGER -u LESS {bin} inspect --demo synth; echo EXIT=$? > exit.txt; sleep 30"
+        ),
+    );
+    t.wait_for("draw 5/5");
+    t.keys(&["O", "w"]);
+    let s = t.wait_for("(END)");
+    assert!(s.contains("winner"), "{s}");
+    t.keys(&["q"]);
+    t.wait_for("back from $PAGER (less): why");
+    t.keys(&["'", "o"]);
+    t.wait_for("(> next · < previous");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+}
+
+#[test]
 fn follow_shows_a_recording_as_it_grows() {
     assert!(
         Tmux::available(),

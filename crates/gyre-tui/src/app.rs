@@ -32,7 +32,7 @@ use super::pane::detail::{DetailPane, Subject};
 use super::pane::executions::ExecutionsPane;
 use super::pane::replay::ReplayPane;
 use super::pane::tokens::{PathView, TokensPane};
-use super::pane::tree::TreePane;
+use super::pane::tree::{Landmark, TreePane};
 use super::pane::{Ctx, Effect, Pane, PaneView};
 use super::path::PathIndex;
 use super::search::{Found, Search};
@@ -237,6 +237,9 @@ pub struct App {
     pub inputs: Vec<String>,
     /// Text to put on the clipboard: the run loop sends it (OSC 52) and empties this.
     pub clipboard: Option<String>,
+    /// What to open in `$PAGER` / `$EDITOR`: the run loop hands the terminal over, runs it and
+    /// empties this.
+    pub outside: Option<crate::outside::Outside>,
     /// Loading state.
     pub load: Load,
     /// The data, once loaded.
@@ -343,6 +346,7 @@ impl App {
         App {
             inputs: vec![label.clone()],
             clipboard: None,
+            outside: None,
             label,
             load: Load::Loading {
                 phase: Phase::Reading,
@@ -1183,6 +1187,32 @@ impl App {
                 });
             }
             Command::Copy => self.overlay = Overlay::Copy(super::copy::items(self)),
+            Command::Outside => {
+                let items = super::outside::items(self);
+                self.overlay = Overlay::Outside(items);
+            }
+            Command::GoTo => {
+                let counts = self.with_ctx(|ctx, p| p.tree.counts(ctx));
+                self.overlay = Overlay::GoTo(counts.unwrap_or_default());
+            }
+            Command::GoNext | Command::GoPrev => match self.tree.landmark {
+                Some(kind) => self.goto(kind, c == Command::GoNext),
+                None => self.say(
+                    "no kind chosen yet: ' then a letter picks one (c compaction, s sub-agent, \
+                     r retry, v divergence, o candidate, d drawn)",
+                ),
+            },
+            Command::TreeFilter => {
+                let now = self
+                    .tree
+                    .filter
+                    .as_ref()
+                    .map_or(String::new(), |f| f.query.clone());
+                self.overlay = Overlay::Palette {
+                    field: Field::new(format!("tree-filter {now}")),
+                    at: 0,
+                }
+            }
             Command::Palette => {
                 self.overlay = Overlay::Palette {
                     field: Field::default(),
@@ -1201,6 +1231,28 @@ impl App {
                 self.apply_all(effects.unwrap_or_default());
             }
             _ => self.pane_command(c),
+        }
+    }
+
+    /// Selects the next (previous) request of `kind` in the tree and shows the tree.
+    fn goto(&mut self, kind: Landmark, forward: bool) {
+        let effects = self.with_ctx(|ctx, p| p.tree.goto(ctx, kind, forward));
+        let effects = effects.unwrap_or_default();
+        let found = effects
+            .iter()
+            .any(|e| matches!(e, Effect::SelectRequest(_)));
+        self.apply_all(effects);
+        if found && self.focus != Pane::Tree {
+            self.focus_pane(Pane::Tree);
+        }
+    }
+
+    /// Sets (or, blank, clears) the tree filter.
+    fn tree_filter(&mut self, query: &str) {
+        let effects = self.with_ctx(|ctx, p| p.tree.set_filter(ctx, Some(query)));
+        self.apply_all(effects.unwrap_or_default());
+        if self.tree.filter.is_some() && self.focus != Pane::Tree {
+            self.focus_pane(Pane::Tree);
         }
     }
 
@@ -1533,9 +1585,14 @@ impl App {
                 self.goto_hit();
             }
             (Overlay::Export(p), Command::Escape) if p.clash.is_some() => p.clash = None,
-            (Overlay::Palette { .. } | Overlay::Export(_) | Overlay::Copy(_), Command::Escape) => {
-                self.overlay = Overlay::None
-            }
+            (
+                Overlay::Palette { .. }
+                | Overlay::Export(_)
+                | Overlay::Copy(_)
+                | Overlay::Outside(_)
+                | Overlay::GoTo(_),
+                Command::Escape,
+            ) => self.overlay = Overlay::None,
             (Overlay::Export(p), Command::Enter) if p.clash.is_none() => {
                 let name = p.field.text.trim().to_string();
                 let path = self.export_path(&name);
@@ -1598,6 +1655,10 @@ impl App {
             Parsed::Position(n) => return self.goto_position(n),
             Parsed::Run(e, arg) => (e, arg),
         };
+        // Alone, `tree-filter` clears the filter (its key opens this field).
+        if e.name == "tree-filter" {
+            return self.tree_filter(&arg);
+        }
         match (e.command, e.arg, arg.is_empty()) {
             (Some(c), _, true) => self.command(c),
             (None, Some(what), true) => self.say(format!(":{} needs {what}: {}", e.name, e.help)),
@@ -1610,6 +1671,10 @@ impl App {
     fn palette_arg(&mut self, name: &str, arg: &str) {
         let Some(d) = &self.data else { return };
         match name {
+            "goto" => match Landmark::parse(arg) {
+                Some(kind) => self.goto(kind, true),
+                None => self.say(format!("goto {arg:?}: one of {}", Landmark::names())),
+            },
             "execution" => match d.batch.execution_index(arg) {
                 Some(i) => self.apply(Effect::OpenExec(i)),
                 None => self.say(format!("no execution {arg:?}")),
@@ -1703,6 +1768,44 @@ impl App {
                 _ => {}
             },
             Overlay::Export(p) => p.field.edit(e),
+            Overlay::Outside(items) => {
+                if let Edit::Char(c) = e {
+                    match items.iter().find(|it| it.key == c.to_ascii_lowercase()) {
+                        Some(it) => {
+                            self.outside = Some(crate::outside::Outside {
+                                item: it.clone(),
+                                editor: c.is_ascii_uppercase(),
+                            });
+                            self.overlay = Overlay::None;
+                        }
+                        None => {
+                            let keys: String = items.iter().map(|it| it.key).collect();
+                            self.say(format!(
+                                "{c:?} opens nothing: one of {keys} (upper case: the editor), or Esc"
+                            ));
+                        }
+                    }
+                }
+            }
+            Overlay::GoTo(_) => {
+                if let Edit::Char(c) = e {
+                    match Landmark::ALL
+                        .into_iter()
+                        .find(|l| l.key() == c.to_ascii_lowercase())
+                    {
+                        Some(kind) => {
+                            self.overlay = Overlay::None;
+                            self.goto(kind, !c.is_ascii_uppercase());
+                        }
+                        None => {
+                            let keys: String = Landmark::ALL.iter().map(|l| l.key()).collect();
+                            self.say(format!(
+                                "{c:?} goes nowhere: one of {keys} (upper case: the previous), or Esc"
+                            ));
+                        }
+                    }
+                }
+            }
             Overlay::Copy(items) => {
                 if let Edit::Char(c) = e {
                     match items.iter().find(|it| it.key == c) {

@@ -118,6 +118,16 @@ pub enum Command {
     Dashboard,
     /// The copy menu: an id, a segment's text or ids, or a `gyre` command, to the clipboard.
     Copy,
+    /// The go-to menu: the next request of a kind (compaction, sub-agent, retry, …) in the tree.
+    GoTo,
+    /// The next request of the kind chosen last.
+    GoNext,
+    /// The previous request of that kind.
+    GoPrev,
+    /// Filter the tree: requests matching the terms, and the items above them.
+    TreeFilter,
+    /// Open outside: the path's text, the why output or the row in `$PAGER` / `$EDITOR`.
+    Outside,
 }
 
 /// A key as written in the table.
@@ -309,7 +319,41 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Code(KeyCode::Enter)],
         command: Command::Enter,
         group: "Move",
-        help: "open execution / toggle node / follow a link (replay spans, candidates, assessments)",
+        help: "open execution / toggle node / follow a link (replay spans, candidates, assessments, \
+               a sub-agent and the call that started it in the detail pane)",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('\'')],
+        command: Command::GoTo,
+        group: "Tree",
+        help: "go to the next request of a kind: c compaction, s sub-agent root, r retry, v \
+               divergence, o candidate, d drawn leaf (upper case: the previous one), in tree \
+               order, wrapping round",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('>')],
+        command: Command::GoNext,
+        group: "Tree",
+        help: "the next request of the kind chosen last with '",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('<')],
+        command: Command::GoPrev,
+        group: "Tree",
+        help: "the previous request of that kind",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('F')],
+        command: Command::TreeFilter,
+        group: "Tree",
+        help: "filter the tree: requests matching every term (an id, agent, finish reason, \
+               model or tool name, or compaction, sub-agent, retry, divergence, candidate, \
+               drawn, summary, evaluator, after-closure) and the items above them; empty \
+               clears it",
         hint: None,
     },
     Binding {
@@ -587,11 +631,21 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[C('Y')],
         command: Command::Copy,
-        group: "Copy",
+        group: "Copy and open outside",
         help: "copy to the clipboard through OSC 52 (over ssh too; in tmux: set -g \
                set-clipboard on): the execution id, the request id, the text or the ids of the \
                segment under the token cursor, or the gyre show / why / replay command for what \
                is on screen; a letter picks",
+        hint: None,
+    },
+    Binding {
+        keys: &[C('O')],
+        command: Command::Outside,
+        group: "Copy and open outside",
+        help: "open outside: the path's text, the why output (as gyre why prints it) or the \
+               exported row of the replay step, in $PAGER (default less; upper-case letter: \
+               $VISUAL or $EDITOR, default vi) on a temporary copy; the inspector comes back \
+               when it exits",
         hint: None,
     },
 ];

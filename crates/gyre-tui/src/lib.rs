@@ -14,6 +14,7 @@ pub mod follow;
 pub mod history;
 pub mod keys;
 mod layout;
+pub mod outside;
 pub mod overlay;
 pub mod palette;
 pub mod pane;
@@ -28,9 +29,9 @@ pub mod whatif;
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::mpsc::RecvTimeoutError;
-use std::time::Instant;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use crossterm::clipboard::CopyToClipboard;
 use crossterm::event::{
@@ -38,6 +39,7 @@ use crossterm::event::{
     KeyModifiers, MouseButton, MouseEventKind,
 };
 use crossterm::execute;
+use crossterm::terminal::EnterAlternateScreen;
 use eyre::{Result, WrapErr};
 
 use gyre_engine::admit::Settings;
@@ -46,6 +48,7 @@ use gyre_engine::score::AdvantageMode;
 
 use app::{Action, App, Jobs, Msg, Phase};
 use keys::Command;
+use outside::Outside;
 use overlay::Overlay;
 use theme::Theme;
 
@@ -179,6 +182,70 @@ fn load_text(opts: &Options, batch: &Batch, jobs: &Jobs) {
     }
 }
 
+/// Stops the key thread reading while another program has the terminal.
+#[derive(Clone, Default)]
+struct KeyGate(Arc<(Mutex<GateState>, Condvar)>);
+
+#[derive(Default)]
+struct GateState {
+    /// Reading is to stop.
+    closed: bool,
+    /// The key thread is waiting (not inside a poll or read).
+    idle: bool,
+}
+
+impl KeyGate {
+    /// The key thread: waits here while the gate is closed.
+    fn wait_open(&self) {
+        let (m, cv) = &*self.0;
+        let mut st = m.lock().unwrap_or_else(|e| e.into_inner());
+        while st.closed {
+            st.idle = true;
+            cv.notify_all();
+            st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.idle = false;
+    }
+
+    /// Closes the gate and waits until the key thread has stopped reading.
+    fn close(&self) {
+        let (m, cv) = &*self.0;
+        let mut st = m.lock().unwrap_or_else(|e| e.into_inner());
+        st.closed = true;
+        while !st.idle {
+            st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Lets the key thread read again.
+    fn open(&self) {
+        let (m, cv) = &*self.0;
+        let mut st = m.lock().unwrap_or_else(|e| e.into_inner());
+        st.closed = false;
+        cv.notify_all();
+    }
+}
+
+/// Gives the terminal to `$PAGER` / `$EDITOR` for `o` and takes it back: keys stop being read,
+/// the screen and modes are restored, and after the program exits the inspector's screen is
+/// set up again and drawn whole. Returns the status line.
+fn hand_over(
+    terminal: &mut ratatui::DefaultTerminal,
+    gate: &KeyGate,
+    o: &Outside,
+) -> Result<String> {
+    gate.close();
+    let _ = execute!(io::stdout(), DisableMouseCapture);
+    ratatui::restore();
+    let said = outside::run(o);
+    crossterm::terminal::enable_raw_mode().wrap_err("taking the terminal back (raw mode)")?;
+    execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)
+        .wrap_err("taking the terminal back (alternate screen)")?;
+    terminal.clear().wrap_err("redrawing after the pager")?;
+    gate.open();
+    Ok(said)
+}
+
 /// Runs the inspector until `q`; the terminal is restored on return, error and panic.
 /// Exit status 0 on `q`; 2 when the input could not be loaded (the problems are printed).
 pub fn run(opts: Options) -> Result<ExitCode> {
@@ -219,10 +286,19 @@ pub fn run(opts: Options) -> Result<ExitCode> {
         let size = terminal.size()?;
         app.step(Action::Resize(size.width, size.height));
         // Terminal events come through the same channel as the workers' reports.
+        let gate = KeyGate::default();
         {
-            let jobs = jobs.clone();
+            let (jobs, gate) = (jobs.clone(), gate.clone());
             std::thread::spawn(move || {
-                while let Ok(ev) = event::read() {
+                loop {
+                    gate.wait_open();
+                    // A short poll, so that a program given the terminal gets every key.
+                    match event::poll(Duration::from_millis(50)) {
+                        Ok(false) => continue,
+                        Ok(true) => {}
+                        Err(_) => break,
+                    }
+                    let Ok(ev) = event::read() else { break };
                     if !jobs.term(ev) {
                         break;
                     }
@@ -246,6 +322,10 @@ pub fn run(opts: Options) -> Result<ExitCode> {
             if let Some(text) = app.clipboard.take() {
                 execute!(io::stdout(), CopyToClipboard::to_clipboard_from(text))
                     .wrap_err("sending the copied text to the terminal (OSC 52)")?;
+            }
+            if let Some(o) = app.outside.take() {
+                let said = hand_over(&mut terminal, &gate, &o)?;
+                app.step(Action::Message(said));
             }
             terminal.draw(|f| ui::render(&app, f))?;
             // An export still being written would leave a temporary file behind.

@@ -39,6 +39,18 @@ const WITH_ARG: &[(&str, &str, &str)] = &[
         "MODE",
         "set the advantage mode (drgrpo, grpo, none); alone: the next one (re-runs)",
     ),
+    (
+        "goto",
+        "KIND",
+        "select the next request of a kind in the tree: compaction, sub-agent, retry, \
+         divergence, candidate, drawn",
+    ),
+    (
+        "tree-filter",
+        "TERMS",
+        "show the requests matching every term (an id, agent, finish, model or tool name, or \
+         a kind) and the items above them; alone: clear the filter",
+    ),
 ];
 
 /// `SeedUp` → `seed-up`.

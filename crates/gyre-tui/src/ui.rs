@@ -107,6 +107,8 @@ pub fn draw(app: &App, buf: &mut Buffer) {
         ),
         Overlay::Priority(e) => overlay::priority(&app.theme, e, a.full, buf),
         Overlay::Copy(items) => overlay::copy(&app.theme, items, a.full, buf),
+        Overlay::Outside(items) => overlay::outside(&app.theme, items, a.full, buf),
+        Overlay::GoTo(counts) => overlay::goto(&app.theme, counts, a.full, buf),
         Overlay::Why {
             request, scroll, ..
         } => overlay::why(&ctx, *request, *scroll, a.full, buf),

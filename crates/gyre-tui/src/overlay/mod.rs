@@ -5,7 +5,9 @@
 
 mod copy;
 mod export;
+mod goto;
 mod help;
+mod outside;
 mod palette;
 mod priority;
 mod search;
@@ -13,7 +15,9 @@ mod why;
 
 pub use copy::copy;
 pub use export::{ExportPrompt, export};
+pub use goto::goto;
 pub use help::{help, help_max_scroll};
+pub use outside::outside;
 pub use palette::palette;
 pub use priority::{PriorityEditor, priority};
 pub use search::search;
@@ -101,6 +105,10 @@ pub enum Overlay {
     },
     /// The copy menu: what a letter copies.
     Copy(Vec<CopyItem>),
+    /// The open-outside menu: what a letter opens in the pager (upper case: the editor).
+    Outside(Vec<crate::outside::OutsideItem>),
+    /// The go-to menu: each kind with how many requests of it the execution has.
+    GoTo(Vec<(crate::pane::tree::Landmark, usize)>),
     /// Editing the priority.
     Priority(PriorityEditor),
     /// What changed since the pin: the execution chosen in the list.
@@ -130,6 +138,8 @@ impl Overlay {
                 | Overlay::Palette { .. }
                 | Overlay::Priority(_)
                 | Overlay::Copy(_)
+                | Overlay::Outside(_)
+                | Overlay::GoTo(_)
         )
     }
 }

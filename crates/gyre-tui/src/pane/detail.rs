@@ -21,6 +21,7 @@ use crate::path::PathIndex;
 use crate::theme::Theme;
 use gyre_engine::assess::{self, rel, value_text};
 use gyre_engine::branches::{self, Parting};
+use gyre_engine::delegation::{self, Delegation};
 use gyre_engine::execution::Execution;
 use gyre_engine::lens;
 use gyre_engine::record::{Actor, Purpose, Source};
@@ -139,6 +140,31 @@ pub enum Subject {
 /// whether the path was there.
 type LinesKey = (usize, Subject, u64, String, bool);
 
+/// The pane's text: its lines, and the lines that lead somewhere (Enter or a click).
+#[derive(Debug, Default)]
+pub struct Content {
+    /// The lines, before wrapping.
+    pub lines: Vec<Line<'static>>,
+    /// (line, where it leads, what following it says), in line order.
+    pub links: Vec<(usize, Effect, String)>,
+}
+
+impl Content {
+    /// The lines wrapped to `width`, and the first wrapped row of each link.
+    fn wrapped(&self, width: u16) -> (Vec<Line<'static>>, Vec<usize>) {
+        let mut rows = Vec::new();
+        let mut starts = Vec::new();
+        let mut links = self.links.iter().peekable();
+        for (i, l) in self.lines.iter().enumerate() {
+            while links.next_if(|(at, _, _)| *at == i).is_some() {
+                starts.push(rows.len());
+            }
+            rows.extend(wrap(vec![l.clone()], width));
+        }
+        (rows, starts)
+    }
+}
+
 /// The detail pane's state.
 #[derive(Debug, Default)]
 pub struct DetailPane {
@@ -147,12 +173,12 @@ pub struct DetailPane {
     /// (execution, subject) the scroll is for.
     key: Option<(usize, Subject)>,
     /// The last lines made (payloads are decoded and highlighted once, not every frame).
-    cache: RefCell<Option<(LinesKey, Rc<Vec<Line<'static>>>)>>,
+    cache: RefCell<Option<(LinesKey, Rc<Content>)>>,
 }
 
 impl DetailPane {
     /// The pane's lines for the context's subject, made once per subject.
-    fn cached(&self, ctx: &Ctx) -> Rc<Vec<Line<'static>>> {
+    fn cached(&self, ctx: &Ctx) -> Rc<Content> {
         let key: LinesKey = (
             ctx.sel.exec,
             ctx.subject,
@@ -170,6 +196,23 @@ impl DetailPane {
         *cache = Some((key, Rc::clone(&lines)));
         lines
     }
+
+    /// The link Enter follows: the first one in view (scrolling brings the next one up), as
+    /// (index into the links, its row).
+    fn current_link(&self, ctx: &Ctx, starts: &[usize], rows: usize) -> Option<(usize, usize)> {
+        let height = inner_height(ctx.areas.detail);
+        let top = self.scroll.min(rows.saturating_sub(height));
+        starts
+            .iter()
+            .enumerate()
+            .find(|&(_, &r)| r >= top && r < top + height)
+            .map(|(k, &r)| (k, r))
+    }
+
+    fn follow(content: &Content, k: usize) -> Vec<Effect> {
+        let (_, effect, said) = &content.links[k];
+        vec![effect.clone(), Effect::Message(said.clone())]
+    }
 }
 
 impl PaneView for DetailPane {
@@ -182,14 +225,39 @@ impl PaneView for DetailPane {
         }
     }
 
-    /// Keys while focused: scrolling, to the last line and no further.
+    /// Keys while focused: scrolling, to the last line and no further; Enter follows the first
+    /// link in view (a sub-agent and the call that started it).
     fn command(&mut self, ctx: &Ctx, c: Command) -> Vec<Effect> {
         let a = ctx.areas.detail;
-        let rows = wrap(self.cached(ctx).to_vec(), inner_width(a)).len();
-        if let Some(s) = super::scroll(self.scroll, c, rows, inner_height(a)) {
+        let content = self.cached(ctx);
+        let (rows, starts) = content.wrapped(inner_width(a));
+        if c == Command::Enter {
+            return match self.current_link(ctx, &starts, rows.len()) {
+                Some((k, _)) => Self::follow(&content, k),
+                None => vec![Effect::Message(
+                    "nothing to follow here: no sub-agent link in view".into(),
+                )],
+            };
+        }
+        if let Some(s) = super::scroll(self.scroll, c, rows.len(), inner_height(a)) {
             self.scroll = s;
         }
         Vec::new()
+    }
+
+    /// A click on a link follows it.
+    fn click(&mut self, ctx: &Ctx, _x: u16, y: u16) -> Vec<Effect> {
+        let a = ctx.areas.detail;
+        let content = self.cached(ctx);
+        let (rows, starts) = content.wrapped(inner_width(a));
+        let top = self.scroll.min(rows.len().saturating_sub(inner_height(a)));
+        let Some(row) = (y as usize).checked_sub(a.y as usize + 1).map(|r| r + top) else {
+            return Vec::new();
+        };
+        match starts.iter().position(|&s| s == row) {
+            Some(k) => Self::follow(&content, k),
+            None => Vec::new(),
+        }
     }
 
     /// Three lines a notch.
@@ -207,10 +275,15 @@ impl PaneView for DetailPane {
             Subject::Assessment(_) => " Detail · assessment ",
             _ => " Detail · fate · tool calls · results · sibling diff ",
         };
-        let rows = wrap(self.cached(ctx).to_vec(), inner_width(area));
+        let content = self.cached(ctx);
+        let (mut rows, starts) = content.wrapped(inner_width(area));
         let scroll = self
             .scroll
             .min(rows.len().saturating_sub(inner_height(area)));
+        if let Some((_, r)) = self.current_link(ctx, &starts, rows.len()) {
+            let style = ctx.theme.selected(ctx.focused(Pane::Detail));
+            rows[r] = std::mem::take(&mut rows[r]).patch_style(style);
+        }
         Paragraph::new(rows)
             .scroll((scroll.min(u16::MAX as usize) as u16, 0))
             .block(ctx.block(Pane::Detail, title))
@@ -218,12 +291,18 @@ impl PaneView for DetailPane {
     }
 }
 
-/// The pane's lines for `subject` (`path`: the request's path, when it is on screen).
-pub fn lines(ctx: &Ctx, subject: Subject, path: Option<&PathIndex>) -> Vec<Line<'static>> {
+/// The pane's text for `subject` (`path`: the request's path, when it is on screen).
+pub fn lines(ctx: &Ctx, subject: Subject, path: Option<&PathIndex>) -> Content {
     match subject {
         Subject::Request(r) => request_lines(ctx, r, path),
-        Subject::Assessment(i) => assessment_lines(ctx, i),
-        Subject::Nothing => vec![Line::styled("no request selected", ctx.theme.dim())],
+        Subject::Assessment(i) => Content {
+            lines: assessment_lines(ctx, i),
+            links: Vec::new(),
+        },
+        Subject::Nothing => Content {
+            lines: vec![Line::styled("no request selected", ctx.theme.dim())],
+            links: Vec::new(),
+        },
     }
 }
 
@@ -306,13 +385,17 @@ fn assessment_lines(ctx: &Ctx, i: usize) -> Vec<Line<'static>> {
     out
 }
 
-fn request_lines(ctx: &Ctx, req: u32, path: Option<&PathIndex>) -> Vec<Line<'static>> {
+fn request_lines(ctx: &Ctx, req: u32, path: Option<&PathIndex>) -> Content {
     let t = ctx.theme;
     let exec = ctx.exec();
     let Some(r) = exec.requests.get(req as usize) else {
-        return vec![Line::styled("no request selected", t.dim())];
+        return Content {
+            lines: vec![Line::styled("no request selected", t.dim())],
+            links: Vec::new(),
+        };
     };
     let mut out: Vec<Line<'static>> = Vec::new();
+    let mut links = Vec::new();
     let purpose = match r.purpose {
         Purpose::Task => "task",
         Purpose::Summary => "summary",
@@ -356,6 +439,53 @@ fn request_lines(ctx: &Ctx, req: u32, path: Option<&PathIndex>) -> Vec<Line<'sta
         places[req as usize].link.describe(&id),
         t.marker(),
     ));
+    let dels = delegation::delegations(exec);
+    for d in dels.iter().filter(|d| d.request == req) {
+        let said = format!(
+            "sub-agent {}: {} request{} from {}, started by {} call {} in {}",
+            sanitize(&d.agent),
+            d.requests,
+            if d.requests == 1 { "" } else { "s" },
+            id(d.first),
+            tool_name(d),
+            sanitize(&d.call_id),
+            id(d.request)
+        );
+        links.push((out.len(), Effect::SelectRequest(d.first), said));
+        out.push(Line::styled(
+            format!(
+                "⇒ {} call {} started sub-agent {} ({} request{} from {}) · Enter follows",
+                tool_name(d),
+                sanitize(&d.call_id),
+                sanitize(&d.agent),
+                d.requests,
+                if d.requests == 1 { "" } else { "s" },
+                id(d.first)
+            ),
+            t.key(),
+        ));
+    }
+    if let Some(d) = dels.iter().find(|d| d.agent == r.agent) {
+        let said = format!(
+            "{} of {}: its {} call {} started sub-agent {}",
+            id(d.request),
+            sanitize(&exec.requests[d.request as usize].agent),
+            tool_name(d),
+            sanitize(&d.call_id),
+            sanitize(&d.agent)
+        );
+        links.push((out.len(), Effect::SelectRequest(d.request), said));
+        out.push(Line::styled(
+            format!(
+                "⇐ sub-agent {} was started by {} call {} in {} · Enter follows",
+                sanitize(&d.agent),
+                tool_name(d),
+                sanitize(&d.call_id),
+                id(d.request)
+            ),
+            t.key(),
+        ));
+    }
     if r.after_closure {
         out.push(Line::styled(
             "recorded after the closure: shown, never scored or admitted",
@@ -365,7 +495,7 @@ fn request_lines(ctx: &Ctx, req: u32, path: Option<&PathIndex>) -> Vec<Line<'sta
     out.push(Line::default());
     out.extend(fate_lines(ctx, req, false));
     if let Some(path) = path.filter(|p| p.request == req) {
-        out.extend(payload_lines(ctx, r, path));
+        out.extend(payload_lines(ctx, r, path, &dels));
         out.push(Line::default());
         out.extend(sibling_diff(ctx, path));
     }
@@ -375,7 +505,12 @@ fn request_lines(ctx: &Ctx, req: u32, path: Option<&PathIndex>) -> Vec<Line<'sta
         let pretty = serde_json::to_string_pretty(m).unwrap_or_default();
         out.extend(highlight(&pretty, "json", t).into_iter().map(indent));
     }
-    out
+    Content { lines: out, links }
+}
+
+/// The tool a delegation's call named (`tool` when the record names none).
+fn tool_name(d: &Delegation) -> String {
+    d.tool.as_deref().map_or_else(|| "tool".into(), sanitize)
 }
 
 /// "Why was this path (not) drawn?" for request `req`, in lines (the detail pane and the `y`
@@ -481,6 +616,7 @@ fn payload_lines(
     ctx: &Ctx,
     r: &gyre_engine::execution::Request,
     path: &PathIndex,
+    dels: &[Delegation],
 ) -> Vec<Line<'static>> {
     let t = ctx.theme;
     let exec = ctx.exec();
@@ -497,6 +633,13 @@ fn payload_lines(
                     c.name.as_deref().map(sanitize).unwrap_or_default()
                 )),
                 Span::styled(format!("  output[{}..{}]", c.start, c.end), t.dim()),
+                Span::styled(
+                    dels.iter()
+                        .find(|d| d.request == path.request && d.call_id == c.id)
+                        .map(|d| format!("  ⇒ sub-agent {}", sanitize(&d.agent)))
+                        .unwrap_or_default(),
+                    t.key(),
+                ),
             ]));
             let text = text_of(
                 ctx.text,

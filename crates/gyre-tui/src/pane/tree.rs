@@ -20,6 +20,156 @@ use crate::keys::Command;
 /// Identifiers at or above this are chain headers, not requests.
 pub const HEADER_BASE: u32 = u32::MAX - (1 << 20);
 
+/// A kind of request the tree jumps between (`'` and a letter, then `>` `<`), as its labels
+/// mark them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Landmark {
+    /// A compaction: the summary call (`⇢ compaction summary`) or the context it started.
+    Compaction,
+    /// The first request of a sub-agent.
+    SubAgent,
+    /// A retry on the same context (`↳ retry of`).
+    Retry,
+    /// A branch inside an earlier output or with another context (`↳ diverges`, `↳ other
+    /// context`).
+    Divergence,
+    /// A candidate leaf (`○ candidate` or drawn).
+    Candidate,
+    /// A leaf drawn by the replay step (`● draw k`).
+    Drawn,
+}
+
+impl Landmark {
+    /// Every kind, in menu order.
+    pub const ALL: [Landmark; 6] = [
+        Landmark::Compaction,
+        Landmark::SubAgent,
+        Landmark::Retry,
+        Landmark::Divergence,
+        Landmark::Candidate,
+        Landmark::Drawn,
+    ];
+
+    /// Its letter in the go-to menu (upper case: the previous one).
+    pub fn key(self) -> char {
+        match self {
+            Landmark::Compaction => 'c',
+            Landmark::SubAgent => 's',
+            Landmark::Retry => 'r',
+            Landmark::Divergence => 'v',
+            Landmark::Candidate => 'o',
+            Landmark::Drawn => 'd',
+        }
+    }
+
+    /// Its name (the palette's `goto NAME`, tree filter terms, messages).
+    pub fn name(self) -> &'static str {
+        match self {
+            Landmark::Compaction => "compaction",
+            Landmark::SubAgent => "sub-agent",
+            Landmark::Retry => "retry",
+            Landmark::Divergence => "divergence",
+            Landmark::Candidate => "candidate",
+            Landmark::Drawn => "drawn",
+        }
+    }
+
+    /// The kind named `s` (`subagent` too), if any.
+    pub fn parse(s: &str) -> Option<Landmark> {
+        let s = s.trim().to_lowercase();
+        let s = if s == "subagent" {
+            "sub-agent".into()
+        } else {
+            s
+        };
+        Landmark::ALL.into_iter().find(|l| l.name() == s)
+    }
+
+    /// The names, for messages (`compaction, sub-agent, …`).
+    pub fn names() -> String {
+        Landmark::ALL
+            .iter()
+            .map(|l| l.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Whether request `r` is one.
+    fn holds(self, ctx: &Ctx, places: &[Place], r: u32) -> bool {
+        let req = &ctx.exec().requests[r as usize];
+        match self {
+            Landmark::Compaction => {
+                req.purpose == Purpose::Summary || places[r as usize].link == Link::Compaction
+            }
+            // A sub-agent whose context shares a prefix with an earlier one's branches off it,
+            // not at the root: its first request is where it starts either way.
+            Landmark::SubAgent => {
+                places[r as usize].link == Link::SubAgent
+                    || (req.agent != "main"
+                        && req.actor == Actor::Policy
+                        && !ctx.exec().requests[..r as usize]
+                            .iter()
+                            .any(|q| q.agent == req.agent))
+            }
+            Landmark::Retry => matches!(places[r as usize].link, Link::Retry { .. }),
+            Landmark::Divergence => matches!(
+                places[r as usize].link,
+                Link::Diverge { .. } | Link::ContextBranch { .. }
+            ),
+            Landmark::Candidate => ctx.admission().candidates.iter().any(|c| c.request == r),
+            Landmark::Drawn => ctx
+                .admission()
+                .draws
+                .iter()
+                .take(ctx.sel.step as usize)
+                .any(|d| d.chosen == r),
+        }
+    }
+}
+
+/// The tree filter: requests matching every term are shown, with the items above them.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// As typed.
+    pub query: String,
+    /// What the matches were worked out for: (batch, execution, results generation, step).
+    key: Option<(u64, usize, u64, u32)>,
+    /// Requests matching every term.
+    matches: HashSet<u32>,
+    /// Display items shown: the matches and every item above one.
+    shown: HashSet<u32>,
+}
+
+impl Filter {
+    /// Whether request `r` matches every term: a kind's name (compaction, sub-agent, retry,
+    /// divergence, candidate, drawn; also summary, evaluator, after-closure), else a
+    /// case-blind part of its id, agent, finish reason, model or a tool call's name.
+    fn holds(&self, ctx: &Ctx, places: &[Place], r: u32) -> bool {
+        let req = &ctx.exec().requests[r as usize];
+        self.query.split_whitespace().all(|term| {
+            let term = term.to_lowercase();
+            if let Some(l) = Landmark::parse(&term) {
+                return l.holds(ctx, places, r);
+            }
+            match term.as_str() {
+                "summary" => return req.purpose == Purpose::Summary,
+                "evaluator" => return req.actor == Actor::Evaluator,
+                "after-closure" => return req.after_closure,
+                _ => {}
+            }
+            let has = |s: &str| s.to_lowercase().contains(&term);
+            has(&req.id)
+                || has(&req.agent)
+                || req.finish.as_deref().is_some_and(has)
+                || req.model.as_deref().is_some_and(has)
+                || req
+                    .tool_calls
+                    .iter()
+                    .any(|c| c.name.as_deref().is_some_and(has))
+        })
+    }
+}
+
 /// An item of the display tree (a chain header or a request).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DNode {
@@ -189,6 +339,10 @@ pub struct TreePane {
     pub selected: Vec<u32>,
     /// Scroll state of the tree widget (render-time bookkeeping only).
     state: RefCell<TreeState<u32>>,
+    /// The tree filter, when one is set.
+    pub filter: Option<Filter>,
+    /// The kind `>` and `<` go to.
+    pub landmark: Option<Landmark>,
 }
 
 impl TreePane {
@@ -219,7 +373,183 @@ impl TreePane {
         for d in &self.rtree.display {
             walk(d, &mut prefix, &self.opened, &mut out);
         }
+        if let Some(f) = &self.filter {
+            out.retain(|p| p.iter().all(|id| f.shown.contains(id)));
+        }
         out
+    }
+
+    /// Every request in display order (open or not).
+    fn display_order(&self) -> Vec<u32> {
+        fn walk(d: &DNode, out: &mut Vec<u32>) {
+            if d.id < HEADER_BASE {
+                out.push(d.id);
+            }
+            for c in &d.children {
+                walk(c, out);
+            }
+        }
+        let mut out = Vec::new();
+        for d in &self.rtree.display {
+            walk(d, &mut out);
+        }
+        out
+    }
+
+    /// Selects the next (`forward`) or previous request of kind `kind` after the selected one,
+    /// in display order, wrapping round; among the filter's matches when one is set. The kind is
+    /// kept for `>` and `<`.
+    pub fn goto(&mut self, ctx: &Ctx, kind: Landmark, forward: bool) -> Vec<Effect> {
+        self.landmark = Some(kind);
+        let places = &self.rtree.places;
+        let found: Vec<u32> = self
+            .display_order()
+            .into_iter()
+            .filter(|&r| kind.holds(ctx, places, r))
+            .filter(|r| self.filter.as_ref().is_none_or(|f| f.matches.contains(r)))
+            .collect();
+        let filtered = if self.filter.is_some() {
+            " among the filter's matches (F, then an empty filter, clears it)"
+        } else {
+            ""
+        };
+        if found.is_empty() {
+            let extra = match kind {
+                Landmark::Drawn if ctx.sel.step == 0 => " at draw 0 (} goes to the last draw)",
+                _ => "",
+            };
+            return vec![Effect::Message(format!(
+                "no {} in {}{extra}{filtered}",
+                kind.name(),
+                sanitize(&ctx.exec().id)
+            ))];
+        }
+        let order = self.display_order();
+        let here = self
+            .selected_request()
+            .and_then(|s| order.iter().position(|&r| r == s));
+        let pos = |r: u32| order.iter().position(|&o| o == r).unwrap_or(0);
+        let (k, wrapped) = match (here, forward) {
+            (None, true) => (0, false),
+            (None, false) => (found.len() - 1, false),
+            (Some(h), true) => match found.iter().position(|&r| pos(r) > h) {
+                Some(k) => (k, false),
+                None => (0, true),
+            },
+            (Some(h), false) => match found.iter().rposition(|&r| pos(r) < h) {
+                Some(k) => (k, false),
+                None => (found.len() - 1, true),
+            },
+        };
+        let r = found[k];
+        let mut m = format!(
+            "{} {}/{}: {} (> next · < previous",
+            kind.name(),
+            k + 1,
+            found.len(),
+            sanitize(&ctx.exec().requests[r as usize].id)
+        );
+        if wrapped {
+            m.push_str(if forward {
+                "; wrapped to the first"
+            } else {
+                "; wrapped to the last"
+            });
+        }
+        m.push(')');
+        m.push_str(filtered);
+        vec![Effect::SelectRequest(r), Effect::Message(m)]
+    }
+
+    /// How many requests of each kind the execution has (the go-to menu).
+    pub fn counts(&self, ctx: &Ctx) -> Vec<(Landmark, usize)> {
+        let places = &self.rtree.places;
+        Landmark::ALL
+            .into_iter()
+            .map(|l| {
+                let n = (0..places.len() as u32)
+                    .filter(|&r| l.holds(ctx, places, r))
+                    .count();
+                (l, n)
+            })
+            .collect()
+    }
+
+    /// Sets the tree filter (`None` or blank: clears it); selects the first match when the
+    /// selection is not one.
+    pub fn set_filter(&mut self, ctx: &Ctx, query: Option<&str>) -> Vec<Effect> {
+        let query = query.map(str::trim).filter(|q| !q.is_empty());
+        let Some(query) = query else {
+            let had = self.filter.take().is_some();
+            return vec![Effect::Message(
+                if had {
+                    "tree filter cleared"
+                } else {
+                    "no tree filter set"
+                }
+                .into(),
+            )];
+        };
+        self.filter = Some(Filter {
+            query: query.to_string(),
+            ..Filter::default()
+        });
+        self.refilter(ctx);
+        let f = self.filter.as_ref().expect("just set");
+        let n = f.matches.len();
+        let mut out = Vec::new();
+        if n == 0 {
+            out.push(Effect::Message(format!(
+                "tree filter {query:?}: no request matches (terms: an id, agent, finish, model                  or tool name, or {}; F edits it)",
+                Landmark::names()
+            )));
+            return out;
+        }
+        if !self
+            .selected_request()
+            .is_some_and(|r| f.matches.contains(&r))
+        {
+            let first = self
+                .display_order()
+                .into_iter()
+                .find(|r| f.matches.contains(r));
+            out.extend(first.map(Effect::SelectRequest));
+        }
+        out.push(Effect::Message(format!(
+            "tree filter {query:?}: {n} of {} requests (F edits it, empty clears)",
+            self.rtree.places.len()
+        )));
+        out
+    }
+
+    /// Works the filter's matches out again when the execution, results or step changed.
+    fn refilter(&mut self, ctx: &Ctx) {
+        let key = (
+            ctx.sel.batch,
+            ctx.sel.exec,
+            ctx.sel.generation,
+            ctx.sel.step,
+        );
+        let Some(f) = self.filter.as_mut() else {
+            return;
+        };
+        if f.key == Some(key) {
+            return;
+        }
+        f.key = Some(key);
+        let places = &self.rtree.places;
+        f.matches = (0..places.len() as u32)
+            .filter(|&r| f.holds(ctx, places, r))
+            .collect();
+        f.shown.clear();
+        for &r in &f.matches {
+            let p = &self.rtree.paths[r as usize];
+            f.shown.extend(p.iter().copied());
+            // The items above a match are open, so the match shows.
+            for k in 1..p.len() {
+                self.opened.insert(p[..k].to_vec());
+            }
+        }
     }
 
     fn select(&mut self, p: Vec<u32>) -> Vec<Effect> {
@@ -271,6 +601,7 @@ impl PaneView for TreePane {
                 None => self.selected.clear(),
             }
         }
+        self.refilter(ctx);
     }
 
     /// Keys while focused.
@@ -444,40 +775,63 @@ impl PaneView for TreePane {
         };
         // Each item is cut to what the widget leaves it (two columns per level and the open /
         // closed mark), ending in `…`.
-        fn item(
-            d: &DNode,
+        // With a filter, items that only lead to a match are dimmed.
+        struct Look<'a> {
             room: usize,
-            label: &dyn Fn(u32) -> Line<'static>,
-            header: &dyn Fn(&DNode) -> Line<'static>,
-        ) -> Option<TreeItem<'static, u32>> {
+            label: &'a dyn Fn(u32) -> Line<'static>,
+            header: &'a dyn Fn(&DNode) -> Line<'static>,
+            filter: Option<&'a Filter>,
+            dim: ratatui::style::Style,
+        }
+        fn item(d: &DNode, room: usize, look: &Look) -> Option<TreeItem<'static, u32>> {
+            if look.filter.is_some_and(|f| !f.shown.contains(&d.id)) {
+                return None;
+            }
             let children: Vec<TreeItem<'static, u32>> = d
                 .children
                 .iter()
-                .filter_map(|c| item(c, room.saturating_sub(2), label, header))
+                .filter_map(|c| item(c, room.saturating_sub(2), look))
                 .collect();
-            let text = if d.id >= HEADER_BASE {
-                header(d)
+            let mut text = if d.id >= HEADER_BASE {
+                (look.header)(d)
             } else {
-                label(d.id)
+                (look.label)(d.id)
             };
+            if look.filter.is_some_and(|f| !f.matches.contains(&d.id)) {
+                text = text.patch_style(look.dim);
+            }
             let text = fit_line(text.spans, room.saturating_sub(2));
             TreeItem::new(d.id, text, children).ok()
         }
-        let room = area.width.saturating_sub(2) as usize;
+        let look = Look {
+            room: area.width.saturating_sub(2) as usize,
+            label: &label,
+            header: &header,
+            filter: self.filter.as_ref(),
+            dim: t.dim(),
+        };
         let items: Vec<TreeItem<'static, u32>> = rtree
             .display
             .iter()
-            .filter_map(|d| item(d, room, &label, &header))
+            .filter_map(|d| item(d, look.room, &look))
             .collect();
-        let block = ctx.block(
-            Pane::Tree,
-            format!(
-                " Tree · {} · {} request{} ",
-                sanitize(&exec.id),
-                exec.requests.len(),
-                if exec.requests.len() == 1 { "" } else { "s" }
-            ),
+        let filter = self
+            .filter
+            .as_ref()
+            .map(|f| format!("filter {:?}: {} of ", sanitize(&f.query), f.matches.len()))
+            .unwrap_or_default();
+        let count = format!(
+            "{} request{}",
+            exec.requests.len(),
+            if exec.requests.len() == 1 { "" } else { "s" }
         );
+        // A filter goes first: a long execution id is what the border cuts.
+        let title = if filter.is_empty() {
+            format!(" Tree · {} · {count} ", sanitize(&exec.id))
+        } else {
+            format!(" Tree · {filter}{count} · {} ", sanitize(&exec.id))
+        };
+        let block = ctx.block(Pane::Tree, title);
         let Ok(widget) = Tree::new(&items) else {
             return;
         };

@@ -10,6 +10,8 @@ mod degrade;
 mod history;
 mod keys;
 mod layout;
+mod navigate;
+mod outside;
 mod palette;
 mod snapshots;
 mod state_machine;

@@ -1,0 +1,47 @@
+//! The open-outside menu (`O`): one letter per thing to open in the pager or the editor.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use super::text_box;
+use crate::outside::{OutsideItem, program};
+use crate::pane::sanitize;
+use crate::theme::Theme;
+
+/// Draws the open-outside menu, naming the programs the letters run.
+pub fn outside(t: &Theme, items: &[OutsideItem], full: Rect, buf: &mut Buffer) {
+    let env = |k: &str| std::env::var(k).ok();
+    let (pager, pvar) = program(false, &env);
+    let (editor, evar) = program(true, &env);
+    let mut lines: Vec<Line<'static>> = items
+        .iter()
+        .map(|it| {
+            Line::from(vec![
+                Span::styled(
+                    format!(" {} {} ", it.key, it.key.to_ascii_uppercase()),
+                    t.key(),
+                ),
+                Span::raw(format!(" {} ", it.what)),
+                Span::styled(
+                    gyre_format::note::plural(it.text.lines().count(), "line"),
+                    t.dim(),
+                ),
+            ])
+        })
+        .collect();
+    if items.is_empty() {
+        lines.push(Line::styled("nothing to open: no path on screen", t.dim()));
+    }
+    lines.push(Line::default());
+    lines.push(Line::styled(
+        format!(
+            "a letter opens it in ${pvar} ({}), an upper-case one in ${evar} ({}), on a \
+             temporary copy · Esc cancels",
+            sanitize(&pager),
+            sanitize(&editor)
+        ),
+        t.dim(),
+    ));
+    text_box(" open outside ", lines, full, buf);
+}
