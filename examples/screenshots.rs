@@ -318,4 +318,25 @@ fn main() {
     let mut app = demo(size);
     steps(&mut app, &[C::Dashboard, C::FocusPrev, C::Home, C::Right]);
     paint(&render(&app), &fonts, &out.join("dashboard.png"));
+
+    // 14. Tree navigation: the tree filtered to the requests that call Task, the detail pane's
+    // link to the sub-agent the call started, and the go-to menu with each kind's count.
+    let mut app = demo(size);
+    let i = app
+        .data
+        .as_ref()
+        .unwrap()
+        .batch
+        .executions
+        .iter()
+        .position(|e| e.requests.iter().any(|r| r.agent != "main"))
+        .unwrap();
+    app.apply(Effect::OpenExec(i));
+    steps(&mut app, &[C::TreeFilter]);
+    app.step(Action::ClearField);
+    for ch in "tree-filter Task".chars() {
+        app.step(Action::Input(ch));
+    }
+    steps(&mut app, &[C::Enter, C::GoTo]);
+    paint(&render(&app), &fonts, &out.join("tree-navigation.png"));
 }
