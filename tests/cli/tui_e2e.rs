@@ -302,8 +302,8 @@ fn follow_survives_a_split_path_and_a_shorter_rewrite() {
 }
 
 /// Each recording's settings, colouring and sort are remembered between runs, in the state
-/// directory and never beside the data: flags given win one by one, `--fresh` starts clean (and
-/// is remembered in turn).
+/// directory and never beside the data: flags given win one by one, `--follow` starts from them
+/// too, `--fresh` starts clean (and is remembered in turn).
 #[test]
 fn the_inspector_remembers_each_recordings_settings_between_runs() {
     assert!(
@@ -364,6 +364,8 @@ fn the_inspector_remembers_each_recordings_settings_between_runs() {
         "{s}"
     );
     run(work.path(), &abs, "--seed 5", &["J_max 6 · seed 5 ·"], &[]);
+    // --follow starts from what was remembered too (here the --seed 5 run's).
+    run(work.path(), &abs, "--follow", &["J_max 6 · seed 5 ·"], &[]);
     let s = run(work.path(), &abs, "--fresh", &["J_max 5 · seed 0 ·"], &[]);
     assert!(!s.contains("remembered"), "{s}");
     // --fresh was remembered in turn.
