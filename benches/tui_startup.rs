@@ -27,8 +27,10 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use gyre_engine::admit::Settings;
 use gyre_engine::demo::Demo;
+use gyre_engine::score::AdvantageMode;
 use gyre_tui::app::{Action, App, Jobs, Load, Msg};
 use gyre_tui::keys::Command as C;
+use gyre_tui::remembered::Remember;
 use gyre_tui::theme::Theme;
 use gyre_tui::whatif::{DEFAULT_SEEDS, WhatIf};
 use gyre_tui::{Input, Options, action_for, load_input, ui};
@@ -67,10 +69,12 @@ fn first_frame(input: &Input, term: &mut Terminal<TestBackend>) -> App {
     let opts = Options {
         input: input.clone(),
         settings: Settings::default(),
+        advantage: AdvantageMode::DrGrpo,
         lenient: false,
         tokenizer: None,
         follow: false,
         seeds: DEFAULT_SEEDS,
+        remember: Remember::Nothing,
     };
     let mut app = App::new("bench", Settings::default(), Theme { color: true });
     let (jobs, rx) = Jobs::channel();

@@ -4,13 +4,16 @@ use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args};
 use color_eyre::eyre::Result;
 
 use super::args::AdmissionArgs;
 use super::exit::Invalid;
 use gyre_engine::admit::Settings;
 use gyre_engine::demo::Demo;
+use gyre_engine::score::AdvantageMode;
+use gyre_tui::remembered::{Explicit, Remember};
 use gyre_tui::{self as tui, Input, Options};
 
 /// `gyre inspect` arguments.
@@ -40,6 +43,26 @@ pub struct InspectArgs {
     #[arg(long, value_name = "N", default_value_t = gyre_tui::whatif::DEFAULT_SEEDS,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     seeds: u32,
+    /// Start from these flags and the defaults, not from the settings remembered of this
+    /// recording; this run is still remembered at quit.
+    ///
+    /// Without --fresh the inspector starts where the last run on the same files quit: seed,
+    /// J_max, priority, advantage, colouring and sort, kept in $XDG_STATE_HOME/gyre/inspector/
+    /// (else ~/.local/state/gyre/inspector/), never beside the data; flags given win over them.
+    #[arg(long)]
+    fresh: bool,
+}
+
+/// Which admission settings `matches` (the `inspect` subcommand's) took from the command line
+/// rather than from their defaults: those win over the remembered ones.
+fn explicit(matches: Option<&ArgMatches>) -> Explicit {
+    let given =
+        |id: &str| matches.is_some_and(|m| m.value_source(id) == Some(ValueSource::CommandLine));
+    Explicit {
+        seed: given("seed"),
+        jmax: given("jmax"),
+        priority: given("priority"),
+    }
 }
 
 /// The inspector draws on stdout and reads keys from stdin: both must be a terminal. Checked
@@ -60,8 +83,8 @@ fn require_terminal() -> Result<()> {
     .into())
 }
 
-/// Runs `gyre inspect`.
-pub fn run(args: InspectArgs) -> Result<ExitCode> {
+/// Runs `gyre inspect`; `matches` are the subcommand's, to tell flags given from defaults.
+pub fn run(args: InspectArgs, matches: Option<&ArgMatches>) -> Result<ExitCode> {
     if args.follow {
         check_follow(&args.files)?;
     }
@@ -72,10 +95,16 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
             None => Input::Files(args.files),
         },
         settings: args.admission.settings(),
+        advantage: AdvantageMode::DrGrpo,
         lenient: args.lenient,
         tokenizer: args.tokenizer,
         follow: args.follow,
         seeds: args.seeds,
+        remember: if args.fresh {
+            Remember::Fresh
+        } else {
+            Remember::Restore(explicit(matches))
+        },
     })
 }
 
@@ -99,14 +128,62 @@ fn check_follow(files: &[PathBuf]) -> Result<()> {
     }
 }
 
-/// `gyre` alone on a terminal: the inspector on the bundled `gyre synth` demo.
+/// `gyre` alone on a terminal: the inspector on the bundled `gyre synth` demo, remembered as
+/// `gyre inspect --demo synth` is.
 pub fn demo() -> Result<ExitCode> {
     tui::run(Options {
         input: Input::Demo(Demo::default()),
         settings: Settings::default(),
+        advantage: AdvantageMode::DrGrpo,
         lenient: false,
         tokenizer: None,
         follow: false,
         seeds: gyre_tui::whatif::DEFAULT_SEEDS,
+        remember: Remember::Restore(Explicit::default()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, FromArgMatches};
+
+    use super::*;
+    use crate::cli::Cli;
+
+    fn explicit_of(args: &[&str]) -> Explicit {
+        let m = Cli::command().try_get_matches_from(args).unwrap();
+        assert!(Cli::from_arg_matches(&m).is_ok());
+        explicit(m.subcommand_matches("inspect"))
+    }
+
+    #[test]
+    fn flags_given_are_told_from_defaults() {
+        assert_eq!(
+            explicit_of(&["gyre", "inspect", "a.jsonl"]),
+            Explicit::default()
+        );
+        // A flag given with the default value is still given: it wins over what was remembered.
+        assert_eq!(
+            explicit_of(&["gyre", "inspect", "a.jsonl", "--seed", "0", "--fresh"]),
+            Explicit {
+                seed: true,
+                ..Explicit::default()
+            }
+        );
+        assert_eq!(
+            explicit_of(&[
+                "gyre",
+                "inspect",
+                "a.jsonl",
+                "--jmax=7",
+                "--priority",
+                "main"
+            ]),
+            Explicit {
+                seed: false,
+                jmax: true,
+                priority: true
+            }
+        );
+    }
 }

@@ -21,7 +21,7 @@ mod why;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use color_eyre::eyre::Result;
 
 const AFTER_HELP: &str = "\
@@ -145,8 +145,12 @@ Examples:
   gyre inspect runs.jsonl
   gyre inspect a.jsonl b.jsonl.zst --seed 3 --jmax 0 --tokenizer qwen3
   gyre inspect --demo claude-code        # a real Claude Code session, imported
+  gyre inspect runs.jsonl --fresh        # without the settings remembered from the last run
 
-Keys: ? help, q quit (docs/keys.md lists them all).")]
+Keys: ? help, q quit (docs/keys.md lists them all). Each recording's seed, J_max, priority,
+advantage, colouring and sort are remembered at quit (in $XDG_STATE_HOME/gyre/inspector/, else
+~/.local/state/gyre/inspector/, never beside the data) and restored on the next run; flags
+given win, --fresh starts from the flags and the defaults.")]
     #[cfg(feature = "tui")]
     Inspect(inspect::InspectArgs),
     /// Turn harness logs (Claude Code, SWE-agent, mini-swe-agent, Codex, OpenHands, Inspect AI,
@@ -188,8 +192,14 @@ requests and close the recording; rerunning with the same --out appends.")]
 /// Entry point of the `gyre` binary.
 pub fn main() -> ExitCode {
     exit::install_hooks();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    // The matches too: `inspect` tells flags given from defaults (`value_source`).
+    let parsed = Cli::command().try_get_matches().and_then(|m| {
+        Cli::from_arg_matches(&m)
+            .map(|cli| (cli, m))
+            .map_err(|e| e.format(&mut Cli::command()))
+    });
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             // clap's own text (usage errors, --help, --version); a closed pipe is ignored.
             let _ = e.print();
@@ -200,10 +210,12 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    exit::finish(run(cli))
+    exit::finish(run(cli, &matches))
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+// Without the inspector no subcommand reads the matches.
+#[cfg_attr(not(feature = "tui"), allow(unused_variables))]
+fn run(cli: Cli, matches: &ArgMatches) -> Result<ExitCode> {
     match cli.command {
         // The inspector when a person is watching; the text demo for scripts and CI.
         #[cfg(feature = "tui")]
@@ -216,7 +228,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         None => demo::run(),
         #[cfg(feature = "tui")]
-        Some(Command::Inspect(args)) => inspect::run(args),
+        Some(Command::Inspect(args)) => inspect::run(args, matches.subcommand_matches("inspect")),
         Some(Command::Import { source }) => import::run(source),
         Some(Command::Validate(args)) => validate::run(args),
         Some(Command::Admit(args)) => admit::run(args),

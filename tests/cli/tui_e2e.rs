@@ -6,6 +6,9 @@ use std::time::{Duration, Instant};
 
 struct Tmux {
     socket: std::path::PathBuf,
+    /// The inspector's state directory when the test gave none: what one test's inspector
+    /// remembers never reaches another test, nor the user's own.
+    _state: Option<tempfile::TempDir>,
 }
 
 impl Tmux {
@@ -17,6 +20,15 @@ impl Tmux {
     }
 
     fn start(dir: &Path, cmd: &str) -> Tmux {
+        let state = tempfile::tempdir().unwrap();
+        let mut t = Tmux::start_with_state(dir, cmd, state.path());
+        t._state = Some(state);
+        t
+    }
+
+    /// A session whose inspector remembers its settings in `state` (`XDG_STATE_HOME`; a new
+    /// tmux server takes its environment from the command that starts it).
+    fn start_with_state(dir: &Path, cmd: &str, state: &Path) -> Tmux {
         let socket = dir.join("tmux.sock");
         let ok = Command::new("tmux")
             .arg("-S")
@@ -25,10 +37,14 @@ impl Tmux {
             .arg(dir)
             .arg(cmd)
             .env_remove("NO_COLOR")
+            .env("XDG_STATE_HOME", state)
             .status()
             .unwrap();
         assert!(ok.success(), "tmux new-session");
-        Tmux { socket }
+        Tmux {
+            socket,
+            _state: None,
+        }
     }
 
     fn keys(&self, keys: &[&str]) {
@@ -388,4 +404,148 @@ fn follow_survives_a_split_path_and_a_shorter_rewrite() {
     );
     t.keys(&["q"]);
     assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+}
+
+/// Each recording's settings, colouring and sort are remembered between runs, in the state
+/// directory and never beside the data: flags given win one by one, `--follow` starts from them
+/// too, `--fresh` starts clean (and is remembered in turn).
+#[test]
+fn the_inspector_remembers_each_recordings_settings_between_runs() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let (data, work, state) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let rec = data.path().join("example.jsonl");
+    std::fs::write(&rec, gyre_engine::demo::RECORDING).unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let mut runs = 0;
+    // Opens the recording (from `cd`, by `path`), waits for `shows`, presses `keys`, then
+    // quits and checks the exit status.
+    let mut run = |cd: &Path, path: &str, flags: &str, shows: &[&str], keys: &[&str]| {
+        runs += 1;
+        let exit = work.path().join(format!("exit{runs}.txt"));
+        let cmd = format!(
+            "cd {} && {bin} inspect {path} {flags}; echo EXIT=$? > {}; sleep 30",
+            cd.display(),
+            exit.display()
+        );
+        // A tmux server of its own each time: the last one may still be going away.
+        let session = work.path().join(format!("session{runs}"));
+        std::fs::create_dir(&session).unwrap();
+        let t = Tmux::start_with_state(&session, &cmd, state.path());
+        let mut screen = String::new();
+        for what in shows {
+            screen = t.wait_for(what);
+        }
+        t.keys(keys);
+        t.keys(&["q"]);
+        assert_eq!(wait_file(&exit).trim(), "EXIT=0", "{screen}");
+        screen
+    };
+    let abs = rec.display().to_string();
+    run(work.path(), &abs, "", &["J_max 5 · seed 0 ·"], &[]);
+    run(
+        work.path(),
+        &abs,
+        "",
+        &["J_max 5 · seed 0 ·"],
+        &["s", "s", "+"],
+    );
+    // The same file by another path is the same recording.
+    let s = run(
+        data.path(),
+        "./example.jsonl",
+        "",
+        &["J_max 6 · seed 2 ·"],
+        &[],
+    );
+    assert!(
+        s.contains("remembered from the last run: seed 2 · J_max 6 (--fresh starts clean)"),
+        "{s}"
+    );
+    run(work.path(), &abs, "--seed 5", &["J_max 6 · seed 5 ·"], &[]);
+    // --follow starts from what was remembered too (here the --seed 5 run's).
+    run(work.path(), &abs, "--follow", &["J_max 6 · seed 5 ·"], &[]);
+    let s = run(work.path(), &abs, "--fresh", &["J_max 5 · seed 0 ·"], &[]);
+    assert!(!s.contains("remembered"), "{s}");
+    // --fresh was remembered in turn.
+    run(work.path(), &abs, "", &["J_max 5 · seed 0 ·"], &[]);
+
+    let beside: Vec<_> = std::fs::read_dir(data.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside, ["example.jsonl"], "nothing beside the data");
+    let kept: Vec<_> = std::fs::read_dir(state.path().join("gyre/inspector"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&kept[0]).unwrap()).unwrap();
+    let canonical = std::fs::canonicalize(&rec).unwrap();
+    assert_eq!(file["inputs"][0], canonical.display().to_string());
+    assert_eq!(file["version"], 1);
+    assert_eq!(file["settings"]["seed"], 0, "the --fresh run's");
+}
+
+/// Without a state directory, or with one that cannot be made, the inspector runs, quits with
+/// 0, and says once what it could not do.
+#[test]
+fn the_inspector_runs_without_a_state_directory() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("example.jsonl"),
+        gyre_engine::demo::RECORDING,
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let t = Tmux::start(
+        dir.path(),
+        &format!(
+            "env -u HOME -u XDG_STATE_HOME {bin} inspect example.jsonl; echo EXIT=$? > exit.txt; sleep 30"
+        ),
+    );
+    t.wait_for("nothing is remembered between runs");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+
+    drop(t);
+
+    // A state directory under a plain file cannot be made, even by root.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("example.jsonl"),
+        gyre_engine::demo::RECORDING,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("plain"), "").unwrap();
+    let t = Tmux::start(
+        dir.path(),
+        &format!(
+            "XDG_STATE_HOME={}/plain/state {bin} inspect example.jsonl 2> err.txt; echo EXIT=$? > exit.txt; sleep 30",
+            dir.path().display()
+        ),
+    );
+    t.wait_for("J_max 5 · seed 0 ·");
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+    let err = std::fs::read_to_string(dir.path().join("err.txt")).unwrap();
+    assert!(
+        err.starts_with(&format!(
+            "gyre: could not remember the settings in {}/plain/state/gyre/inspector/",
+            dir.path().display()
+        )) && err.ends_with(": Not a directory (os error 20)\n")
+            && err.lines().count() == 1,
+        "{err:?}"
+    );
 }

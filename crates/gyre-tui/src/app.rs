@@ -732,6 +732,10 @@ impl App {
             results: Arc::new(results),
             totals,
         });
+        // A message said while loading (what was remembered) had no status line to show on.
+        if let (Load::Loading { .. }, Some(m)) = (&self.load, &mut self.message) {
+            m.at = Instant::now();
+        }
         self.load = Load::Ready;
         self.change = None;
         self.new_results();

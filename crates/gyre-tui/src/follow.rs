@@ -10,7 +10,6 @@ use std::thread;
 use std::time::Duration;
 
 use gyre_engine::load::{self, Input, LoadOptions};
-use gyre_engine::score::AdvantageMode;
 
 use super::Options;
 use super::app::{Action, Jobs, Phase};
@@ -66,8 +65,7 @@ pub fn follow(opts: &Options, path: &Path, jobs: &Jobs) {
                 };
                 match load::load_inputs(&[Input::Prefix { path, len }], &options, &progress) {
                     Ok(batch) => {
-                        let results =
-                            gyre_engine::process(&batch, &opts.settings, AdvantageMode::DrGrpo);
+                        let results = gyre_engine::process(&batch, &opts.settings, opts.advantage);
                         let batch = Arc::new(batch);
                         if shown {
                             jobs.send(Action::Grown(batch, Box::new(results)));

@@ -19,6 +19,7 @@ pub mod overlay;
 pub mod palette;
 pub mod pane;
 pub mod path;
+pub mod remembered;
 pub mod row;
 mod search;
 mod text;
@@ -50,6 +51,7 @@ use app::{Action, App, Jobs, Msg, Phase};
 use keys::Command;
 use outside::Outside;
 use overlay::Overlay;
+use remembered::{Memory, Remember};
 use theme::Theme;
 
 /// What the inspector opens.
@@ -68,6 +70,8 @@ pub struct Options {
     pub input: Input,
     /// Admission settings to start with.
     pub settings: Settings,
+    /// Advantage mode to start with.
+    pub advantage: AdvantageMode,
     /// Skip invalid lines instead of failing.
     pub lenient: bool,
     /// `--tokenizer NAME|DIR|FILE`.
@@ -76,6 +80,8 @@ pub struct Options {
     pub follow: bool,
     /// Seeds the lens looks through (`--seeds`).
     pub seeds: u32,
+    /// Whether the settings are remembered between runs ([`remembered`]).
+    pub remember: Remember,
 }
 
 /// Turns a terminal event into an action (or nothing).
@@ -149,7 +155,7 @@ pub fn load_input(opts: &Options, jobs: &Jobs) {
     let results = gyre_engine::process_with_progress(
         &batch,
         &opts.settings,
-        AdvantageMode::DrGrpo,
+        opts.advantage,
         &|done, total| {
             if done % step == 0 || done == total {
                 jobs.send(Action::Progress(Phase::Admitting, done, total));
@@ -248,7 +254,9 @@ fn hand_over(
 
 /// Runs the inspector until `q`; the terminal is restored on return, error and panic.
 /// Exit status 0 on `q`; 2 when the input could not be loaded (the problems are printed).
-pub fn run(opts: Options) -> Result<ExitCode> {
+pub fn run(mut opts: Options) -> Result<ExitCode> {
+    // Before the engine first runs, so the first frame shows the remembered settings.
+    let memory = Memory::start(&mut opts);
     let label = match &opts.input {
         Input::Demo(demo) => format!("demo: {}", demo.file_name()),
         Input::Files(f) => f
@@ -258,6 +266,7 @@ pub fn run(opts: Options) -> Result<ExitCode> {
             .join(" "),
     };
     let mut app = App::new(label, opts.settings.clone(), Theme::from_env());
+    memory.apply(&mut app);
     app.inputs = match &opts.input {
         Input::Demo(demo) => vec![format!("assets/demo/{}", demo.file_name())],
         Input::Files(f) => f.iter().map(|p| p.display().to_string()).collect(),
@@ -359,6 +368,7 @@ pub fn run(opts: Options) -> Result<ExitCode> {
     })();
     let _ = execute!(io::stdout(), DisableMouseCapture);
     ratatui::restore();
+    memory.finish(&app);
     result?;
     if let app::Load::Failed(e) = &app.load {
         gyre_format::note!("{e}");

@@ -32,6 +32,15 @@ pub enum SortKey {
 }
 
 impl SortKey {
+    /// Every order, in the order `o` steps through them.
+    pub const ALL: [SortKey; 5] = [
+        SortKey::File,
+        SortKey::Status,
+        SortKey::Reward,
+        SortKey::Targets,
+        SortKey::Draws,
+    ];
+
     fn next(self) -> Self {
         match self {
             SortKey::File => SortKey::Status,
@@ -42,7 +51,8 @@ impl SortKey {
         }
     }
 
-    /// Name shown in the pane title.
+    /// Name shown in the pane title, and how the inspector remembers it between runs
+    /// (`remembered.rs`): a renamed order is forgotten once.
     pub fn name(self) -> &'static str {
         match self {
             SortKey::File => "input order",
