@@ -319,8 +319,8 @@ fn main() {
     steps(&mut app, &[C::Dashboard, C::FocusPrev, C::Home, C::Right]);
     paint(&render(&app), &fonts, &out.join("dashboard.png"));
 
-    // 14. Tree navigation: the tree filtered to the requests that call Task, the detail pane's
-    // link to the sub-agent the call started, and the go-to menu with each kind's count.
+    // 14. Tree navigation: the tree filtered to the requests that call Task, and the detail
+    // pane's link to the sub-agent the call started (Enter follows it).
     let mut app = demo(size);
     let i = app
         .data
@@ -337,6 +337,6 @@ fn main() {
     for ch in "tree-filter Task".chars() {
         app.step(Action::Input(ch));
     }
-    steps(&mut app, &[C::Enter, C::GoTo]);
+    steps(&mut app, &[C::Enter, C::Jump(6)]);
     paint(&render(&app), &fonts, &out.join("tree-navigation.png"));
 }

@@ -4,6 +4,7 @@
 //! selected assessment's whole record instead (absolute times included).
 
 use std::cell::RefCell;
+use std::ops::Range;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
@@ -150,18 +151,19 @@ pub struct Content {
 }
 
 impl Content {
-    /// The lines wrapped to `width`, and the first wrapped row of each link.
-    fn wrapped(&self, width: u16) -> (Vec<Line<'static>>, Vec<usize>) {
+    /// The lines wrapped to `width`, and the wrapped rows of each link (`first..end`).
+    fn wrapped(&self, width: u16) -> (Vec<Line<'static>>, Vec<Range<usize>>) {
         let mut rows = Vec::new();
-        let mut starts = Vec::new();
+        let mut spans = Vec::new();
         let mut links = self.links.iter().peekable();
         for (i, l) in self.lines.iter().enumerate() {
-            while links.next_if(|(at, _, _)| *at == i).is_some() {
-                starts.push(rows.len());
-            }
+            let first = rows.len();
             rows.extend(wrap(vec![l.clone()], width));
+            while links.next_if(|(at, _, _)| *at == i).is_some() {
+                spans.push(first..rows.len());
+            }
         }
-        (rows, starts)
+        (rows, spans)
     }
 }
 
@@ -197,16 +199,21 @@ impl DetailPane {
         lines
     }
 
-    /// The link Enter follows: the first one in view (scrolling brings the next one up), as
-    /// (index into the links, its row).
-    fn current_link(&self, ctx: &Ctx, starts: &[usize], rows: usize) -> Option<(usize, usize)> {
+    /// The link Enter follows: the first one whose first row is in view (scrolling brings the
+    /// next one up), as (index into the links, its rows).
+    fn current_link(
+        &self,
+        ctx: &Ctx,
+        spans: &[Range<usize>],
+        rows: usize,
+    ) -> Option<(usize, Range<usize>)> {
         let height = inner_height(ctx.areas.detail);
         let top = self.scroll.min(rows.saturating_sub(height));
-        starts
+        spans
             .iter()
             .enumerate()
-            .find(|&(_, &r)| r >= top && r < top + height)
-            .map(|(k, &r)| (k, r))
+            .find(|(_, r)| r.start >= top && r.start < top + height)
+            .map(|(k, r)| (k, r.clone()))
     }
 
     fn follow(content: &Content, k: usize) -> Vec<Effect> {
@@ -254,7 +261,7 @@ impl PaneView for DetailPane {
         let Some(row) = (y as usize).checked_sub(a.y as usize + 1).map(|r| r + top) else {
             return Vec::new();
         };
-        match starts.iter().position(|&s| s == row) {
+        match starts.iter().position(|s| s.contains(&row)) {
             Some(k) => Self::follow(&content, k),
             None => Vec::new(),
         }
@@ -280,9 +287,11 @@ impl PaneView for DetailPane {
         let scroll = self
             .scroll
             .min(rows.len().saturating_sub(inner_height(area)));
-        if let Some((_, r)) = self.current_link(ctx, &starts, rows.len()) {
+        if let Some((_, span)) = self.current_link(ctx, &starts, rows.len()) {
             let style = ctx.theme.selected(ctx.focused(Pane::Detail));
-            rows[r] = std::mem::take(&mut rows[r]).patch_style(style);
+            for r in span {
+                rows[r] = std::mem::take(&mut rows[r]).patch_style(style);
+            }
         }
         Paragraph::new(rows)
             .scroll((scroll.min(u16::MAX as usize) as u16, 0))

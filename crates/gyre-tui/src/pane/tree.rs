@@ -95,7 +95,7 @@ impl Landmark {
     }
 
     /// Whether request `r` is one.
-    fn holds(self, ctx: &Ctx, places: &[Place], r: u32) -> bool {
+    fn holds(self, ctx: &Ctx, places: &[Place], marks: &Marks, r: u32) -> bool {
         let req = &ctx.exec().requests[r as usize];
         match self {
             Landmark::Compaction => {
@@ -104,25 +104,53 @@ impl Landmark {
             // A sub-agent whose context shares a prefix with an earlier one's branches off it,
             // not at the root: its first request is where it starts either way.
             Landmark::SubAgent => {
-                places[r as usize].link == Link::SubAgent
-                    || (req.agent != "main"
-                        && req.actor == Actor::Policy
-                        && !ctx.exec().requests[..r as usize]
-                            .iter()
-                            .any(|q| q.agent == req.agent))
+                places[r as usize].link == Link::SubAgent || marks.sub_agent_firsts.contains(&r)
             }
             Landmark::Retry => matches!(places[r as usize].link, Link::Retry { .. }),
             Landmark::Divergence => matches!(
                 places[r as usize].link,
                 Link::Diverge { .. } | Link::ContextBranch { .. }
             ),
-            Landmark::Candidate => ctx.admission().candidates.iter().any(|c| c.request == r),
-            Landmark::Drawn => ctx
-                .admission()
+            Landmark::Candidate => marks.candidates.contains(&r),
+            Landmark::Drawn => marks.drawn.contains(&r),
+        }
+    }
+}
+
+/// What the kinds need to know of the whole execution, worked out once per question (so a
+/// question about every request stays linear in them).
+struct Marks {
+    /// The first request of each policy agent other than the main one.
+    sub_agent_firsts: HashSet<u32>,
+    /// Candidate leaves.
+    candidates: HashSet<u32>,
+    /// Leaves drawn up to the replay step.
+    drawn: HashSet<u32>,
+}
+
+impl Marks {
+    fn new(ctx: &Ctx) -> Marks {
+        let mut seen = HashSet::new();
+        let sub_agent_firsts = ctx
+            .exec()
+            .requests
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| {
+                q.agent != "main" && q.actor == Actor::Policy && seen.insert(q.agent.as_str())
+            })
+            .map(|(i, _)| i as u32)
+            .collect();
+        let adm = ctx.admission();
+        Marks {
+            sub_agent_firsts,
+            candidates: adm.candidates.iter().map(|c| c.request).collect(),
+            drawn: adm
                 .draws
                 .iter()
                 .take(ctx.sel.step as usize)
-                .any(|d| d.chosen == r),
+                .map(|d| d.chosen)
+                .collect(),
         }
     }
 }
@@ -144,12 +172,12 @@ impl Filter {
     /// Whether request `r` matches every term: a kind's name (compaction, sub-agent, retry,
     /// divergence, candidate, drawn; also summary, evaluator, after-closure), else a
     /// case-blind part of its id, agent, finish reason, model or a tool call's name.
-    fn holds(&self, ctx: &Ctx, places: &[Place], r: u32) -> bool {
+    fn holds(&self, ctx: &Ctx, places: &[Place], marks: &Marks, r: u32) -> bool {
         let req = &ctx.exec().requests[r as usize];
         self.query.split_whitespace().all(|term| {
             let term = term.to_lowercase();
             if let Some(l) = Landmark::parse(&term) {
-                return l.holds(ctx, places, r);
+                return l.holds(ctx, places, marks, r);
             }
             match term.as_str() {
                 "summary" => return req.purpose == Purpose::Summary,
@@ -402,11 +430,16 @@ impl TreePane {
     pub fn goto(&mut self, ctx: &Ctx, kind: Landmark, forward: bool) -> Vec<Effect> {
         self.landmark = Some(kind);
         let places = &self.rtree.places;
-        let found: Vec<u32> = self
-            .display_order()
-            .into_iter()
-            .filter(|&r| kind.holds(ctx, places, r))
-            .filter(|r| self.filter.as_ref().is_none_or(|f| f.matches.contains(r)))
+        let marks = Marks::new(ctx);
+        let order = self.display_order();
+        // Places in `order` of the requests of the kind.
+        let found: Vec<usize> = (0..order.len())
+            .filter(|&i| kind.holds(ctx, places, &marks, order[i]))
+            .filter(|&i| {
+                self.filter
+                    .as_ref()
+                    .is_none_or(|f| f.matches.contains(&order[i]))
+            })
             .collect();
         let filtered = if self.filter.is_some() {
             " among the filter's matches (F, then an empty filter, clears it)"
@@ -424,24 +457,22 @@ impl TreePane {
                 sanitize(&ctx.exec().id)
             ))];
         }
-        let order = self.display_order();
         let here = self
             .selected_request()
             .and_then(|s| order.iter().position(|&r| r == s));
-        let pos = |r: u32| order.iter().position(|&o| o == r).unwrap_or(0);
         let (k, wrapped) = match (here, forward) {
             (None, true) => (0, false),
             (None, false) => (found.len() - 1, false),
-            (Some(h), true) => match found.iter().position(|&r| pos(r) > h) {
+            (Some(h), true) => match found.iter().position(|&i| i > h) {
                 Some(k) => (k, false),
                 None => (0, true),
             },
-            (Some(h), false) => match found.iter().rposition(|&r| pos(r) < h) {
+            (Some(h), false) => match found.iter().rposition(|&i| i < h) {
                 Some(k) => (k, false),
                 None => (found.len() - 1, true),
             },
         };
-        let r = found[k];
+        let r = order[found[k]];
         let mut m = format!(
             "{} {}/{}: {} (> next · < previous",
             kind.name(),
@@ -464,11 +495,12 @@ impl TreePane {
     /// How many requests of each kind the execution has (the go-to menu).
     pub fn counts(&self, ctx: &Ctx) -> Vec<(Landmark, usize)> {
         let places = &self.rtree.places;
+        let marks = Marks::new(ctx);
         Landmark::ALL
             .into_iter()
             .map(|l| {
                 let n = (0..places.len() as u32)
-                    .filter(|&r| l.holds(ctx, places, r))
+                    .filter(|&r| l.holds(ctx, places, &marks, r))
                     .count();
                 (l, n)
             })
@@ -538,8 +570,9 @@ impl TreePane {
         }
         f.key = Some(key);
         let places = &self.rtree.places;
+        let marks = Marks::new(ctx);
         f.matches = (0..places.len() as u32)
-            .filter(|&r| f.holds(ctx, places, r))
+            .filter(|&r| f.holds(ctx, places, &marks, r))
             .collect();
         f.shown.clear();
         for &r in &f.matches {

@@ -323,3 +323,37 @@ fn enter_where_no_link_is_in_view_says_so() {
     assert_eq!(app.sel.request, Some(0));
     assert!(said.starts_with("nothing to follow here"), "{said}");
 }
+
+#[test]
+fn a_click_on_any_row_of_a_wrapped_link_follows_it() {
+    // Narrow enough that the link line wraps in the detail pane.
+    let mut app = synth_on(|e| !sub_agent_roots(e).is_empty());
+    app.step(Action::Resize(132, 48));
+    let e = exec(&app);
+    let root = *sub_agent_roots(e).iter().next().unwrap();
+    let call_id = e.requests[root as usize].meta.as_ref().unwrap()["task_call_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let caller = e
+        .requests
+        .iter()
+        .position(|r| r.tool_calls.iter().any(|c| c.id == call_id))
+        .unwrap() as u32;
+    app.apply(Effect::SelectRequest(caller));
+    let a = app.areas().detail;
+    assert!(a.width > 0, "the detail pane is on screen at 132 columns");
+    let buf = render(&app);
+    let row_text = |y: u16| -> String { (a.x..a.right()).map(|x| buf[(x, y)].symbol()).collect() };
+    let first = (a.y..a.bottom())
+        .find(|&y| row_text(y).contains("⇒ Task call"))
+        .expect("the link is in view");
+    // Its second row (the line wraps at this width) is a part of the same link.
+    assert!(
+        !row_text(first).contains("Enter follows"),
+        "wraps: {}",
+        row_text(first)
+    );
+    app.step(Action::Click(a.x + 3, first + 1));
+    assert_eq!(app.sel.request, Some(root));
+}
