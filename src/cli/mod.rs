@@ -6,8 +6,8 @@ mod args;
 mod demo;
 mod diff;
 pub mod exit;
-#[cfg(feature = "tui")]
 mod import;
+#[cfg(feature = "tui")]
 mod inspect;
 #[cfg(feature = "record")]
 mod record;
