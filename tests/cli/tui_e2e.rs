@@ -95,6 +95,26 @@ impl Drop for Tmux {
     }
 }
 
+/// Fails the test when tmux is missing (`.ci/run` installs it).
+fn require_tmux() {
+    assert!(
+        Tmux::available(),
+        "tmux is required for the end-to-end test (.ci/run installs it)"
+    );
+}
+
+/// A temporary directory holding the bundled example as `example.jsonl` (tmux required).
+fn example_dir() -> tempfile::TempDir {
+    require_tmux();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("example.jsonl"),
+        gyre_engine::demo::RECORDING,
+    )
+    .unwrap();
+    dir
+}
+
 fn wait_file(p: &Path) -> String {
     let start = Instant::now();
     loop {
@@ -114,16 +134,7 @@ fn wait_file(p: &Path) -> String {
 
 #[test]
 fn inspector_in_tmux_replays_exports_and_quits_with_0() {
-    assert!(
-        Tmux::available(),
-        "tmux is required for the end-to-end test (.ci/run installs it)"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("example.jsonl"),
-        gyre_engine::demo::RECORDING,
-    )
-    .unwrap();
+    let dir = example_dir();
     let bin = env!("CARGO_BIN_EXE_gyre");
     let t = Tmux::start(
         dir.path(),
@@ -170,10 +181,7 @@ fn inspector_in_tmux_replays_exports_and_quits_with_0() {
 
 #[test]
 fn invalid_input_shows_the_problem_and_exits_2() {
-    assert!(
-        Tmux::available(),
-        "tmux is required for the end-to-end test (.ci/run installs it)"
-    );
+    require_tmux();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bad.jsonl"), "{\"kind\":\"request\"}\n").unwrap();
     let bin = env!("CARGO_BIN_EXE_gyre");
@@ -196,10 +204,7 @@ fn gyre_without_a_terminal_prints_the_text_demo() {
 
 #[test]
 fn the_reported_crash_sequence_and_the_new_views_in_a_real_terminal() {
-    assert!(
-        Tmux::available(),
-        "tmux is required for the end-to-end test (.ci/run installs it)"
-    );
+    require_tmux();
     let dir = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_gyre");
     let t = Tmux::start(
@@ -228,16 +233,7 @@ fn the_reported_crash_sequence_and_the_new_views_in_a_real_terminal() {
 
 #[test]
 fn open_outside_hands_the_terminal_to_the_pager_and_takes_it_back() {
-    assert!(
-        Tmux::available(),
-        "tmux is required for the end-to-end test (.ci/run installs it)"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("example.jsonl"),
-        gyre_engine::demo::RECORDING,
-    )
-    .unwrap();
+    let dir = example_dir();
     // A pager that reads a line from the terminal: keys typed meanwhile must reach it, not
     // the inspector, and the terminal must be in line mode for `read`.
     std::fs::write(
@@ -300,10 +296,7 @@ fn open_outside_hands_the_terminal_to_the_pager_and_takes_it_back() {
 
 #[test]
 fn less_as_the_pager_comes_back_to_the_inspector() {
-    assert!(
-        Tmux::available(),
-        "tmux is required for the end-to-end test (.ci/run installs it)"
-    );
+    require_tmux();
     assert!(
         Command::new("less")
             .arg("--version")
@@ -333,10 +326,7 @@ fn less_as_the_pager_comes_back_to_the_inspector() {
 
 #[test]
 fn follow_shows_a_recording_as_it_grows() {
-    assert!(
-        Tmux::available(),
-        "tmux is required for the end-to-end test (.ci/run installs it)"
-    );
+    require_tmux();
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("growing.jsonl");
     let text = std::str::from_utf8(gyre_engine::demo::RECORDING).unwrap();
@@ -364,10 +354,7 @@ fn follow_shows_a_recording_as_it_grows() {
 /// path each time and keeps running (both panicked on the next frame).
 #[test]
 fn follow_survives_a_split_path_and_a_shorter_rewrite() {
-    assert!(
-        Tmux::available(),
-        "tmux is required for the end-to-end test (.ci/run installs it)"
-    );
+    require_tmux();
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("split.jsonl");
     let request = |id: &str, input: std::ops::Range<u32>, output: &[u32]| {
@@ -411,10 +398,7 @@ fn follow_survives_a_split_path_and_a_shorter_rewrite() {
 /// too, `--fresh` starts clean (and is remembered in turn).
 #[test]
 fn the_inspector_remembers_each_recordings_settings_between_runs() {
-    assert!(
-        Tmux::available(),
-        "tmux is required for the end-to-end test (.ci/run installs it)"
-    );
+    require_tmux();
     let (data, work, state) = (
         tempfile::tempdir().unwrap(),
         tempfile::tempdir().unwrap(),
@@ -498,16 +482,7 @@ fn the_inspector_remembers_each_recordings_settings_between_runs() {
 /// 0, and says once what it could not do.
 #[test]
 fn the_inspector_runs_without_a_state_directory() {
-    assert!(
-        Tmux::available(),
-        "tmux is required for the end-to-end test (.ci/run installs it)"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("example.jsonl"),
-        gyre_engine::demo::RECORDING,
-    )
-    .unwrap();
+    let dir = example_dir();
     let bin = env!("CARGO_BIN_EXE_gyre");
     let t = Tmux::start(
         dir.path(),
