@@ -24,7 +24,10 @@ pub fn outside(t: &Theme, items: &[OutsideItem], full: Rect, buf: &mut Buffer) {
                 ),
                 Span::raw(format!(" {} ", it.what)),
                 Span::styled(
-                    gyre_format::note::plural(it.text.lines().count(), "line"),
+                    format!(
+                        "· {}",
+                        gyre_format::note::plural(it.text.lines().count(), "line")
+                    ),
                     t.dim(),
                 ),
             ])
