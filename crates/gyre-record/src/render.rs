@@ -498,6 +498,21 @@ mod tests {
         Turn::of(Message::new(role, content))
     }
 
+    /// A main-agent output sampled on `input`, ending on its stop token.
+    fn produced(input: &[u32], output: &[u32], content: &str) -> Arc<Produced> {
+        Arc::new(Produced {
+            execution: "e1".into(),
+            agent: "main".into(),
+            purpose: Purpose::Task,
+            output: Arc::from(output.to_vec()),
+            eos: true,
+            input_len: input.len(),
+            input_hash: hash_tokens(input),
+            content: content.into(),
+            calls: Vec::new(),
+        })
+    }
+
     fn plain<'a>(turns: &'a [Turn]) -> Vec<RenderTurn<'a>> {
         turns
             .iter()
@@ -537,17 +552,7 @@ mod tests {
         let output = tok
             .encode("<think>\nhm\n</think>\n\nHi  there<|im_end|>")
             .unwrap();
-        let produced = Arc::new(Produced {
-            execution: "e1".into(),
-            agent: "main".into(),
-            purpose: Purpose::Task,
-            output: Arc::from(output.clone()),
-            eos: true,
-            input_len: ctx1.tokens.len(),
-            input_hash: hash_tokens(&ctx1.tokens),
-            content: "Hi  there".into(),
-            calls: Vec::new(),
-        });
+        let produced = produced(&ctx1.tokens, &output, "Hi  there");
         // The harness sends the turn back trimmed and without the thinking.
         let second = [
             turn("system", "Be brief."),
@@ -588,17 +593,7 @@ mod tests {
         let first = [turn("user", "Say hi.")];
         let ctx1 = r.context(&plain(&first), &[], shape).unwrap();
         let output = tok.encode("Hi there<|im_start|>").unwrap();
-        let produced = Arc::new(Produced {
-            execution: "e1".into(),
-            agent: "main".into(),
-            purpose: Purpose::Task,
-            output: Arc::from(output.clone()),
-            eos: true,
-            input_len: ctx1.tokens.len(),
-            input_hash: hash_tokens(&ctx1.tokens),
-            content: "Hi there".into(),
-            calls: Vec::new(),
-        });
+        let produced = produced(&ctx1.tokens, &output, "Hi there");
         let second = [
             turn("user", "Say hi."),
             turn("assistant", "Hi there"),
