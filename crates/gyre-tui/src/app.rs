@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
 use gyre_engine::Results;
@@ -35,11 +34,13 @@ use super::pane::tokens::{PathView, TokensPane};
 use super::pane::tree::{Landmark, TreePane};
 use super::pane::{Ctx, Effect, Pane, PaneView};
 use super::path::PathIndex;
-use super::search::{Found, Search};
+use super::search::Search;
 use super::theme::Theme;
 use super::whatif::{Compare, DEFAULT_SEEDS, Pinned, WhatIf};
 use gyre_engine::admit::{jmax_text, priority_text};
 use gyre_format::named::Named;
+
+pub use super::vocab::{Action, Change, Jobs, Load, Msg, Phase, Rerun, Selection};
 
 /// How long a status message stays.
 pub const MESSAGE_TTL: Duration = Duration::from_secs(6);
@@ -54,49 +55,6 @@ pub struct Data {
     pub totals: Totals,
 }
 
-/// The one selection every pane follows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Selection {
-    /// Execution index.
-    pub exec: usize,
-    /// The request whose path is shown.
-    pub request: Option<u32>,
-    /// Replay step: draws shown as made (`0..=n`).
-    pub step: u32,
-    /// Generation of the results on screen (each re-run makes a new one).
-    pub generation: u64,
-    /// Generation of the batch on screen (a recording read again under `--follow` makes a new
-    /// one): indices into executions, requests and tree nodes hold only within one.
-    pub batch: u64,
-}
-
-/// What is being loaded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// Reading records: bytes.
-    Reading,
-    /// Scoring and admitting: executions.
-    Admitting,
-}
-
-/// Loading state.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Load {
-    /// Working on `phase`: `done` of `total`.
-    Loading {
-        /// The phase.
-        phase: Phase,
-        /// Done so far.
-        done: u64,
-        /// In all.
-        total: u64,
-    },
-    /// Loading failed.
-    Failed(String),
-    /// Data is there.
-    Ready,
-}
-
 /// A status message and when it was set.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {
@@ -104,128 +62,6 @@ pub struct Message {
     pub text: String,
     /// When.
     pub at: Instant,
-}
-
-/// What a settings change did: batch and execution figures of the results shown before and of
-/// those shown after, with the settings of each (a burst of keys can put several changes
-/// between the two: the line names them all, never only the last key's).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Change {
-    /// The change, from the settings before to those after (`J_max 5 → 10`).
-    pub what: String,
-    /// Settings of the results shown before.
-    pub settings_before: Settings,
-    /// Their advantage mode.
-    pub advantage_before: AdvantageMode,
-    /// Settings of the results shown after.
-    pub settings_after: Settings,
-    /// Their advantage mode.
-    pub advantage_after: AdvantageMode,
-    /// Batch totals before.
-    pub before: Totals,
-    /// Batch totals after.
-    pub after: Totals,
-    /// The selected execution's id.
-    pub exec: String,
-    /// Its totals before.
-    pub exec_before: Totals,
-    /// Its totals after.
-    pub exec_after: Totals,
-}
-
-/// Results of an engine re-run for `settings`.
-#[derive(Debug)]
-pub struct Rerun {
-    /// The batch they were made on.
-    pub batch: Arc<Batch>,
-    /// What they were made with.
-    pub settings: Settings,
-    /// Advantage mode.
-    pub advantage: AdvantageMode,
-    /// The results.
-    pub results: Results,
-    /// Their totals.
-    pub totals: Totals,
-}
-
-/// What the run loop waits for: a terminal event, or the report of background work.
-#[derive(Debug)]
-pub enum Msg {
-    /// A terminal event (key, mouse, resize).
-    Term(crossterm::event::Event),
-    /// Background work finished (or made progress).
-    Done(Action),
-}
-
-/// Where background work (loading, re-runs, search, exports) reports back.
-#[derive(Clone, Debug)]
-pub struct Jobs(Sender<Msg>);
-
-impl Jobs {
-    /// A handle and the receiving end the run loop (or a test) reads.
-    pub fn channel() -> (Jobs, Receiver<Msg>) {
-        let (tx, rx) = channel();
-        (Jobs(tx), rx)
-    }
-
-    /// Reports an action (ignored once the inspector has quit).
-    pub fn send(&self, a: Action) {
-        let _ = self.0.send(Msg::Done(a));
-    }
-
-    /// Forwards a terminal event; false once nobody listens.
-    pub fn term(&self, ev: crossterm::event::Event) -> bool {
-        self.0.send(Msg::Term(ev)).is_ok()
-    }
-}
-
-/// One change to the state.
-#[derive(Debug)]
-pub enum Action {
-    /// A bound command.
-    Cmd(Command),
-    /// A character typed into an overlay.
-    Input(char),
-    /// Backspace in an overlay's field.
-    Backspace,
-    /// Ctrl-U in an overlay's field.
-    ClearField,
-    /// Ctrl-W in an overlay's field.
-    DeleteWord,
-    /// Mouse click at a cell.
-    Click(u16, u16),
-    /// Mouse wheel at a cell (`true` = down).
-    Wheel(u16, u16, bool),
-    /// The terminal was resized.
-    Resize(u16, u16),
-    /// Loading progress: phase, done, total.
-    Progress(Phase, u64, u64),
-    /// Loading finished (the engine runs here, on the caller's thread).
-    Loaded(Result<Box<Batch>, String>),
-    /// Loading finished and the engine already ran (off the UI thread).
-    Processed(Arc<Batch>, Box<Results>),
-    /// The followed recording grew: its new contents, admitted (`--follow`).
-    Grown(Arc<Batch>, Box<Results>),
-    /// A re-run finished.
-    Rerun(Box<Rerun>),
-    /// The tokenizer to show token text with.
-    Text(TokenText),
-    /// A tokenizer is being loaded (ids are shown meanwhile).
-    TextLoading(String),
-    /// The tokenizer could not be loaded: why (ids stay on screen).
-    TextFailed(String),
-    /// A message for the status line.
-    Message(String),
-    /// An export finished: its path and the status line to show.
-    Exported(PathBuf, String),
-    /// Search hits from a worker.
-    Found(Found),
-    /// The clock: messages older than [`MESSAGE_TTL`] fade.
-    Tick(Instant),
-    /// The lens and sweep of a batch, worked out in the background.
-    WhatIf(Arc<WhatIf>),
-    /// Their progress: done of total.
-    WhatIfProgress(usize, usize),
 }
 
 /// Everything the screen shows, changed only by [`App::step`].
@@ -1190,10 +1026,17 @@ impl App {
                     free,
                 });
             }
-            Command::Copy => self.overlay = Overlay::Copy(super::copy::items(self)),
+            Command::Copy => {
+                let (path, why) = (self.path(), self.why_request());
+                let items = self
+                    .ctx()
+                    .map(|ctx| super::copy::items(&ctx, path, why, &self.inputs, self.lens_seeds));
+                self.overlay = Overlay::Copy(items.unwrap_or_default());
+            }
             Command::Outside => {
-                let items = super::outside::items(self);
-                self.overlay = Overlay::Outside(items);
+                let (path, why) = (self.path(), self.why_request());
+                let items = self.ctx().map(|ctx| super::outside::items(&ctx, path, why));
+                self.overlay = Overlay::Outside(items.unwrap_or_default());
             }
             Command::GoTo => {
                 let counts = self.with_ctx(|ctx, p| p.tree.counts(ctx));

@@ -4,7 +4,8 @@
 use gyre_engine::admit::Settings;
 use gyre_engine::paint::ColorMode;
 
-use super::app::App;
+use super::pane::Ctx;
+use super::pane::tokens::PathView;
 use super::whatif::DEFAULT_SEEDS;
 
 /// One entry of the copy menu.
@@ -19,25 +20,28 @@ pub struct CopyItem {
 }
 
 /// The menu for the state on screen: only what there is (no request, no path: fewer entries).
-pub fn items(app: &App) -> Vec<CopyItem> {
-    let Some(d) = &app.data else {
-        return Vec::new();
-    };
-    let Some(exec) = d.batch.executions.get(app.sel.exec) else {
-        return Vec::new();
-    };
+/// `path` is the token path on screen, `why_request` the request `y` explains, `inputs` the input as a
+/// command line names it and `lens_seeds` the seeds the lens looks through.
+pub fn items(
+    ctx: &Ctx,
+    path: Option<&PathView>,
+    why_request: Option<u32>,
+    inputs: &[String],
+    lens_seeds: u32,
+) -> Vec<CopyItem> {
+    let exec = ctx.exec();
     let mut out = Vec::new();
     let mut push = |key, what, text: String| out.push(CopyItem { key, what, text });
     push('e', "execution id", exec.id.clone());
     let request = |r: u32| exec.requests.get(r as usize).map(|q| q.id.clone());
-    if let Some(id) = app.sel.request.and_then(request) {
+    if let Some(id) = ctx.sel.request.and_then(request) {
         push('r', "request id", id);
     }
-    if let Some(v) = app.path() {
+    if let Some(v) = path {
         let (n, _) = v.index.node_at(v.cursor);
         let node = &exec.tree.nodes[n as usize];
         let ids = &exec.tree.tokens[node.start as usize..(node.start + node.len) as usize];
-        push('t', "segment text", app.text.decode(ids));
+        push('t', "segment text", ctx.text.decode(ids));
         let list: Vec<String> = ids.iter().map(u32::to_string).collect();
         push('i', "segment ids", format!("[{}]", list.join(", ")));
     }
@@ -45,28 +49,28 @@ pub fn items(app: &App) -> Vec<CopyItem> {
     // re-running.
     let head = |cmd: &str| {
         let mut words = vec!["gyre".to_string(), cmd.to_string()];
-        words.extend(app.inputs.iter().map(|f| shell_word(f)));
+        words.extend(inputs.iter().map(|f| shell_word(f)));
         words.push(format!("--execution {}", shell_word(&exec.id)));
         words
     };
-    let settings = settings_flags(&d.results.settings);
-    if let Some(id) = app.sel.request.and_then(request) {
+    let settings = settings_flags(&ctx.results.settings);
+    if let Some(id) = ctx.sel.request.and_then(request) {
         let mut show = head("show");
         show.push(format!("--request {}", shell_word(&id)));
         show.extend(settings.iter().cloned());
-        match app.colour {
+        match ctx.colour {
             // `gyre show` has no pin to compare with.
             ColorMode::Flips => {}
-            ColorMode::Lens if app.lens_seeds != DEFAULT_SEEDS => {
-                show.push(format!("--color lens --seeds {}", app.lens_seeds));
+            ColorMode::Lens if lens_seeds != DEFAULT_SEEDS => {
+                show.push(format!("--color lens --seeds {}", lens_seeds));
             }
             c => show.push(format!("--color {}", c.name())),
         }
         // `gyre show --draw` counts from 1: at draw 0 (nothing claimed yet) the menu says the
         // command shows the admitted state instead.
-        let what = match app.sel.step {
+        let what = match ctx.sel.step {
             0 => "gyre show at n/n",
-            k if k < app.draws() => {
+            k if k < ctx.draws() => {
                 show.push(format!("--draw {k}"));
                 "gyre show command"
             }
@@ -74,7 +78,7 @@ pub fn items(app: &App) -> Vec<CopyItem> {
         };
         push('s', what, show.join(" "));
     }
-    if let Some(id) = app.why_request().and_then(request) {
+    if let Some(id) = why_request.and_then(request) {
         let mut why = head("why");
         why.push(format!("--request {}", shell_word(&id)));
         why.extend(settings.iter().cloned());

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use gyre_engine::load::{self, Input, LoadOptions};
 
-use super::Options;
-use super::app::{Action, Jobs, Phase};
+use super::input::{Options, load_text};
+use super::vocab::{Action, Jobs, Phase};
 
 /// How often the file's size is looked at.
 pub const POLL: Duration = Duration::from_millis(500);
@@ -72,7 +72,7 @@ pub fn follow(opts: &Options, path: &Path, jobs: &Jobs) {
                         } else {
                             shown = true;
                             jobs.send(Action::Processed(Arc::clone(&batch), Box::new(results)));
-                            super::load_text(opts, &batch, jobs);
+                            load_text(opts, &batch, jobs);
                         }
                     }
                     Err(e) if shown => jobs.send(Action::Message(format!(

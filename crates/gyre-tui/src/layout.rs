@@ -3,7 +3,7 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 
-use super::pane::Pane;
+use crate::vocab::Pane;
 
 /// Pane rectangles (a zero rectangle when a pane is hidden).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,11 +33,23 @@ pub struct Areas {
 }
 
 impl Areas {
+    /// The rectangle of pane `p` (zero when hidden).
+    pub fn of(&self, p: Pane) -> Rect {
+        match p {
+            Pane::Executions => self.execs,
+            Pane::Tree => self.tree,
+            Pane::Replay => self.replay,
+            Pane::Assessments => self.assess,
+            Pane::Tokens => self.tokens,
+            Pane::Detail => self.detail,
+        }
+    }
+
     /// Panes shown, in screen order (top to bottom, left to right): the Tab order.
     pub fn order(&self) -> Vec<Pane> {
         let mut shown: Vec<(Rect, Pane)> = Pane::ALL
             .into_iter()
-            .map(|p| (p.area(self), p))
+            .map(|p| (self.of(p), p))
             .filter(|(r, _)| r.width > 0 && r.height > 0)
             .collect();
         shown.sort_by_key(|(r, _)| (r.y, r.x));
@@ -49,7 +61,7 @@ impl Areas {
         let p = ratatui::layout::Position { x, y };
         Pane::ALL
             .into_iter()
-            .find(|pane| pane.area(self).contains(p))
+            .find(|&pane| self.of(pane).contains(p))
     }
 }
 

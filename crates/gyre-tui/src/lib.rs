@@ -12,6 +12,7 @@ pub mod copy;
 mod dashboard;
 pub mod follow;
 pub mod history;
+mod input;
 pub mod keys;
 mod layout;
 pub mod outside;
@@ -25,10 +26,10 @@ mod search;
 mod text;
 pub mod theme;
 pub mod ui;
+pub mod vocab;
 pub mod whatif;
 
 use std::io;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Condvar, Mutex};
@@ -43,46 +44,15 @@ use crossterm::execute;
 use crossterm::terminal::EnterAlternateScreen;
 use eyre::{Result, WrapErr};
 
-use gyre_engine::admit::Settings;
-use gyre_engine::load::{self, Batch, LoadOptions};
-use gyre_engine::score::AdvantageMode;
+pub use input::{Input, Options, load_input};
 
-use app::{Action, App, Jobs, Msg, Phase};
+use app::App;
 use keys::Command;
 use outside::Outside;
 use overlay::Overlay;
-use remembered::{Memory, Remember};
+use remembered::Memory;
 use theme::Theme;
-
-/// What the inspector opens.
-#[derive(Clone, Debug)]
-pub enum Input {
-    /// A recording bundled in the binary.
-    Demo(gyre_engine::demo::Demo),
-    /// Files, read in order.
-    Files(Vec<PathBuf>),
-}
-
-/// How the inspector opens.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// The input.
-    pub input: Input,
-    /// Admission settings to start with.
-    pub settings: Settings,
-    /// Advantage mode to start with.
-    pub advantage: AdvantageMode,
-    /// Skip invalid lines instead of failing.
-    pub lenient: bool,
-    /// `--tokenizer NAME|DIR|FILE`.
-    pub tokenizer: Option<String>,
-    /// Read the one input file again whenever it grows (`--follow`).
-    pub follow: bool,
-    /// Seeds the lens looks through (`--seeds`).
-    pub seeds: u32,
-    /// Whether the settings are remembered between runs ([`remembered`]).
-    pub remember: Remember,
-}
+use vocab::{Action, Jobs, Msg};
 
 /// Turns a terminal event into an action (or nothing).
 pub fn action_for(app: &App, ev: &Event) -> Option<Action> {
@@ -125,67 +95,6 @@ fn key_action(app: &App, k: &KeyEvent) -> Option<Action> {
         };
     }
     keys::command_for(k).map(Action::Cmd)
-}
-
-/// Loads the input on the calling thread, reporting progress: the records, then the engine's
-/// results (the first frame can show them with ids), then the tokenizer (text replaces ids).
-pub fn load_input(opts: &Options, jobs: &Jobs) {
-    let progress = |done: u64, total: u64| jobs.send(Action::Progress(Phase::Reading, done, total));
-    let loaded = match &opts.input {
-        Input::Demo(demo) => {
-            load::load_bytes(demo.file_name(), demo.bytes(), &LoadOptions::default())
-        }
-        Input::Files(files) => load::load(
-            files,
-            &LoadOptions {
-                lenient: opts.lenient,
-                max_problems: Some(load::KEPT_DIAGNOSTICS as u64),
-            },
-            &progress,
-        ),
-    };
-    let batch = match loaded {
-        Ok(batch) => batch,
-        Err(e) => {
-            jobs.send(Action::Loaded(Err(e.to_string())));
-            return;
-        }
-    };
-    let step = (batch.executions.len() as u64 / 100).max(1);
-    let results = gyre_engine::process_with_progress(
-        &batch,
-        &opts.settings,
-        opts.advantage,
-        &|done, total| {
-            if done % step == 0 || done == total {
-                jobs.send(Action::Progress(Phase::Admitting, done, total));
-            }
-        },
-    );
-    let batch = Arc::new(batch);
-    jobs.send(Action::Processed(Arc::clone(&batch), Box::new(results)));
-    load_text(opts, &batch, jobs);
-}
-
-/// Resolves the tokenizer (`--tokenizer`, else the header's) once the batch is on screen: it
-/// takes seconds to parse, and ids show meanwhile.
-fn load_text(opts: &Options, batch: &Batch, jobs: &Jobs) {
-    let name = match (&opts.tokenizer, batch.tokenizer_spec()) {
-        (Some(t), _) => t.clone(),
-        (None, Some((spec, _, _))) => spec.as_str().unwrap_or("the tokenizer").to_string(),
-        (None, None) => return,
-    };
-    jobs.send(Action::TextLoading(name));
-    match gyre_text::resolve_tokenizer(opts.tokenizer.as_deref(), batch) {
-        Ok(t) => {
-            // Build the id → text table here, not on the first frame that shows text.
-            let _ = t.decode(&[0]);
-            jobs.send(Action::Text(t));
-        }
-        Err(e) => jobs.send(Action::TextFailed(format!(
-            "tokenizer: {e:#}; ids shown as ⟨id⟩"
-        ))),
-    }
 }
 
 /// Stops the key thread reading while another program has the terminal.

@@ -10,8 +10,8 @@ use std::sync::atomic::AtomicBool;
 use gyre_engine::export;
 use gyre_engine::why;
 
-use super::app::App;
-use super::pane::sanitize;
+use super::pane::tokens::PathView;
+use super::pane::{Ctx, sanitize};
 
 /// One entry of the open-outside menu.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,14 +44,10 @@ fn clean(text: &str) -> String {
         .join("\n")
 }
 
-/// The menu for the state on screen: only what there is.
-pub fn items(app: &App) -> Vec<OutsideItem> {
-    let Some(d) = &app.data else {
-        return Vec::new();
-    };
-    let Some(exec) = d.batch.executions.get(app.sel.exec) else {
-        return Vec::new();
-    };
+/// The menu for the state on screen: only what there is. `path` is the token path on screen,
+/// `why_request` the request `y` explains.
+pub fn items(ctx: &Ctx, path: Option<&PathView>, why_request: Option<u32>) -> Vec<OutsideItem> {
+    let exec = ctx.exec();
     let mut out = Vec::new();
     let file = |s: &str| {
         s.chars()
@@ -59,9 +55,9 @@ pub fn items(app: &App) -> Vec<OutsideItem> {
             .take(40)
             .collect::<String>()
     };
-    if let Some(v) = app.path() {
+    if let Some(v) = path {
         let id = &exec.requests[v.index.request as usize].id;
-        let mut text = app.text.decode(&v.index.tokens(exec, 0..v.index.len));
+        let mut text = ctx.text.decode(&v.index.tokens(exec, 0..v.index.len));
         if !text.ends_with('\n') {
             text.push('\n');
         }
@@ -72,9 +68,14 @@ pub fn items(app: &App) -> Vec<OutsideItem> {
             text: clean(&text),
         });
     }
-    if let Some(r) = app.why_request() {
-        let i = app.sel.exec;
-        let w = why::why(exec, &d.results.outcomes[i], &d.results.admissions[i], r);
+    if let Some(r) = why_request {
+        let i = ctx.sel.exec;
+        let w = why::why(
+            exec,
+            &ctx.results.outcomes[i],
+            &ctx.results.admissions[i],
+            r,
+        );
         let id = &exec.requests[r as usize].id;
         let mut text = w.lines().join("\n");
         text.push('\n');
@@ -85,8 +86,8 @@ pub fn items(app: &App) -> Vec<OutsideItem> {
             text: clean(&text),
         });
     }
-    let draw = app.sel.step.max(1);
-    if let Some(row) = export::draw_row(&d.batch, &d.results, app.sel.exec, draw) {
+    let draw = ctx.sel.step.max(1);
+    if let Some(row) = export::draw_row(ctx.batch, ctx.results, ctx.sel.exec, draw) {
         out.push(OutsideItem {
             key: 'r',
             what: format!("the row of draw {draw} of {}", sanitize(&exec.id)),

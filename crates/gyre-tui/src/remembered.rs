@@ -22,37 +22,15 @@ use gyre_engine::paint::ColorMode;
 use gyre_engine::score::AdvantageMode;
 use gyre_format::named::Named;
 
-use crate::app::{Action, App, Load};
+use crate::app::App;
 use crate::history::History;
+pub use crate::input::{Explicit, Remember};
+use crate::input::{Input, Options};
 use crate::pane::executions::SortKey;
-use crate::{Input, Options};
+use crate::vocab::{Action, Load};
 
 /// The layout of the file. A file of another version is ignored (and replaced at quit).
 pub const VERSION: u64 = 1;
-
-/// Which settings the command line gave explicitly (`--seed 3`, even `--seed 0`): they win over
-/// the remembered ones.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Explicit {
-    /// `--seed`.
-    pub seed: bool,
-    /// `--jmax`.
-    pub jmax: bool,
-    /// `--priority`.
-    pub priority: bool,
-}
-
-/// Whether a run reads and writes what is remembered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Remember {
-    /// Neither reads nor writes (tests and benchmarks, which must not touch the user's state).
-    Nothing,
-    /// Starts from what was remembered, under the explicit settings, and saves at quit.
-    Restore(Explicit),
-    /// `--fresh`: starts from the command line and the defaults; still saves at quit, so the
-    /// next run remembers this one.
-    Fresh,
-}
 
 /// What is remembered of one recording.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,60 +11,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use gyre_engine::load::Batch;
 use gyre_engine::tree::{NodeId, ROOT};
-use gyre_text::TokenText;
+use gyre_text::{TokenText, sanitize};
 
-use super::app::{Action, Jobs};
-use super::pane::{Ctx, Effect, sanitize};
+use super::vocab::Effect;
+use super::vocab::{Action, Jobs};
+pub use super::vocab::{Found, Hit};
 
 /// Most hits kept for one query.
 pub const MAX_HITS: usize = 10_000;
-
-/// One match.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hit {
-    /// An execution whose id matches.
-    Execution(usize),
-    /// A request whose id matches.
-    Request {
-        /// Execution index.
-        exec: usize,
-        /// Request index.
-        request: u32,
-    },
-    /// Tokens `start..end` of a tree node whose text matches.
-    Tokens {
-        /// Execution index.
-        exec: usize,
-        /// The node.
-        node: NodeId,
-        /// First token (in the node).
-        start: u32,
-        /// One past the last token.
-        end: u32,
-    },
-}
-
-impl Hit {
-    /// The execution it is in.
-    pub fn exec(&self) -> usize {
-        match *self {
-            Hit::Execution(e) | Hit::Request { exec: e, .. } | Hit::Tokens { exec: e, .. } => e,
-        }
-    }
-}
-
-/// Hits found by a worker for query number `serial`.
-#[derive(Debug)]
-pub struct Found {
-    /// The query they answer.
-    pub serial: u64,
-    /// New hits, in order.
-    pub hits: Vec<Hit>,
-    /// The search is over.
-    pub done: bool,
-    /// It stopped at [`MAX_HITS`].
-    pub capped: bool,
-}
 
 /// The search state.
 #[derive(Debug, Default)]
@@ -226,8 +180,8 @@ impl Search {
     }
 
     /// A hit in one line: `e0003 · r17 · position 813 · "…text…"`.
-    pub fn describe(&self, ctx: &Ctx, h: &Hit) -> String {
-        let exec = &ctx.batch.executions[h.exec()];
+    pub fn describe(&self, batch: &Batch, text: &TokenText, h: &Hit) -> String {
+        let exec = &batch.executions[h.exec()];
         let eid = sanitize(&exec.id);
         match *h {
             Hit::Execution(_) => format!("{eid} · execution id"),
@@ -245,7 +199,7 @@ impl Search {
                 let toks = tree.node_tokens(node);
                 let lo = start.saturating_sub(6) as usize;
                 let hi = (end as usize + 10).min(toks.len());
-                let text = ctx.text.decode(&toks[lo..hi]);
+                let text = text.decode(&toks[lo..hi]);
                 format!(
                     "{eid} · {} · position {} · \"{}\"",
                     sanitize(&exec.requests[n.owner as usize].id),

@@ -12,11 +12,12 @@ use ratatui::widgets::{Block, Clear, Gauge, Paragraph, Widget, Wrap};
 use gyre_engine::paint::{ColorMode, Tone};
 use gyre_engine::stats::Totals;
 
-use super::app::{App, Change, Load, Phase};
+use super::app::App;
 use super::keys;
 use super::layout::{MIN_SIZE, big_enough};
 use super::overlay::{self, Overlay, centered};
 use super::pane::{Pane, fit, fit_line, sanitize};
+use super::vocab::{Change, Load, Phase};
 use gyre_engine::admit::{jmax_text, priority_text};
 use gyre_format::named::Named;
 
@@ -78,7 +79,7 @@ pub fn draw(app: &App, buf: &mut Buffer) {
     };
     let path = app.path();
     for pane in Pane::ALL {
-        let area = pane.area(&a);
+        let area = a.of(pane);
         if area.width > 0 {
             app.pane(pane).render(&ctx, area, buf);
         }

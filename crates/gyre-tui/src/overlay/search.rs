@@ -36,7 +36,7 @@ pub fn search(ctx: &Ctx, s: &Search, field: &Field, at: usize, full: Rect, buf: 
             ratatui::style::Style::new()
         };
         lines.push(Line::styled(
-            crate::pane::fit(&s.describe(ctx, h), inner.width as usize),
+            crate::pane::fit(&s.describe(ctx.batch, ctx.text, h), inner.width as usize),
             style,
         ));
     }

@@ -35,7 +35,6 @@ use gyre_engine::paint::{ColorMode, ExecView};
 use gyre_engine::score::Outcome;
 use gyre_text::TokenText;
 
-use super::app::Selection;
 use super::keys::Command;
 use super::layout::Areas;
 use super::path::PathIndex;
@@ -43,56 +42,8 @@ use super::search::Search;
 use super::theme::Theme;
 use detail::Subject;
 
-/// A pane that can take the focus; numbered as the keys `1`–`6` jump to them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Pane {
-    /// The executions list.
-    Executions,
-    /// The request tree.
-    Tree,
-    /// The draw log at the replay step.
-    Replay,
-    /// Assessments and the closure.
-    Assessments,
-    /// The token path.
-    Tokens,
-    /// Fate, tool calls, results, sibling diff.
-    Detail,
-}
-
-impl Pane {
-    /// Every pane, in number order.
-    pub const ALL: [Pane; 6] = [
-        Pane::Executions,
-        Pane::Tree,
-        Pane::Replay,
-        Pane::Assessments,
-        Pane::Tokens,
-        Pane::Detail,
-    ];
-
-    /// The key that jumps here (`1`–`6`).
-    pub fn number(self) -> u8 {
-        Pane::ALL.iter().position(|&p| p == self).unwrap_or(0) as u8 + 1
-    }
-
-    /// The pane numbered `n`.
-    pub fn numbered(n: u8) -> Option<Pane> {
-        Pane::ALL.get((n as usize).checked_sub(1)?).copied()
-    }
-
-    /// Its rectangle in `a` (zero when hidden).
-    pub fn area(self, a: &Areas) -> Rect {
-        match self {
-            Pane::Executions => a.execs,
-            Pane::Tree => a.tree,
-            Pane::Replay => a.replay,
-            Pane::Assessments => a.assess,
-            Pane::Tokens => a.tokens,
-            Pane::Detail => a.detail,
-        }
-    }
-}
+use crate::vocab::Selection;
+pub use crate::vocab::{Effect, Pane};
 
 /// One pane: its state, its answer to keys, clicks and the wheel, and its drawing, each a
 /// function of the shared [`Ctx`] and the pane's own state.
@@ -205,7 +156,7 @@ impl<'a> Ctx<'a> {
             0,
             Span::styled(format!(" {}", pane.number()), self.theme.key()),
         );
-        let room = pane.area(&self.areas).width.saturating_sub(2) as usize;
+        let room = self.areas.of(pane).width.saturating_sub(2) as usize;
         let title = fit_line(title.spans, room);
         Block::bordered()
             .border_type(if focused {
@@ -216,37 +167,6 @@ impl<'a> Ctx<'a> {
             .border_style(self.theme.border(focused))
             .title(title)
     }
-}
-
-/// A change a pane asks for; [`App`](super::app::App) applies it to the shared selection.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Effect {
-    /// Open execution `i` (index into the batch).
-    OpenExec(usize),
-    /// Show request `r`'s path, cursor on its output.
-    SelectRequest(u32),
-    /// Show request `r`'s path with the cursor at path position `pos`.
-    ShowPos {
-        /// The request.
-        request: u32,
-        /// Path position.
-        pos: u64,
-    },
-    /// Open execution `exec` on request `request` at `pos`.
-    Jump {
-        /// Execution index.
-        exec: usize,
-        /// The request.
-        request: u32,
-        /// Path position.
-        pos: u64,
-    },
-    /// Show the draw log at step `k`.
-    Step(u32),
-    /// Move the focus.
-    Focus(Pane),
-    /// A status message.
-    Message(String),
 }
 
 /// A piece of a pane's text, optionally something to go to (Enter or a click).

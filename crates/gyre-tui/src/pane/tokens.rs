@@ -12,9 +12,9 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 
-use crate::app::Selection;
 use crate::keys::Command;
 use crate::path::{Layout, PathIndex, RowStart};
+use crate::vocab::Selection;
 use gyre_engine::paint::{ColorMode, Tone};
 use gyre_engine::provenance::{Reason, node_reason};
 use gyre_engine::tree::{NodeId, NodeKind};

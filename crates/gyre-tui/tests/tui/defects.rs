@@ -58,7 +58,7 @@ fn every_pane_is_reachable_at_80_by_24() {
         cmds(&mut app, &[Command::Jump(n)]);
         let p = Pane::numbered(n).unwrap();
         assert_eq!(app.focus, p, "key {n}");
-        assert!(p.area(&app.areas()).width > 0, "pane {n} on screen");
+        assert!(app.areas().of(p).width > 0, "pane {n} on screen");
         let _ = screen(&app);
         if app.zoom {
             cmds(&mut app, &[Command::Zoom]);
@@ -83,7 +83,7 @@ fn tab_reaches_every_pane_at_80_by_24_and_zoomed() {
         for _ in 0..6 {
             cmds(&mut app, &[Command::FocusNext]);
             assert!(
-                app.focus.area(&app.areas()).width > 0,
+                app.areas().of(app.focus).width > 0,
                 "{:?} on screen",
                 app.focus
             );
