@@ -86,14 +86,14 @@ fn bench(c: &mut Criterion) {
         assert!(len as usize >= tokens, "path has {len} tokens");
         let mut term = Terminal::new(TestBackend::new(200, 60)).unwrap();
         // Cursor in the middle of the path: the worst place for anything that scans.
-        app.step(Action::Cmd(Command::Home));
+        app.step_here(Action::Cmd(Command::Home));
         let half = len / 2;
         let cursor = |app: &App| app.path().map_or(0, |v| v.cursor);
         while cursor(&app) < half {
-            app.step(Action::Cmd(Command::PageDown));
+            app.step_here(Action::Cmd(Command::PageDown));
             if cursor(&app) + 50_000 < half {
                 // Jump most of the way with segment moves (one node per turn).
-                app.step(Action::Cmd(Command::NextSegment));
+                app.step_here(Action::Cmd(Command::NextSegment));
             }
         }
         g.bench_function(format!("{name}_middle"), |b| {
@@ -101,7 +101,7 @@ fn bench(c: &mut Criterion) {
                 term.draw(|f| ui::render(&app, f)).unwrap();
             })
         });
-        app.step(Action::Cmd(Command::End));
+        app.step_here(Action::Cmd(Command::End));
         g.bench_function(format!("{name}_end"), |b| {
             b.iter(|| {
                 term.draw(|f| ui::render(&app, f)).unwrap();
@@ -109,7 +109,7 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function(format!("{name}_scroll_page"), |b| {
             b.iter(|| {
-                app.step(Action::Cmd(Command::PageUp));
+                app.step_here(Action::Cmd(Command::PageUp));
                 term.draw(|f| ui::render(&app, f)).unwrap();
             })
         });

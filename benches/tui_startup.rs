@@ -78,15 +78,15 @@ fn first_frame(input: &Input, term: &mut Terminal<TestBackend>) -> App {
     };
     let mut app = App::new("bench", Settings::default(), Theme { color: true });
     let (jobs, rx) = Jobs::channel();
-    app.step(Action::Resize(SIZE.0, SIZE.1));
+    app.step_here(Action::Resize(SIZE.0, SIZE.1));
     std::thread::spawn(move || load_input(&opts, &jobs));
     term.draw(|f| ui::render(&app, f)).unwrap();
     while app.load != Load::Ready {
         match rx.recv().expect("the loader reports") {
-            Msg::Done(a) => app.step(a),
+            Msg::Done(a) => app.step_here(a),
             Msg::Term(ev) => {
                 if let Some(a) = action_for(&app, &ev) {
-                    app.step(a)
+                    app.step_here(a)
                 }
             }
         }
@@ -113,7 +113,7 @@ fn bench(c: &mut Criterion) {
         let mut app = first_frame(input, &mut term);
         g.bench_function(*name, |b| {
             b.iter(|| {
-                app.step(Action::Cmd(C::SeedUp));
+                app.step_here(Action::Cmd(C::SeedUp));
                 term.draw(|f| ui::render(&app, f)).unwrap();
             })
         });

@@ -16,7 +16,7 @@ fn export_writes_the_bytes_gyre_admit_writes() {
     cmds(&mut app, &[C::SeedUp, C::SeedUp, C::JmaxDown, C::JmaxDown]);
     cmds(&mut app, &[C::Export]);
     assert!(screen(&app).contains("admitted.jsonl"));
-    app.step(Action::Cmd(C::Enter));
+    app.step_here(Action::Cmd(C::Enter));
     let path = dir.path().join("admitted.jsonl");
     let written = std::fs::read(&path).expect("export written");
     let msg = app.message.clone().unwrap().text;
@@ -46,13 +46,13 @@ fn export_writes_the_bytes_gyre_admit_writes() {
     // A second export proposes the next free name.
     cmds(&mut app, &[C::Export]);
     assert!(screen(&app).contains("admitted-1.jsonl"));
-    app.step(Action::Cmd(C::Enter));
+    app.step_here(Action::Cmd(C::Enter));
     assert!(dir.path().join("admitted-1.jsonl").exists());
     // A name that exists: the prompt offers to overwrite or to take the next free name.
     cmds(&mut app, &[C::Export]);
-    app.step(Action::ClearField);
+    app.step_here(Action::ClearField);
     for c in "sub/admitted.jsonl".chars() {
-        app.step(Action::Input(c));
+        app.step_here(Action::Input(c));
     }
     // Every Ctrl-W deletes a word: the extension, the name, the directory.
     let field = |app: &App| match &app.overlay {
@@ -60,31 +60,31 @@ fn export_writes_the_bytes_gyre_admit_writes() {
         other => panic!("the export prompt is open, not {other:?}"),
     };
     for after in ["sub/admitted.", "sub/", ""] {
-        app.step(Action::DeleteWord);
+        app.step_here(Action::DeleteWord);
         assert_eq!(field(&app), after);
     }
-    app.step(Action::ClearField);
+    app.step_here(Action::ClearField);
     for c in "admitted.jsonl".chars() {
-        app.step(Action::Input(c));
+        app.step_here(Action::Input(c));
     }
-    app.step(Action::Cmd(C::Enter));
+    app.step_here(Action::Cmd(C::Enter));
     let s = screen(&app);
     assert!(s.contains("exists") && s.contains("overwrite"), "{s}");
     assert!(s.contains("admitted-2.jsonl"), "{s}");
-    app.step(Action::Input('n'));
+    app.step_here(Action::Input('n'));
     assert!(dir.path().join("admitted-2.jsonl").exists());
     // The new name offered is the one typed, numbered.
     std::fs::write(dir.path().join("run7.jsonl.gz"), "").unwrap();
     cmds(&mut app, &[C::Export]);
-    app.step(Action::ClearField);
+    app.step_here(Action::ClearField);
     for c in "run7.jsonl.gz".chars() {
-        app.step(Action::Input(c));
+        app.step_here(Action::Input(c));
     }
-    app.step(Action::Cmd(C::Enter));
+    app.step_here(Action::Cmd(C::Enter));
     let s = screen(&app);
     assert!(s.contains("n write run7-1.jsonl.gz instead"), "{s}");
-    app.step(Action::Cmd(C::Escape));
-    app.step(Action::Cmd(C::Escape));
+    app.step_here(Action::Cmd(C::Escape));
+    app.step_here(Action::Cmd(C::Escape));
     assert_eq!(
         std::fs::read(&path).unwrap(),
         written,
@@ -92,12 +92,12 @@ fn export_writes_the_bytes_gyre_admit_writes() {
     );
     // Overwriting, when asked, writes the current settings' rows.
     cmds(&mut app, &[C::SeedUp, C::Export]);
-    app.step(Action::ClearField);
+    app.step_here(Action::ClearField);
     for c in "admitted.jsonl".chars() {
-        app.step(Action::Input(c));
+        app.step_here(Action::Input(c));
     }
-    app.step(Action::Cmd(C::Enter));
-    app.step(Action::Input('o'));
+    app.step_here(Action::Cmd(C::Enter));
+    app.step_here(Action::Input('o'));
     assert!(
         app.message.as_ref().unwrap().text.starts_with("exported"),
         "{:?}",
@@ -123,9 +123,8 @@ fn export_runs_on_a_worker_and_reports_back_through_step() {
     let mut app = demo_app(160, 45, true);
     app.cwd = dir.path().to_path_buf();
     let (jobs, rx) = Jobs::channel();
-    app.jobs = Some(jobs);
-    cmds(&mut app, &[C::Export]);
-    app.step(Action::Cmd(C::Enter));
+    cmds_on(&mut app, &jobs, &[C::Export]);
+    step_on(&mut app, &jobs, Action::Cmd(C::Enter));
     let path = dir.path().join("admitted.jsonl");
     assert_eq!(app.exporting, vec![path.clone()]);
     assert!(
@@ -140,7 +139,7 @@ fn export_runs_on_a_worker_and_reports_back_through_step() {
     // A second export while the first is written proposes another name.
     assert_eq!(app.proposed_export(), "admitted-1.jsonl");
     // Quitting waits for the file (the run loop keeps going while `exporting` is not empty).
-    cmds(&mut app, &[C::Quit]);
+    cmds_on(&mut app, &jobs, &[C::Quit]);
     assert!(
         app.message
             .as_ref()
@@ -148,7 +147,7 @@ fn export_runs_on_a_worker_and_reports_back_through_step() {
             .text
             .starts_with("quitting once")
     );
-    pump_until(&mut app, &rx, |app| app.exporting.is_empty());
+    pump_until(&mut app, &jobs, &rx, |app| app.exporting.is_empty());
     let msg = app.message.clone().unwrap().text;
     assert!(
         msg.starts_with("exported ") && msg.contains("admitted.jsonl"),
@@ -163,9 +162,9 @@ fn export_never_writes_to_the_screen() {
     let mut app = demo_app(160, 45, true);
     app.cwd = dir.path().to_path_buf();
     cmds(&mut app, &[C::Export]);
-    app.step(Action::ClearField);
-    app.step(Action::Input('-'));
-    app.step(Action::Cmd(C::Enter));
+    app.step_here(Action::ClearField);
+    app.step_here(Action::Input('-'));
+    app.step_here(Action::Cmd(C::Enter));
     assert!(
         app.message
             .as_ref()

@@ -6,13 +6,13 @@
 //! then every pane brings its own state in line with it. A pane's state is keyed by what it was
 //! made for, so nothing drawn can belong to an earlier selection.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gyre_engine::Results;
 use gyre_engine::admit::{Class, Settings};
-use gyre_engine::export;
 use gyre_engine::lens::{Lens, LensOptions};
 use gyre_engine::load::Batch;
 use gyre_engine::paint::ColorMode;
@@ -37,6 +37,7 @@ use super::path::PathIndex;
 use super::search::Search;
 use super::theme::Theme;
 use super::whatif::{Compare, DEFAULT_SEEDS, Pinned, WhatIf};
+use super::work::Task;
 use gyre_engine::admit::{jmax_text, priority_text};
 use gyre_format::named::Named;
 
@@ -140,8 +141,12 @@ pub struct App {
     pub cwd: PathBuf,
     /// Exports still being written, by path.
     pub exporting: Vec<PathBuf>,
-    /// Where background work reports back; without it, work is done in place.
-    pub jobs: Option<Jobs>,
+    /// Work goes to workers (the run loop): [`App::step`] hands it out as [`Task`]s, the screen
+    /// says "exporting…", and the lens is worked out ahead of being shown. Without, the caller
+    /// runs each task at once ([`App::step_here`]) and the lens only when something shows it.
+    pub workers: bool,
+    /// The tasks this step asks for, handed out when it ends.
+    tasks: Vec<Task>,
     /// Seeds the lens looks through (`--seeds`).
     pub lens_seeds: u32,
     /// The latest lens and sweep (it may be of other settings than those on screen: see
@@ -219,7 +224,8 @@ impl App {
             text_loading: None,
             cwd: PathBuf::from("."),
             exporting: Vec::new(),
-            jobs: None,
+            workers: false,
+            tasks: Vec::new(),
             lens_seeds: DEFAULT_SEEDS,
             whatif_done: None,
             whatif_pending: None,
@@ -240,7 +246,7 @@ impl App {
     ) -> Self {
         let mut app = App::new(label, settings, theme);
         app.size = size;
-        app.step(Action::Loaded(Ok(Box::new(batch))));
+        app.step_here(Action::Loaded(Ok(Box::new(batch))));
         app
     }
 
@@ -346,8 +352,10 @@ impl App {
         });
     }
 
-    /// Applies one action, then brings every pane in line with the selection.
-    pub fn step(&mut self, action: Action) {
+    /// Applies one action, then brings every pane in line with the selection. Work it asks for
+    /// (a re-run, a search, the lens, an export) is returned, not done: the run loop hands it to
+    /// workers, whose reports come back as actions.
+    pub fn step(&mut self, action: Action) -> Vec<Task> {
         match action {
             Action::Resize(w, h) => {
                 self.size = (w, h);
@@ -449,6 +457,23 @@ impl App {
         self.refresh_whatif();
         self.refresh_compare();
         self.refresh_breakdown();
+        std::mem::take(&mut self.tasks)
+    }
+
+    /// Applies one action and then, on this thread, the work it asks for, feeding what the work
+    /// reports back in until nothing is left to do: an inspector without workers (a batch loaded
+    /// in place, tests, benchmarks).
+    pub fn step_here(&mut self, action: Action) {
+        let mut queue: VecDeque<Task> = self.step(action).into();
+        while let Some(task) = queue.pop_front() {
+            let reports = Mutex::new(Vec::new());
+            task.run(&|a| {
+                reports.lock().unwrap_or_else(|e| e.into_inner()).push(a);
+            });
+            for a in reports.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                queue.extend(self.step(a));
+            }
+        }
     }
 
     /// Counts the dashboard's figures for the results on screen while it is open.
@@ -493,36 +518,27 @@ impl App {
             || matches!(self.overlay, Overlay::Dashboard(_) | Overlay::Why { .. })
     }
 
-    /// Starts working out the lens and sweep of the results on screen when they are missing:
-    /// on a worker when there is one, else in place when something shows them.
+    /// Asks for the lens and sweep of the results on screen when they are missing: always with
+    /// workers, else only when something shows them.
     fn refresh_whatif(&mut self) {
         let Some(d) = &self.data else { return };
         let options = WhatIf::options_for(&d.results.settings, self.lens_seeds);
         if self.whatif().is_some() || self.whatif_pending.as_ref() == Some(&options) {
             return;
         }
-        let batch = Arc::clone(&d.batch);
-        match &self.jobs {
-            Some(jobs) => {
-                let jobs = jobs.clone();
-                self.whatif_pending = Some(options.clone());
-                self.whatif_progress = Some((0, 2 * batch.executions.len()));
-                std::thread::spawn(move || {
-                    let n = (2 * batch.executions.len()).max(1);
-                    let every = (n / 20).max(1);
-                    let w = WhatIf::compute(batch, options, &|done, total| {
-                        if done % every == 0 {
-                            jobs.send(Action::WhatIfProgress(done, total));
-                        }
-                    });
-                    jobs.send(Action::WhatIf(Arc::new(w)));
-                });
-            }
-            None if self.whatif_wanted() => {
-                self.whatif_done = Some(Arc::new(WhatIf::compute(batch, options, &|_, _| {})));
-            }
-            None => {}
+        if !self.workers && !self.whatif_wanted() {
+            return;
         }
+        let batch = Arc::clone(&d.batch);
+        self.whatif_pending = Some(options.clone());
+        if self.workers {
+            self.whatif_progress = Some((0, 2 * batch.executions.len()));
+        }
+        self.tasks.push(Task::WhatIf {
+            batch,
+            options,
+            progress: self.workers,
+        });
     }
 
     /// Compares the pin with the results on screen while the compare view is open.
@@ -681,13 +697,8 @@ impl App {
                 self.data.as_ref().expect("just set"),
             );
             let batch = Arc::clone(&d.batch);
-            self.search.start(
-                &query,
-                &batch,
-                &self.text,
-                self.sel.exec,
-                self.jobs.as_ref(),
-            );
+            let search = self.search.start(&query, &batch, &self.text, self.sel.exec);
+            self.tasks.extend(search.map(Task::Search));
         }
         self.say(said);
     }
@@ -1593,8 +1604,8 @@ impl App {
                 let q = field.text.clone();
                 if let Some(d) = &self.data {
                     let batch = Arc::clone(&d.batch);
-                    self.search
-                        .start(&q, &batch, &self.text, self.sel.exec, self.jobs.as_ref());
+                    let search = self.search.start(&q, &batch, &self.text, self.sel.exec);
+                    self.tasks.extend(search.map(Task::Search));
                 }
             }
             Overlay::Palette { field, at } => {
@@ -1726,34 +1737,16 @@ impl App {
         self.say(m);
     }
 
-    /// Asks the engine to re-run with the current settings: on a worker when there is one (the
-    /// screen keeps the old results and says "re-running…"), else at once.
+    /// Asks the engine to re-run with the current settings (the screen keeps the old results
+    /// and says "re-running…" until the results come back).
     fn rerun(&mut self) {
         self.history.asked((self.settings.clone(), self.advantage));
         let Some(d) = &self.data else { return };
-        let (batch, settings, advantage) =
-            (Arc::clone(&d.batch), self.settings.clone(), self.advantage);
-        let work = move || {
-            let results = gyre_engine::process(&batch, &settings, advantage);
-            let totals = stats::totals(&batch, &results);
-            Rerun {
-                batch,
-                settings,
-                advantage,
-                results,
-                totals,
-            }
-        };
-        match &self.jobs {
-            Some(jobs) => {
-                let jobs = jobs.clone();
-                std::thread::spawn(move || jobs.send(Action::Rerun(Box::new(work()))));
-            }
-            None => {
-                let r = work();
-                self.install(r);
-            }
-        }
+        self.tasks.push(Task::Rerun {
+            batch: Arc::clone(&d.batch),
+            settings: self.settings.clone(),
+            advantage: self.advantage,
+        });
     }
 
     /// Puts re-run results on screen, unless newer settings were asked for since. The Δ line
@@ -1881,34 +1874,18 @@ impl App {
         let Some(d) = &self.data else { return };
         let (batch, results) = (Arc::clone(&d.batch), Arc::clone(&d.results));
         let settings = self.export_settings();
-        let write = {
-            let path = path.clone();
-            move || {
-                let m = match export::write_file(&batch, &results, &path, force) {
-                    Ok(rows) => format!(
-                        "exported {rows} rows ({} executions, B = {}) to {} · {settings}",
-                        batch.executions.len(),
-                        results.batch_executions,
-                        path.display(),
-                    ),
-                    Err(e) => format!("export failed: {e}"),
-                };
-                Action::Exported(path, m)
-            }
-        };
         self.exporting.push(path.clone());
-        match &self.jobs {
-            // A big admitted set takes seconds to write: the screen stays live meanwhile.
-            Some(jobs) => {
-                let jobs = jobs.clone();
-                self.say(format!("exporting to {}…", path.display()));
-                std::thread::spawn(move || jobs.send(write()));
-            }
-            None => {
-                let done = write();
-                self.step(done);
-            }
+        // A big admitted set takes seconds to write: the screen stays live meanwhile.
+        if self.workers {
+            self.say(format!("exporting to {}…", path.display()));
         }
+        self.tasks.push(Task::Export {
+            path,
+            batch,
+            results,
+            force,
+            settings,
+        });
     }
 
     fn click(&mut self, x: u16, y: u16) {

@@ -28,6 +28,7 @@ pub mod theme;
 pub mod ui;
 pub mod vocab;
 pub mod whatif;
+pub mod work;
 
 use std::io;
 use std::process::ExitCode;
@@ -182,7 +183,7 @@ pub fn run(mut opts: Options) -> Result<ExitCode> {
     };
     app.lens_seeds = opts.seeds;
     let (jobs, rx) = Jobs::channel();
-    app.jobs = Some(jobs.clone());
+    app.workers = true;
     if let Ok(cwd) = std::env::current_dir() {
         app.cwd = cwd;
     }
@@ -202,7 +203,13 @@ pub fn run(mut opts: Options) -> Result<ExitCode> {
     let result = (|| -> Result<()> {
         execute!(io::stdout(), EnableMouseCapture)?;
         let size = terminal.size()?;
-        app.step(Action::Resize(size.width, size.height));
+        // The one place work `step` asks for is carried out: on worker threads.
+        let step = |app: &mut App, a: Action| {
+            for task in app.step(a) {
+                task.spawn(&jobs);
+            }
+        };
+        step(&mut app, Action::Resize(size.width, size.height));
         // Terminal events come through the same channel as the workers' reports.
         let gate = KeyGate::default();
         {
@@ -226,16 +233,16 @@ pub fn run(mut opts: Options) -> Result<ExitCode> {
         let handle = |app: &mut App, msg: Msg| match msg {
             Msg::Term(ev) => {
                 if let Some(a) = action_for(app, &ev) {
-                    app.step(a);
+                    step(app, a);
                 }
             }
-            Msg::Done(a) => app.step(a),
+            Msg::Done(a) => step(app, a),
         };
         loop {
             // A resize the event thread has not reported yet.
             let size = terminal.size()?;
             if (size.width, size.height) != app.size {
-                app.step(Action::Resize(size.width, size.height));
+                step(&mut app, Action::Resize(size.width, size.height));
             }
             if let Some(text) = app.clipboard.take() {
                 execute!(io::stdout(), CopyToClipboard::to_clipboard_from(text))
@@ -243,7 +250,7 @@ pub fn run(mut opts: Options) -> Result<ExitCode> {
             }
             if let Some(o) = app.outside.take() {
                 let said = hand_over(&mut terminal, &gate, &o)?;
-                app.step(Action::Message(said));
+                step(&mut app, Action::Message(said));
             }
             terminal.draw(|f| ui::render(&app, f))?;
             // An export still being written would leave a temporary file behind.
@@ -264,7 +271,7 @@ pub fn run(mut opts: Options) -> Result<ExitCode> {
             };
             match msg {
                 Some(m) => handle(&mut app, m),
-                None => app.step(Action::Tick(Instant::now())),
+                None => step(&mut app, Action::Tick(Instant::now())),
             }
             // Drain bursts (wheel, key repeat, progress) before drawing again.
             while let Ok(m) = rx.try_recv() {

@@ -14,11 +14,38 @@ use gyre_engine::tree::{NodeId, ROOT};
 use gyre_text::{TokenText, sanitize};
 
 use super::vocab::Effect;
-use super::vocab::{Action, Jobs};
 pub use super::vocab::{Found, Hit};
 
 /// Most hits kept for one query.
 pub const MAX_HITS: usize = 10_000;
+
+/// A search to run, on a worker or in place: a query (lower case) over a batch.
+#[derive(Debug)]
+pub struct Query {
+    batch: Arc<Batch>,
+    text: TokenText,
+    q: String,
+    /// The execution searched first (the one open).
+    first: usize,
+    serial: u64,
+    /// The newest query's serial: this one stops once it moves on.
+    latest: Arc<AtomicU64>,
+}
+
+impl Query {
+    /// Runs the search, reporting hits through `found` one execution at a time.
+    pub fn run(self, found: &mut dyn FnMut(Found)) {
+        run(
+            &self.batch,
+            &self.text,
+            &self.q,
+            self.first,
+            self.serial,
+            &self.latest,
+            found,
+        );
+    }
+}
 
 /// The search state.
 #[derive(Debug, Default)]
@@ -62,44 +89,29 @@ impl Search {
         self.serial
     }
 
-    /// Starts searching for `query`, on a worker when `jobs` is given (else at once).
+    /// Starts searching for `query`: the search to run (none for an empty query), whose hits
+    /// come back through [`Search::receive`].
     pub fn start(
         &mut self,
         query: &str,
         batch: &Arc<Batch>,
         text: &TokenText,
         first: usize,
-        jobs: Option<&Jobs>,
-    ) {
+    ) -> Option<Query> {
         self.clear();
         if query.is_empty() {
-            return;
+            return None;
         }
         self.query = query.to_string();
         self.done = false;
-        let serial = self.serial;
-        let latest = Arc::clone(&self.latest);
-        let (batch, text) = (Arc::clone(batch), text.clone());
-        let q = query.to_lowercase();
-        match jobs {
-            Some(jobs) => {
-                let jobs = jobs.clone();
-                std::thread::spawn(move || {
-                    run(&batch, &text, &q, first, serial, &latest, &mut |f| {
-                        jobs.send(Action::Found(f))
-                    });
-                });
-            }
-            None => {
-                let mut found = Vec::new();
-                run(&batch, &text, &q, first, serial, &latest, &mut |f| {
-                    found.push(f)
-                });
-                for f in found {
-                    self.receive(f);
-                }
-            }
-        }
+        Some(Query {
+            batch: Arc::clone(batch),
+            text: text.clone(),
+            q: query.to_lowercase(),
+            first,
+            serial: self.serial,
+            latest: Arc::clone(&self.latest),
+        })
     }
 
     /// Takes hits from a worker (those of an older query are dropped).

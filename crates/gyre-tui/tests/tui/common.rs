@@ -3,7 +3,7 @@
 
 use gyre_engine::admit::Settings;
 use gyre_engine::load::{LoadOptions, load_bytes};
-use gyre_tui::app::{Action, App};
+use gyre_tui::app::{Action, App, Jobs};
 use gyre_tui::keys::Command;
 use gyre_tui::theme::Theme;
 use gyre_tui::ui;
@@ -107,7 +107,7 @@ pub fn why_text(app: &App) -> String {
 /// Applies commands in order.
 pub fn cmds(app: &mut App, cs: &[Command]) {
     for &c in cs {
-        app.step(Action::Cmd(c));
+        app.step_here(Action::Cmd(c));
     }
 }
 
@@ -116,16 +116,33 @@ pub fn screen(app: &App) -> String {
     text(&render(app))
 }
 
+/// With workers, as the run loop has them: applies an action and hands the work it asks for to
+/// worker threads that report through `jobs`.
+pub fn step_on(app: &mut App, jobs: &Jobs, a: Action) {
+    app.workers = true;
+    for task in app.step(a) {
+        task.spawn(jobs);
+    }
+}
+
+/// Applies commands in order, with workers.
+pub fn cmds_on(app: &mut App, jobs: &Jobs, cs: &[Command]) {
+    for &c in cs {
+        step_on(app, jobs, Action::Cmd(c));
+    }
+}
+
 /// Steps the workers' reports into the app until `done` holds (other background work, such as
-/// the lens, reports through the same channel meanwhile).
+/// the lens, reports through the same channel meanwhile); what they ask for goes to workers too.
 pub fn pump_until(
     app: &mut App,
+    jobs: &Jobs,
     rx: &std::sync::mpsc::Receiver<gyre_tui::app::Msg>,
     done: impl Fn(&App) -> bool,
 ) {
     while !done(app) {
         match rx.recv_timeout(std::time::Duration::from_secs(60)) {
-            Ok(gyre_tui::app::Msg::Done(a)) => app.step(a),
+            Ok(gyre_tui::app::Msg::Done(a)) => step_on(app, jobs, a),
             Ok(gyre_tui::app::Msg::Term(_)) => {}
             Err(e) => panic!("no report from the workers: {e}"),
         }

@@ -11,7 +11,7 @@ use crate::common::*;
 fn copy(app: &mut App, key: char) -> String {
     cmds(app, &[Command::Copy]);
     assert!(matches!(app.overlay, Overlay::Copy(_)), "{:?}", app.overlay);
-    app.step(Action::Input(key));
+    app.step_here(Action::Input(key));
     assert_eq!(app.overlay, Overlay::None);
     app.clipboard.take().expect("something copied")
 }
@@ -105,7 +105,7 @@ fn at_draw_0_the_show_command_says_it_shows_the_admitted_state() {
 fn a_letter_the_menu_does_not_list_says_which_do() {
     let mut app = demo();
     cmds(&mut app, &[Command::Copy]);
-    app.step(Action::Input('z'));
+    app.step_here(Action::Input('z'));
     assert!(matches!(app.overlay, Overlay::Copy(_)));
     assert!(app.clipboard.is_none());
     let m = &app.message.as_ref().unwrap().text;

@@ -107,18 +107,18 @@ fn tab_reaches_every_pane_at_80_by_24_and_zoomed() {
 #[test]
 fn the_status_line_says_token_text_is_coming() {
     let mut app = demo_app(120, 40, false);
-    app.step(Action::TextLoading("Qwen/Qwen3-0.6B".into()));
+    app.step_here(Action::TextLoading("Qwen/Qwen3-0.6B".into()));
     let status = area_text(&app, app.areas().status);
     assert!(
         status.contains("ids shown: token text once Qwen/Qwen3-0.6B loads…"),
         "{status}"
     );
-    app.step(Action::Text(TokenText::none()));
+    app.step_here(Action::Text(TokenText::none()));
     let status = area_text(&app, app.areas().status);
     assert!(!status.contains("ids shown"), "{status}");
     // A tokenizer that fails to load is no longer coming.
-    app.step(Action::TextLoading("nope".into()));
-    app.step(Action::TextFailed("tokenizer: no such file".into()));
+    app.step_here(Action::TextLoading("nope".into()));
+    app.step_here(Action::TextFailed("tokenizer: no such file".into()));
     assert_eq!(app.text_loading, None);
 }
 
@@ -129,7 +129,7 @@ fn the_search_field_starts_empty() {
         cmds(&mut app, &[Command::Search]);
         assert!(matches!(&app.overlay, Overlay::Search { field, .. } if field.text.is_empty()));
         for c in "r3".chars() {
-            app.step(Action::Input(c));
+            app.step_here(Action::Input(c));
         }
         cmds(&mut app, &[Command::Enter]);
         let said = &app.message.as_ref().unwrap().text;
@@ -256,31 +256,30 @@ fn seed_down_at_seed_0_stays_and_says_so() {
 fn enter_before_the_search_worker_answers_opens_the_first_match() {
     let mut app = demo_app(120, 40, false);
     let (jobs, rx) = gyre_tui::app::Jobs::channel();
-    app.jobs = Some(jobs);
     let d = app.data.as_ref().unwrap();
     let id = d.batch.executions[(app.sel.exec + 1) % d.batch.executions.len()]
         .id
         .clone();
-    cmds(&mut app, &[Command::Search]);
+    cmds_on(&mut app, &jobs, &[Command::Search]);
     for c in id.chars() {
-        app.step(Action::Input(c));
+        step_on(&mut app, &jobs, Action::Input(c));
     }
-    cmds(&mut app, &[Command::Enter]);
+    cmds_on(&mut app, &jobs, &[Command::Enter]);
     let m = app.message.as_ref().unwrap().text.clone();
     assert_eq!(
         m,
         format!("/{id}: searching… the first match opens when it is found")
     );
-    pump_until(&mut app, &rx, |a| a.search.done);
+    pump_until(&mut app, &jobs, &rx, |a| a.search.done);
     assert_eq!(app.search.at, Some(0));
     let m = app.message.as_ref().unwrap().text.clone();
     assert!(m.starts_with(&format!("/{id}: match 1/")), "{m}");
     // A query nothing matches says so once the worker is done.
-    cmds(&mut app, &[Command::Search]);
+    cmds_on(&mut app, &jobs, &[Command::Search]);
     for c in "zzqx".chars() {
-        app.step(Action::Input(c));
+        step_on(&mut app, &jobs, Action::Input(c));
     }
-    cmds(&mut app, &[Command::Enter]);
-    pump_until(&mut app, &rx, |a| a.search.done);
+    cmds_on(&mut app, &jobs, &[Command::Enter]);
+    pump_until(&mut app, &jobs, &rx, |a| a.search.done);
     assert_eq!(app.message.as_ref().unwrap().text, "/zzqx: no match");
 }

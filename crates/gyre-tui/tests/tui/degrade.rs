@@ -28,7 +28,7 @@ fn panes(app: &App) -> Vec<(&'static str, Rect)> {
 fn small_terminals_keep_every_pane_readable() {
     for (w, h) in [(80, 24), (100, 30), (129, 30)] {
         let mut app = demo_app(w, h, true);
-        app.step(Action::Resize(w, h));
+        app.step_here(Action::Resize(w, h));
         let ps = panes(&app);
         for (name, r) in &ps {
             if *name == "detail" {
@@ -87,7 +87,7 @@ fn d_says_why_the_detail_pane_is_left_out() {
     while app.focus != Pane::Detail {
         cmds(&mut app, &[C::FocusNext]);
     }
-    app.step(Action::Resize(80, 24));
+    app.step_here(Action::Resize(80, 24));
     assert_eq!(app.focus, Pane::Tokens);
 }
 
@@ -169,8 +169,8 @@ fn reconstructed_records_say_so_in_the_why_line_and_the_detail() {
 #[test]
 fn help_works_while_loading_and_only_live_keys_are_hinted() {
     let mut app = App::new("big.jsonl", Settings::default(), Theme { color: true });
-    app.step(Action::Resize(100, 30));
-    app.step(Action::Progress(Phase::Reading, 1, 2));
+    app.step_here(Action::Resize(100, 30));
+    app.step_here(Action::Progress(Phase::Reading, 1, 2));
     let s = screen(&app);
     let hints = s.lines().last().unwrap();
     assert_eq!(hints.trim(), "? help  q quit", "{s}");
@@ -179,7 +179,7 @@ fn help_works_while_loading_and_only_live_keys_are_hinted() {
     assert!(screen(&app).contains("help · Esc closes"));
     cmds(&mut app, &[C::Escape]);
     assert_eq!(app.overlay, Overlay::None);
-    app.step(Action::Loaded(
+    app.step_here(Action::Loaded(
         Err("bad.jsonl:1: missing field `id`".into()),
     ));
     let s = screen(&app);
@@ -213,10 +213,10 @@ fn help_scrolls_to_its_last_line_and_no_further() {
         Overlay::Help(max - 1),
         "one key back is one line back"
     );
-    app.step(Action::Wheel(10, 10, true));
-    app.step(Action::Wheel(10, 10, true));
+    app.step_here(Action::Wheel(10, 10, true));
+    app.step_here(Action::Wheel(10, 10, true));
     assert_eq!(app.overlay, Overlay::Help(max));
-    app.step(Action::Resize(200, 60));
+    app.step_here(Action::Resize(200, 60));
     assert_eq!(
         app.overlay,
         Overlay::Help(overlay::help_max_scroll(&app.theme, app.areas().full))
@@ -304,8 +304,8 @@ fn the_why_line_of_a_reconstructed_token_is_never_cut_off() {
     let batch = load_bytes(demo.file_name(), demo.bytes(), &LoadOptions::default()).unwrap();
     let text = gyre_text::resolve_tokenizer(None, &batch).unwrap();
     let mut app = App::new("claude-code", Settings::default(), Theme { color: true });
-    app.step(Action::Text(text));
-    app.step(Action::Loaded(Ok(Box::new(batch))));
+    app.step_here(Action::Text(text));
+    app.step_here(Action::Loaded(Ok(Box::new(batch))));
     for (w, h) in [
         (80, 24),
         (110, 35),
@@ -314,7 +314,7 @@ fn the_why_line_of_a_reconstructed_token_is_never_cut_off() {
         (160, 45),
         (200, 55),
     ] {
-        app.step(Action::Resize(w, h));
+        app.step_here(Action::Resize(w, h));
         let a = app.areas();
         let s = screen(&app);
         let why = why_text(&app);
@@ -342,7 +342,7 @@ fn the_change_line_keeps_the_selected_execution_on_a_narrow_terminal() {
     let synth = || synth_app(80, 24, true);
     for (w, h) in [(80, 24), (100, 30), (120, 35)] {
         let mut app = synth();
-        app.step(Action::Resize(w, h));
+        app.step_here(Action::Resize(w, h));
         cmds(&mut app, &[C::JmaxDown]);
         let s = screen(&app);
         let rows: Vec<&str> = s.lines().collect();
@@ -416,7 +416,7 @@ fn the_drawn_candidate_stays_in_view_when_the_terminal_gets_shorter() {
     let drawn = "● r15";
     assert!(area_text(&app, app.areas().replay).contains(drawn));
     for h in [24, 20, 30, 16] {
-        app.step(Action::Resize(100, h));
+        app.step_here(Action::Resize(100, h));
         let replay = area_text(&app, app.areas().replay);
         assert!(replay.contains(drawn), "100x{h}:\n{replay}");
     }

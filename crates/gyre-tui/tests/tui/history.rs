@@ -68,7 +68,7 @@ fn the_palette_and_the_priority_editor_are_undone_too() {
     let mut app = demo_app(120, 40, false);
     cmds(&mut app, &[Command::Palette]);
     for c in "jmax 2".chars() {
-        app.step(gyre_tui::app::Action::Input(c));
+        app.step_here(gyre_tui::app::Action::Input(c));
     }
     cmds(
         &mut app,

@@ -34,7 +34,7 @@ fn synth_on(pick: impl Fn(&Execution) -> bool) -> App {
 
 fn typed(app: &mut App, s: &str) {
     for c in s.chars() {
-        app.step(Action::Input(c));
+        app.step_here(Action::Input(c));
     }
 }
 
@@ -49,7 +49,7 @@ fn message(app: &App) -> String {
 fn go(app: &mut App, key: char) -> Option<u32> {
     cmds(app, &[Command::GoTo]);
     assert!(matches!(app.overlay, Overlay::GoTo(_)), "{:?}", app.overlay);
-    app.step(Action::Input(key));
+    app.step_here(Action::Input(key));
     assert_eq!(app.overlay, Overlay::None);
     app.sel.request
 }
@@ -168,7 +168,7 @@ fn c_stops_at_every_compaction_summary() {
 fn a_letter_that_names_no_kind_says_which_do() {
     let mut app = synth_app(120, 40, false);
     cmds(&mut app, &[Command::GoTo]);
-    app.step(Action::Input('z'));
+    app.step_here(Action::Input('z'));
     assert!(matches!(app.overlay, Overlay::GoTo(_)));
     assert!(message(&app).contains("one of csrvod"), "{}", message(&app));
     cmds(&mut app, &[Command::Escape]);
@@ -183,7 +183,7 @@ fn a_letter_that_names_no_kind_says_which_do() {
 /// `F`, the terms, Enter.
 fn filter(app: &mut App, terms: &str) {
     cmds(app, &[Command::TreeFilter]);
-    app.step(Action::ClearField);
+    app.step_here(Action::ClearField);
     typed(app, &format!("tree-filter {terms}"));
     cmds(app, &[Command::Enter]);
     assert_eq!(app.overlay, Overlay::None);
@@ -328,7 +328,7 @@ fn enter_where_no_link_is_in_view_says_so() {
 fn a_click_on_any_row_of_a_wrapped_link_follows_it() {
     // Narrow enough that the link line wraps in the detail pane.
     let mut app = synth_on(|e| !sub_agent_roots(e).is_empty());
-    app.step(Action::Resize(132, 48));
+    app.step_here(Action::Resize(132, 48));
     let e = exec(&app);
     let root = *sub_agent_roots(e).iter().next().unwrap();
     let call_id = e.requests[root as usize].meta.as_ref().unwrap()["task_call_id"]
@@ -354,6 +354,6 @@ fn a_click_on_any_row_of_a_wrapped_link_follows_it() {
         "wraps: {}",
         row_text(first)
     );
-    app.step(Action::Click(a.x + 3, first + 1));
+    app.step_here(Action::Click(a.x + 3, first + 1));
     assert_eq!(app.sel.request, Some(root));
 }

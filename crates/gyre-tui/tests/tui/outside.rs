@@ -17,7 +17,7 @@ fn open(app: &mut App, key: char) -> Outside {
         "{:?}",
         app.overlay
     );
-    app.step(Action::Input(key));
+    app.step_here(Action::Input(key));
     assert_eq!(app.overlay, Overlay::None);
     app.outside.take().expect("something to open")
 }
@@ -75,7 +75,7 @@ fn t_is_the_whole_path_decoded() {
 fn a_letter_that_opens_nothing_says_which_do() {
     let mut app = demo_app(120, 40, false);
     cmds(&mut app, &[Command::Outside]);
-    app.step(Action::Input('x'));
+    app.step_here(Action::Input('x'));
     assert!(matches!(app.overlay, Overlay::Outside(_)));
     let m = &app.message.as_ref().unwrap().text;
     assert!(m.starts_with("'x' opens nothing: one of twr"), "{m}");

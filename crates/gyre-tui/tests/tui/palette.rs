@@ -12,7 +12,7 @@ use crate::common::*;
 fn palette(app: &mut App, text: &str, end: &[Command]) {
     cmds(app, &[Command::Palette]);
     for c in text.chars() {
-        app.step(Action::Input(c));
+        app.step_here(Action::Input(c));
     }
     cmds(app, end);
 }

@@ -65,10 +65,10 @@ fn replay_selects_the_drawn_leaf_and_colours_its_targets() {
 #[test]
 fn why_line_reports_context_sources_and_reasons() {
     let mut app = demo_app(160, 45, true);
-    app.step(Action::Cmd(C::Search));
-    app.step(Action::Input('r'));
-    app.step(Action::Input('1'));
-    app.step(Action::Cmd(C::Enter));
+    app.step_here(Action::Cmd(C::Search));
+    app.step_here(Action::Input('r'));
+    app.step_here(Action::Input('1'));
+    app.step_here(Action::Cmd(C::Enter));
     app.focus = Pane::Tokens;
     cmds(&mut app, &[C::Home]);
     let why = why_text(&app);
@@ -175,29 +175,29 @@ fn help_overlay_opens_and_escape_closes() {
 #[test]
 fn search_finds_request_ids_and_tokens_in_every_execution() {
     let mut app = demo_app(160, 45, true);
-    app.step(Action::Cmd(C::Search));
+    app.step_here(Action::Cmd(C::Search));
     for c in "r7".chars() {
-        app.step(Action::Input(c));
+        app.step_here(Action::Input(c));
     }
     // The results list fills while typing; the open execution's hits come first.
     let s = screen(&app);
     assert!(s.contains("search every execution"), "{s}");
     assert!(s.contains("r7 · request id"), "{s}");
-    app.step(Action::Cmd(C::Enter));
+    app.step_here(Action::Cmd(C::Enter));
     let d = app.data.as_ref().unwrap();
     let r7 = d.batch.executions[app.sel.exec]
         .request_index("r7")
         .unwrap();
     assert_eq!(path_request(&app), Some(r7));
     // Token text: ⟨92⟩ is in r7's path (the critique), and nowhere else.
-    app.step(Action::Cmd(C::Search));
+    app.step_here(Action::Cmd(C::Search));
     for _ in 0..2 {
-        app.step(Action::Backspace);
+        app.step_here(Action::Backspace);
     }
     for c in "⟨92⟩".chars() {
-        app.step(Action::Input(c));
+        app.step_here(Action::Input(c));
     }
-    app.step(Action::Cmd(C::Enter));
+    app.step_here(Action::Cmd(C::Enter));
     // v1's output (the evaluator) and the critique in r7's context.
     assert_eq!(app.search.hits.len(), 2);
     let exec = &app.data.as_ref().unwrap().batch.executions[app.sel.exec];
@@ -205,17 +205,17 @@ fn search_finds_request_ids_and_tokens_in_every_execution() {
     assert_eq!(v.index.token(exec, v.cursor), 92);
     assert!(screen(&app).contains("match 1/2"));
     // Another execution's id: the jump opens it.
-    app.step(Action::Cmd(C::Search));
-    app.step(Action::ClearField);
+    app.step_here(Action::Cmd(C::Search));
+    app.step_here(Action::ClearField);
     for c in "e4".chars() {
-        app.step(Action::Input(c));
+        app.step_here(Action::Input(c));
     }
-    app.step(Action::Cmd(C::Enter));
+    app.step_here(Action::Cmd(C::Enter));
     let d = app.data.as_ref().unwrap();
     assert_eq!(d.batch.executions[app.sel.exec].id, "e4");
-    app.step(Action::Cmd(C::SearchNext));
+    app.step_here(Action::Cmd(C::SearchNext));
     // One Esc clears the search (and its highlights).
-    app.step(Action::Cmd(C::Escape));
+    app.step_here(Action::Cmd(C::Escape));
     assert!(!app.search.active());
     assert!(app.search.hits.is_empty());
 }
@@ -232,7 +232,7 @@ fn executions_sort_filter_and_mouse() {
     assert_eq!(app.execs.sort.name(), "L_i");
     // Click the second execution row (border + header above it).
     let a = app.areas();
-    app.step(Action::Click(a.execs.x + 2, a.execs.y + 3));
+    app.step_here(Action::Click(a.execs.x + 2, a.execs.y + 3));
     assert_eq!(app.focus, Pane::Executions);
     assert_eq!(app.sel.exec, app.execs.rows[1]);
     // Keyboard selection works too.
@@ -257,7 +257,7 @@ fn tree_navigation_and_click() {
     // r3 (a retry of r2) is nested under r1; r2 continues the line below it. Click r2.
     let _ = render(&app);
     let a = app.areas();
-    app.step(Action::Click(a.tree.x + 6, a.tree.y + 4));
+    app.step_here(Action::Click(a.tree.x + 6, a.tree.y + 4));
     let exec = &app.data.as_ref().unwrap().batch.executions[app.sel.exec];
     let (r2, r3) = (
         exec.request_index("r2").unwrap(),
@@ -293,7 +293,7 @@ fn token_cursor_moves_and_mouse_selects_tokens() {
     assert_eq!(cursor(&app), path_len(&app) - 1);
     let a = app.areas();
     // ⟨1⟩ is three cells wide; x+1 is inside the first token.
-    app.step(Action::Click(a.tokens.x + 2, a.tokens.y + 1));
+    app.step_here(Action::Click(a.tokens.x + 2, a.tokens.y + 1));
     assert_eq!(cursor(&app), 0);
     assert_eq!(app.focus, Pane::Tokens);
 }
@@ -338,12 +338,12 @@ fn no_color_keeps_selection_and_claims_visible() {
 #[test]
 fn resize_relayouts() {
     let mut app = demo_app(160, 45, true);
-    app.step(Action::Resize(80, 24));
+    app.step_here(Action::Resize(80, 24));
     let s = screen(&app);
     assert_eq!(s.lines().count(), 24);
     assert!(s.contains("? help"));
     insta::assert_snapshot!("small_80x24", s);
-    app.step(Action::Resize(200, 60));
+    app.step_here(Action::Resize(200, 60));
     assert_eq!(screen(&app).lines().count(), 60);
 }
 
@@ -353,7 +353,7 @@ fn token_text_never_writes_escape_sequences() {
     let vocab = (0..100)
         .map(|id| format!("\x1b[31m{id}\x07\u{202e}\r\n\t"))
         .collect();
-    app.step(Action::Text(gyre_text::TokenText::from_vocab(vocab)));
+    app.step_here(Action::Text(gyre_text::TokenText::from_vocab(vocab)));
     let buf = render(&app);
     for c in buf.content() {
         assert!(
@@ -387,9 +387,9 @@ fn bundled_demo_opens_with_qwen3_text() {
         Default::default(),
         gyre_tui::theme::Theme { color: true },
     );
-    app.step(Action::Resize(200, 55));
-    app.step(Action::Text(text));
-    app.step(Action::Loaded(Ok(Box::new(batch))));
+    app.step_here(Action::Resize(200, 55));
+    app.step_here(Action::Text(text));
+    app.step_here(Action::Loaded(Ok(Box::new(batch))));
     assert!(app.draws() > 1);
     let s = screen(&app);
     assert!(s.contains("tokens: qwen3"));
@@ -408,8 +408,8 @@ fn loading_shows_a_gauge_and_q_still_quits() {
         Default::default(),
         gyre_tui::theme::Theme { color: true },
     );
-    app.step(Action::Resize(100, 30));
-    app.step(Action::Progress(Phase::Reading, 25_000_000, 100_000_000));
+    app.step_here(Action::Resize(100, 30));
+    app.step_here(Action::Progress(Phase::Reading, 25_000_000, 100_000_000));
     let s = screen(&app);
     assert!(s.contains("loading big.jsonl"), "{s}");
     assert!(s.contains("25.0 / 100.0 MB"), "{s}");
@@ -428,8 +428,8 @@ fn a_load_error_is_shown() {
         Default::default(),
         gyre_tui::theme::Theme { color: false },
     );
-    app.step(Action::Resize(100, 30));
-    app.step(Action::Loaded(
+    app.step_here(Action::Resize(100, 30));
+    app.step_here(Action::Loaded(
         Err("bad.jsonl:1: missing field `id`".into()),
     ));
     let s = screen(&app);

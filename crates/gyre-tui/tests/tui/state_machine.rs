@@ -9,7 +9,7 @@
 //! `GYRE_TUI_CASES` sets the number of sequences (default: 2000 in release builds, 70 in debug),
 //! spread over the recordings.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use gyre_engine::Results;
@@ -19,13 +19,14 @@ use gyre_engine::recgen::{self, GenOptions};
 use gyre_engine::score::AdvantageMode;
 use gyre_engine::stats;
 use gyre_text::TokenText;
-use gyre_tui::app::{Action, App, Jobs, Msg, settings_change};
+use gyre_tui::app::{Action, App, settings_change};
 use gyre_tui::keys::{BINDINGS, Command};
 use gyre_tui::overlay::Overlay;
 use gyre_tui::pane::tree::RequestTree;
 use gyre_tui::path::PathIndex;
 use gyre_tui::theme::Theme;
 use gyre_tui::ui;
+use gyre_tui::work::Task;
 use proptest::prelude::*;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -366,30 +367,62 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// Sends settings keys at once with workers to re-run on, then hands the app what the workers
-/// report (re-runs and lenses), in the order they finished or reversed: the results of every
-/// key but the last arrive after newer settings were asked for.
+/// Sends settings keys at once with workers to re-run on, then hands the app what the work
+/// they asked for reports (re-runs and lenses), in the order asked or reversed: the results of
+/// every key but the last arrive after newer settings were asked for.
 fn burst(app: &mut App, keys: &[usize], reversed: bool) {
-    let (jobs, rx) = Jobs::channel();
-    app.jobs = Some(jobs);
+    app.workers = true;
+    let mut tasks = Vec::new();
     for &k in keys {
-        app.step(Action::Cmd(SETTINGS_KEYS[k]));
+        tasks.extend(app.step(Action::Cmd(SETTINGS_KEYS[k])));
     }
-    app.jobs = None;
-    // Every worker holds a sender: the channel ends once the last one has reported.
-    let mut reports: Vec<Action> = rx
-        .iter()
-        .filter_map(|m| match m {
-            Msg::Done(a) => Some(a),
-            Msg::Term(_) => None,
-        })
-        .collect();
+    app.workers = false;
+    let reports = Mutex::new(Vec::new());
+    for task in tasks {
+        task.run(&|a| reports.lock().unwrap().push(a));
+    }
+    let mut reports = reports.into_inner().unwrap();
     if reversed {
         reports.reverse();
     }
     for a in reports {
-        app.step(a);
+        app.step_here(a);
     }
+}
+
+/// The work a step asks for is of the state it leaves: the batch on screen, and a re-run of the
+/// settings asked for.
+fn check_tasks(app: &App, tasks: &[Task]) -> Result<(), String> {
+    let Some(d) = &app.data else {
+        if tasks.is_empty() {
+            return Ok(());
+        }
+        return Err(format!("{} tasks asked for before any data", tasks.len()));
+    };
+    for t in tasks {
+        let batch = match t {
+            Task::Rerun {
+                batch,
+                settings,
+                advantage,
+            } => {
+                if (settings, *advantage) != (&app.settings, app.advantage) {
+                    return Err(format!(
+                        "a re-run of {settings} · {advantage:?}, the settings asked for are {} · \
+                         {:?}",
+                        app.settings, app.advantage
+                    ));
+                }
+                batch
+            }
+            Task::WhatIf { batch, .. } | Task::Export { batch, .. } => batch,
+            Task::Search(_) => continue,
+        };
+        if !Arc::ptr_eq(batch, &d.batch) {
+            return Err("work asked for on another batch than the one on screen".into());
+        }
+    }
+    Ok(())
 }
 
 /// The Δ line's figures are those of the settings it names: the engine run afresh under the
@@ -464,11 +497,11 @@ fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
     app.cwd = dir.path().join("not a directory");
     // The lens is worked out in place whenever it is shown: a few seeds keep sequences quick.
     app.lens_seeds = 4;
-    app.step(Action::Resize(start.0, start.1));
+    app.step_here(Action::Resize(start.0, start.1));
     if let Some(t) = &f.text {
-        app.step(Action::Text(t.clone()));
+        app.step_here(Action::Text(t.clone()));
     }
-    app.step(Action::Processed(
+    app.step_here(Action::Processed(
         Arc::clone(&f.batch),
         Box::new(f.results.clone()),
     ));
@@ -484,7 +517,16 @@ fn run(f: &Fixture, seq: &[Act], start: (u16, u16)) -> Result<(), String> {
         } else {
             let action = action(f, a, app.size, &cmds, &mut clock);
             let shown = format!("{action:?}");
-            app.step(action);
+            // The work the step asks for is checked, then done in place as a worker would.
+            let tasks = app.step(action);
+            check_tasks(&app, &tasks).map_err(|e| format!("after {shown}: {e}"))?;
+            for task in tasks {
+                let reports = Mutex::new(Vec::new());
+                task.run(&|a| reports.lock().unwrap().push(a));
+                for a in reports.into_inner().unwrap() {
+                    app.step_here(a);
+                }
+            }
             shown
         };
         let deep = before != (app.sel.batch, app.sel.exec);
@@ -576,14 +618,14 @@ fn the_reported_crashes_are_gone() {
     // `/r14` Enter, Shift-Tab Shift-Tab, `j` on the synth demo.
     let f = &fixtures()[1];
     let mut app = App::new(f.name, Settings::default(), Theme { color: true });
-    app.step(Action::Resize(160, 45));
-    app.step(Action::Processed(
+    app.step_here(Action::Resize(160, 45));
+    app.step_here(Action::Processed(
         Arc::clone(&f.batch),
         Box::new(f.results.clone()),
     ));
     cmds(&mut app, &[Command::Search]);
     for c in "r14".chars() {
-        app.step(Action::Input(c));
+        app.step_here(Action::Input(c));
     }
     cmds(
         &mut app,
@@ -600,8 +642,8 @@ fn the_reported_crashes_are_gone() {
     // click on another execution.
     let f = &fixtures()[3];
     let mut app = App::new(f.name, Settings::default(), Theme { color: true });
-    app.step(Action::Resize(160, 45));
-    app.step(Action::Processed(
+    app.step_here(Action::Resize(160, 45));
+    app.step_here(Action::Processed(
         Arc::clone(&f.batch),
         Box::new(f.results.clone()),
     ));
@@ -613,7 +655,7 @@ fn the_reported_crashes_are_gone() {
     }
     let a = app.areas();
     for row in 0..8 {
-        app.step(Action::Click(a.execs.x + 2, a.execs.y + 2 + row));
+        app.step_here(Action::Click(a.execs.x + 2, a.execs.y + 2 + row));
         cmds(
             &mut app,
             &[Command::FocusPrev, Command::FocusPrev, Command::Down],
@@ -640,9 +682,9 @@ fn a_growing_recording_keeps_the_selection_by_id() {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let load = |n: usize| processed(&lines[..n].concat());
     let mut app = App::new("growing", Settings::default(), Theme { color: true });
-    app.step(Action::Resize(160, 45));
+    app.step_here(Action::Resize(160, 45));
     let (b, r) = load(8);
-    app.step(Action::Processed(b, r));
+    app.step_here(Action::Processed(b, r));
     cmds(&mut app, &[Command::SeedUp]);
     let ids = |app: &App| {
         let d = app.data.as_ref().unwrap();
@@ -654,7 +696,7 @@ fn a_growing_recording_keeps_the_selection_by_id() {
     for (n, executions) in [(14, 1), (20, 4), (lines.len(), 4), (17, 2)] {
         let before = ids(&app);
         let (b, r) = load(n);
-        app.step(Action::Grown(b, r));
+        app.step_here(Action::Grown(b, r));
         let _ = screen(&app);
         check(&app, true).unwrap();
         let d = app.data.as_ref().unwrap();
@@ -704,9 +746,9 @@ fn a_recording_read_again_never_keeps_a_stale_tree_or_path() {
     let r3 = r("r3", (1..41).collect(), vec![50, 51, 70]);
     let load = |text: String| processed(&text);
     let mut app = App::new("follow", Settings::default(), Theme { color: true });
-    app.step(Action::Resize(120, 40));
+    app.step_here(Action::Resize(120, 40));
     let (b, res) = load(format!("{head}{r1}{r3}"));
-    app.step(Action::Processed(b, res));
+    app.step_here(Action::Processed(b, res));
     // The cursor deep in r1's context, the tree opened on every request.
     cmds(&mut app, &[Command::Home, Command::Right, Command::Right]);
     let steps = [
@@ -721,9 +763,9 @@ fn a_recording_read_again_never_keeps_a_stale_tree_or_path() {
         let overlay = [Command::Why, Command::Palette, Command::EditPriority][k % 3];
         cmds(&mut app, &[overlay]);
         let (b, res) = load(text);
-        app.step(Action::Grown(b, res));
+        app.step_here(Action::Grown(b, res));
         // In the priority editor: a change, so that Enter re-runs.
-        app.step(Action::Input('J'));
+        app.step_here(Action::Input('J'));
         let _ = screen(&app);
         check(&app, true).unwrap_or_else(|e| panic!("after version {k}: {e}"));
         for c in [
@@ -756,13 +798,13 @@ fn the_row_view_survives_new_results_under_it() {
     let end = "{\"kind\":\"closure\",\"execution\":\"e\",\"t\":5,\"status\":\"completed\",\"artifact\":\"a\",\"version\":1}\n{\"kind\":\"assessment\",\"execution\":\"e\",\"artifact\":\"a\",\"version\":1,\"status\":\"valid\",\"score\":1.0,\"t\":6}\n";
     let load = |text: String| processed(&text);
     let mut app = App::new("follow", Settings::default(), Theme { color: true });
-    app.step(Action::Resize(120, 40));
+    app.step_here(Action::Resize(120, 40));
     let (b, res) = load(format!("{head}{}{end}", r("r1", (10..200).collect())));
-    app.step(Action::Processed(b, res));
+    app.step_here(Action::Processed(b, res));
     cmds(&mut app, &[Command::Row, Command::End]);
     assert!(matches!(app.overlay, Overlay::Row(at) if at > 0));
     let (b, res) = load(format!("{head}{}{end}", r("r1", vec![10, 11])));
-    app.step(Action::Grown(b, res));
+    app.step_here(Action::Grown(b, res));
     let _ = screen(&app);
     check(&app, true).unwrap();
     assert!(matches!(app.overlay, Overlay::Row(0)));
@@ -777,9 +819,9 @@ fn the_dashboard_survives_a_shorter_recording() {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let load = |n: usize| processed(&lines[..n].concat());
     let mut app = App::new("growing", Settings::default(), Theme { color: true });
-    app.step(Action::Resize(160, 45));
+    app.step_here(Action::Resize(160, 45));
     let (b, r) = load(lines.len());
-    app.step(Action::Processed(b, r));
+    app.step_here(Action::Processed(b, r));
     cmds(&mut app, &[Command::Dashboard]);
     for _ in 0..5 {
         cmds(&mut app, &[Command::End, Command::FocusNext]);
@@ -789,7 +831,7 @@ fn the_dashboard_survives_a_shorter_recording() {
     };
     assert!(before.bar[2] > 1, "{before:?}");
     let (b, r) = load(14);
-    app.step(Action::Grown(b, r));
+    app.step_here(Action::Grown(b, r));
     let _ = screen(&app);
     check(&app, true).unwrap();
     let Overlay::Dashboard(after) = app.overlay else {
@@ -812,8 +854,8 @@ fn the_change_line_under_a_key_burst_names_the_settings_it_compares() {
     let f = &fixtures()[0];
     for reversed in [false, true] {
         let mut app = App::new(f.name, Settings::default(), Theme { color: true });
-        app.step(Action::Resize(160, 45));
-        app.step(Action::Processed(
+        app.step_here(Action::Resize(160, 45));
+        app.step_here(Action::Processed(
             Arc::clone(&f.batch),
             Box::new(f.results.clone()),
         ));

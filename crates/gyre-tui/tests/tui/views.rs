@@ -192,7 +192,7 @@ fn the_priority_editor_reorders_and_drops_classes() {
         Action::Input(' '),
         Action::Cmd(C::Enter),
     ] {
-        app.step(a);
+        app.step_here(a);
     }
     use gyre_engine::admit::Class::*;
     assert_eq!(app.settings.priority, vec![Sub, Main, SubSummary]);
@@ -204,10 +204,10 @@ fn the_priority_editor_reorders_and_drops_classes() {
     // The last listed class cannot be dropped.
     cmds(&mut app, &[C::EditPriority]);
     for a in [Action::Input(' '), Action::Input('j'), Action::Input(' ')] {
-        app.step(a);
+        app.step_here(a);
     }
-    app.step(Action::Input('j'));
-    app.step(Action::Input(' '));
+    app.step_here(Action::Input('j'));
+    app.step_here(Action::Input(' '));
     let Overlay::Priority(e) = &app.overlay else {
         panic!("editor open")
     };
@@ -245,9 +245,8 @@ fn settings_changes_show_what_moved() {
 fn re_runs_happen_off_the_ui_thread() {
     let mut app = demo_app(160, 45, true);
     let (jobs, rx) = Jobs::channel();
-    app.jobs = Some(jobs);
     let generation = app.sel.generation;
-    cmds(&mut app, &[C::SeedUp, C::SeedUp]);
+    cmds_on(&mut app, &jobs, &[C::SeedUp, C::SeedUp]);
     assert!(app.rerunning());
     assert!(screen(&app).contains("re-running…"));
     assert_eq!(
@@ -255,7 +254,7 @@ fn re_runs_happen_off_the_ui_thread() {
         "the old results stay on screen"
     );
     // Two re-runs were asked for; only the one of the current settings is installed.
-    pump_until(&mut app, &rx, |app| !app.rerunning());
+    pump_until(&mut app, &jobs, &rx, |app| !app.rerunning());
     assert_eq!(app.data.as_ref().unwrap().results.settings.seed, 2);
     assert_eq!(app.sel.generation, generation + 1);
     assert!(!screen(&app).contains("re-running…"));
@@ -265,8 +264,8 @@ fn re_runs_happen_off_the_ui_thread() {
 fn search_lists_results_from_every_execution_as_you_type() {
     let mut app = demo_app(160, 45, true);
     cmds(&mut app, &[C::Search]);
-    app.step(Action::Input('r'));
-    app.step(Action::Input('1'));
+    app.step_here(Action::Input('r'));
+    app.step_here(Action::Input('1'));
     let s = screen(&app);
     assert!(s.contains("matches in 4 executions"), "{s}");
     insta::assert_snapshot!("search_results", s);
@@ -304,8 +303,8 @@ fn run_keys_and_go_to_position() {
     assert_eq!(cursor(&app), first_target);
     // `:3` goes to position 3 (1-based): the cursor is on path position 2.
     cmds(&mut app, &[C::Palette]);
-    app.step(Action::Input('3'));
-    app.step(Action::Cmd(C::Enter));
+    app.step_here(Action::Input('3'));
+    app.step_here(Action::Cmd(C::Enter));
     assert_eq!(cursor(&app), 2);
     assert!(why_text(&app).contains("position 3/"), "{}", why_text(&app));
     // Nothing left out at J_max 5: the key says so.
@@ -392,7 +391,7 @@ fn small_terminals_say_what_they_need_and_zoom_gives_a_pane_the_screen() {
         "{s}"
     );
     insta::assert_snapshot!("too_small", s);
-    app.step(Action::Resize(80, 24));
+    app.step_here(Action::Resize(80, 24));
     app.focus = Pane::Tokens;
     cmds(&mut app, &[C::Zoom]);
     let a = app.areas();
@@ -406,9 +405,9 @@ fn messages_fade_and_esc_clears_them() {
     let mut app = demo_app(160, 45, true);
     cmds(&mut app, &[C::DrawNext]);
     assert!(app.message.is_some());
-    app.step(Action::Tick(Instant::now()));
+    app.step_here(Action::Tick(Instant::now()));
     assert!(app.message.is_some(), "not yet");
-    app.step(Action::Tick(Instant::now() + Duration::from_secs(7)));
+    app.step_here(Action::Tick(Instant::now() + Duration::from_secs(7)));
     assert!(app.message.is_none());
     cmds(&mut app, &[C::DrawNext, C::Escape]);
     assert!(app.message.is_none());
@@ -417,8 +416,8 @@ fn messages_fade_and_esc_clears_them() {
 #[test]
 fn loading_names_its_phase_and_an_empty_recording_says_so() {
     let mut app = App::new("big.jsonl", Settings::default(), Theme { color: true });
-    app.step(Action::Resize(100, 30));
-    app.step(Action::Progress(Phase::Admitting, 12, 32));
+    app.step_here(Action::Resize(100, 30));
+    app.step_here(Action::Progress(Phase::Admitting, 12, 32));
     assert!(screen(&app).contains("scoring and admitting: 12/32 executions"));
     let batch = load_bytes(
         "empty.jsonl",
@@ -431,10 +430,10 @@ fn loading_names_its_phase_and_an_empty_recording_says_so() {
         &Settings::default(),
         gyre_engine::score::AdvantageMode::DrGrpo,
     );
-    app.step(Action::Processed(Arc::new(batch), Box::new(results)));
+    app.step_here(Action::Processed(Arc::new(batch), Box::new(results)));
     assert_eq!(app.load, Load::Ready);
     for c in gyre_tui::keys::BINDINGS.iter().map(|b| b.command) {
-        app.step(Action::Cmd(c));
+        app.step_here(Action::Cmd(c));
     }
     assert!(screen(&app).contains("the input holds no execution"));
 }
@@ -454,7 +453,7 @@ fn a_terminal_smaller_than_the_app_knows_is_drawn_cut_not_out_of_bounds() {
         C::EditPriority,
     ] {
         let mut app = demo_app(98, 40, true);
-        app.step(Action::Text(wide.clone()));
+        app.step_here(Action::Text(wide.clone()));
         cmds(&mut app, &[overlay]);
         let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(98, 15)).unwrap();
         t.draw(|f| gyre_tui::ui::render(&app, f)).unwrap();

@@ -238,9 +238,8 @@ fn the_dashboard_counts_every_token_and_jumps_to_examples() {
 fn the_lens_is_worked_out_in_the_background_with_progress() {
     let mut app = app();
     let (jobs, rx) = Jobs::channel();
-    app.jobs = Some(jobs);
-    cmds(&mut app, &[C::SeedUp]);
-    pump_until(&mut app, &rx, |app| {
+    cmds_on(&mut app, &jobs, &[C::SeedUp]);
+    pump_until(&mut app, &jobs, &rx, |app| {
         !app.rerunning() && app.whatif().is_some()
     });
     let w = app.whatif().unwrap();
@@ -252,15 +251,15 @@ fn the_lens_is_worked_out_in_the_background_with_progress() {
     colour_to(&mut app, ColorMode::Lens);
     assert!(!screen(&app).contains("lens computing"));
     // A priority change makes the lens stale until the new one arrives.
-    cmds(&mut app, &[C::Priority]);
-    pump_until(&mut app, &rx, |app| !app.rerunning());
+    cmds_on(&mut app, &jobs, &[C::Priority]);
+    pump_until(&mut app, &jobs, &rx, |app| !app.rerunning());
     let new = Settings {
         seed: 1,
         priority: app.settings.priority.clone(),
         ..Settings::default()
     };
     assert_eq!(app.data.as_ref().unwrap().results.settings, new);
-    pump_until(&mut app, &rx, |app| app.whatif().is_some());
+    pump_until(&mut app, &jobs, &rx, |app| app.whatif().is_some());
     assert_eq!(app.whatif().unwrap().options.priority, new.priority);
 }
 
@@ -280,7 +279,7 @@ fn a_what_if_for_settings_left_behind_is_dropped() {
         gyre_tui::whatif::WhatIf::options_for(&old, 16),
         &|_, _| {},
     );
-    app.step(gyre_tui::app::Action::WhatIf(std::sync::Arc::new(stale)));
+    app.step_here(gyre_tui::app::Action::WhatIf(std::sync::Arc::new(stale)));
     assert!(std::sync::Arc::ptr_eq(
         app.whatif_done.as_ref().unwrap(),
         &current
@@ -376,11 +375,10 @@ fn the_lens_progress_shows_beside_what_a_change_did() {
     let mut app = app();
     colour_to(&mut app, ColorMode::Lens);
     let (jobs, rx) = Jobs::channel();
-    app.jobs = Some(jobs);
-    cmds(&mut app, &[C::SeedUp]);
+    cmds_on(&mut app, &jobs, &[C::SeedUp]);
     // The re-run lands (and starts the new lens): the status line says what changed and that
     // the lens colouring waits for the worker.
-    pump_until(&mut app, &rx, |app| !app.rerunning());
+    pump_until(&mut app, &jobs, &rx, |app| !app.rerunning());
     assert!(app.whatif().is_none());
     let status = screen(&app)
         .lines()
@@ -392,7 +390,7 @@ fn the_lens_progress_shows_beside_what_a_change_did() {
         status.contains("lens: looking through 16 seeds…"),
         "{status}"
     );
-    pump_until(&mut app, &rx, |app| app.whatif().is_some());
+    pump_until(&mut app, &jobs, &rx, |app| app.whatif().is_some());
     let status = screen(&app)
         .lines()
         .nth(app.size.1 as usize - 2)
