@@ -26,13 +26,10 @@ use super::keys::Command;
 use super::layout::{Areas, NARROW, areas};
 use super::overlay::{self, Edit, ExportPrompt, Field, Overlay, PriorityEditor};
 use super::palette::Parsed;
-use super::pane::assessments::AssessmentsPane;
-use super::pane::detail::{DetailPane, Subject};
-use super::pane::executions::ExecutionsPane;
-use super::pane::replay::ReplayPane;
-use super::pane::tokens::{PathView, TokensPane};
-use super::pane::tree::{Landmark, TreePane};
-use super::pane::{Ctx, Effect, Pane, PaneView};
+use super::pane::detail::Subject;
+use super::pane::tokens::PathView;
+use super::pane::tree::Landmark;
+use super::pane::{Ctx, Effect, Pane, PaneView, Panes};
 use super::path::PathIndex;
 use super::search::Search;
 use super::theme::Theme;
@@ -115,18 +112,8 @@ pub struct App {
     pub detail: bool,
     /// The shared selection.
     pub sel: Selection,
-    /// Executions pane.
-    pub execs: ExecutionsPane,
-    /// Tree pane.
-    pub tree: TreePane,
-    /// Tokens pane.
-    pub tokens: TokensPane,
-    /// Replay pane.
-    pub replay: ReplayPane,
-    /// Assessments pane.
-    pub assess: AssessmentsPane,
-    /// Detail pane.
-    pub detail_pane: DetailPane,
+    /// The panes' own state.
+    pub panes: Panes,
     /// Search over every execution.
     pub search: Search,
     /// Quit requested.
@@ -211,12 +198,7 @@ impl App {
             boundaries: true,
             detail: true,
             sel: Selection::default(),
-            execs: ExecutionsPane::default(),
-            tree: TreePane::default(),
-            tokens: TokensPane::default(),
-            replay: ReplayPane::default(),
-            assess: AssessmentsPane::default(),
-            detail_pane: DetailPane::default(),
+            panes: Panes::default(),
             search: Search::default(),
             quit: false,
             text: TokenText::none(),
@@ -282,18 +264,6 @@ impl App {
         )
     }
 
-    /// The state of pane `p`, for drawing (`Panes::split` is the mutable side).
-    pub fn pane(&self, p: Pane) -> &dyn PaneView {
-        match p {
-            Pane::Executions => &self.execs,
-            Pane::Tree => &self.tree,
-            Pane::Replay => &self.replay,
-            Pane::Assessments => &self.assess,
-            Pane::Tokens => &self.tokens,
-            Pane::Detail => &self.detail_pane,
-        }
-    }
-
     /// The lens and sweep of the results on screen, once worked out.
     pub fn whatif(&self) -> Option<&WhatIf> {
         current_whatif(&self.data, &self.whatif_done, self.lens_seeds)
@@ -326,7 +296,7 @@ impl App {
 
     /// The path on screen, when there is one for the selection.
     pub fn path(&self) -> Option<&PathView> {
-        self.tokens.view(&self.sel)
+        self.panes.tokens.view(&self.sel)
     }
 
     /// A re-run is under way: the results on screen are of earlier settings.
@@ -338,7 +308,7 @@ impl App {
 
     /// What the detail pane is about.
     pub fn subject(&self) -> Subject {
-        match (self.focus, self.assess.selected, self.sel.request) {
+        match (self.focus, self.panes.assess.selected, self.sel.request) {
             (Pane::Assessments, Some(i), _) => Subject::Assessment(i),
             (_, _, Some(r)) => Subject::Request(r),
             _ => Subject::Nothing,
@@ -364,7 +334,7 @@ impl App {
                         s.min(overlay::help_max_scroll(&self.theme, self.areas().full)),
                     );
                 }
-                self.tokens.resized();
+                self.panes.tokens.resized();
             }
             Action::Progress(phase, done, total) => {
                 if let Load::Loading { .. } = self.load {
@@ -386,7 +356,7 @@ impl App {
                 self.tokenizer = t.label().to_string();
                 self.text = t;
                 self.text_loading = None;
-                self.tokens.resized();
+                self.panes.tokens.resized();
             }
             Action::TextLoading(name) => {
                 self.tokenizer = format!("ids while {name} loads…");
@@ -715,61 +685,42 @@ impl App {
         }
     }
 
-    /// Runs `f` on pane `which` with its context (disjoint borrows of `self`).
+    /// The pane context and the panes, borrowed apart: the one place the context is built for
+    /// panes to change. It carries no token path (the tokens pane owns it: see
+    /// [`App::on_pane`]).
+    fn split(&mut self) -> (Option<Ctx<'_>>, &mut Panes) {
+        let view = self.view();
+        let extra = extra(
+            &self.data,
+            &self.whatif_done,
+            &self.pinned,
+            self.lens_seeds,
+            self.subject(),
+            None,
+            &self.search,
+        );
+        let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view, extra);
+        (ctx, &mut self.panes)
+    }
+
+    /// Runs `f` on pane `which` with its context, which carries the token path on screen for
+    /// every pane but the tokens pane.
     fn on_pane<R>(
         &mut self,
         which: Pane,
         f: impl FnOnce(&Ctx, &mut dyn PaneView) -> R,
     ) -> Option<R> {
-        let view = self.view();
-        let subject = self.subject();
-        let extra = extra(
-            &self.data,
-            &self.whatif_done,
-            &self.pinned,
-            self.lens_seeds,
-            subject,
-            None,
-            &self.search,
-        );
-        let mut panes = Panes {
-            execs: &mut self.execs,
-            tree: &mut self.tree,
-            tokens: &mut self.tokens,
-            replay: &mut self.replay,
-            assess: &mut self.assess,
-            detail: &mut self.detail_pane,
-        };
-        let (path, pane) = panes.split(which, &self.sel);
-        let extra = Extra { path, ..extra };
-        let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view, extra)?;
-        Some(f(&ctx, pane))
+        let sel = self.sel;
+        let (ctx, panes) = self.split();
+        let ctx = ctx?;
+        let (path, pane) = panes.split(which, &sel);
+        Some(f(&Ctx { path, ..ctx }, pane))
     }
 
-    /// Runs `f` with the pane context and the panes, for what one pane alone does (disjoint
-    /// borrows of `self`).
+    /// Runs `f` with the pane context and the panes, for what one pane alone does.
     fn with_ctx<R>(&mut self, f: impl FnOnce(&Ctx, &mut Panes) -> R) -> Option<R> {
-        let view = self.view();
-        let subject = self.subject();
-        let extra = extra(
-            &self.data,
-            &self.whatif_done,
-            &self.pinned,
-            self.lens_seeds,
-            subject,
-            None,
-            &self.search,
-        );
-        let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view, extra)?;
-        let mut panes = Panes {
-            execs: &mut self.execs,
-            tree: &mut self.tree,
-            tokens: &mut self.tokens,
-            replay: &mut self.replay,
-            assess: &mut self.assess,
-            detail: &mut self.detail_pane,
-        };
-        Some(f(&ctx, &mut panes))
+        let (ctx, panes) = self.split();
+        Some(f(&ctx?, panes))
     }
 
     /// Applies an effect (open an execution, show a request at a position, a replay step…)
@@ -913,7 +864,7 @@ impl App {
             Command::Zoom => {
                 self.zoom = !self.zoom;
                 self.zoom_forced = false;
-                self.tokens.resized();
+                self.panes.tokens.resized();
             }
             Command::DrawNext if self.sel.step >= self.draws() => {
                 self.say(format!(
@@ -932,7 +883,7 @@ impl App {
             Command::DrawFirst => self.apply(Effect::Step(0)),
             Command::DrawLast => self.apply(Effect::Step(self.draws())),
             Command::ReplayLog => {
-                let m = self.replay.toggle_mode();
+                let m = self.panes.replay.toggle_mode();
                 self.say(m);
             }
             Command::Why => self.open_why(),
@@ -961,7 +912,7 @@ impl App {
                 if !self.areas().order().contains(&self.focus) {
                     self.focus = Pane::Tokens;
                 }
-                self.tokens.resized();
+                self.panes.tokens.resized();
             }
             Command::SeedUp | Command::SeedDown => {
                 let old = self.settings.seed;
@@ -1013,7 +964,7 @@ impl App {
             }
             Command::Undo | Command::Redo => self.undo_redo(c == Command::Undo),
             Command::Sort => {
-                self.execs.next_sort();
+                self.panes.execs.next_sort();
                 self.sync();
                 self.say_sorted();
             }
@@ -1053,7 +1004,7 @@ impl App {
                 let counts = self.with_ctx(|ctx, p| p.tree.counts(ctx));
                 self.overlay = Overlay::GoTo(counts.unwrap_or_default());
             }
-            Command::GoNext | Command::GoPrev => match self.tree.landmark {
+            Command::GoNext | Command::GoPrev => match self.panes.tree.landmark {
                 Some(kind) => self.goto(kind, c == Command::GoNext),
                 None => self.say(
                     "no kind chosen yet: ' then a letter picks one (c compaction, s sub-agent, \
@@ -1062,6 +1013,7 @@ impl App {
             },
             Command::TreeFilter => {
                 let now = self
+                    .panes
                     .tree
                     .filter
                     .as_ref()
@@ -1109,7 +1061,7 @@ impl App {
     fn tree_filter(&mut self, query: &str) {
         let effects = self.with_ctx(|ctx, p| p.tree.set_filter(ctx, Some(query)));
         self.apply_all(effects.unwrap_or_default());
-        if self.tree.filter.is_some() && self.focus != Pane::Tree {
+        if self.panes.tree.filter.is_some() && self.focus != Pane::Tree {
             self.focus_pane(Pane::Tree);
         }
     }
@@ -1167,7 +1119,7 @@ impl App {
         if beside && self.zoom && self.zoom_forced {
             self.zoom = false;
             self.zoom_forced = false;
-            self.tokens.resized();
+            self.panes.tokens.resized();
         }
         if beside || (self.zoom && self.shown_zoomed(p)) {
             self.focus = p;
@@ -1175,7 +1127,7 @@ impl App {
             self.focus = p;
             self.zoom = true;
             self.zoom_forced = true;
-            self.tokens.resized();
+            self.panes.tokens.resized();
             self.say(format!(
                 "pane {} zoomed: no room for it beside the others at {} columns (z goes back)",
                 p.number(),
@@ -1188,10 +1140,10 @@ impl App {
     /// largest) may be scrolled away; the status line names it and how to get there.
     fn say_sorted(&mut self) {
         let Some(d) = &self.data else { return };
-        let (rows, row) = (&self.execs.rows, self.execs.row);
+        let (rows, row) = (&self.panes.execs.rows, self.panes.execs.row);
         let Some(&first) = rows.first() else { return };
-        let by = self.execs.sort.name();
-        let m = if row == 0 || self.execs.offset == 0 {
+        let by = self.panes.execs.sort.name();
+        let m = if row == 0 || self.panes.execs.offset == 0 {
             format!("executions by {by}")
         } else {
             format!(
@@ -1222,7 +1174,7 @@ impl App {
             self.zoom = false;
             self.zoom_forced = false;
             self.focus = Pane::Tokens;
-            self.tokens.resized();
+            self.panes.tokens.resized();
         }
         self.apply_all(effects);
     }
@@ -1299,7 +1251,7 @@ impl App {
         let highlighted = (self.focus == Pane::Replay)
             .then(|| {
                 let ctx = self.ctx()?;
-                self.replay.selected_request(&ctx)
+                self.panes.replay.selected_request(&ctx)
             })
             .flatten();
         let under_cursor = (self.focus == Pane::Tokens)
@@ -2050,38 +2002,4 @@ fn build_ctx<'a>(
         path: extra.path,
         search: extra.search,
     })
-}
-
-/// The panes, borrowed apart from the rest of the app.
-pub struct Panes<'a> {
-    /// Executions.
-    pub execs: &'a mut ExecutionsPane,
-    /// Tree.
-    pub tree: &'a mut TreePane,
-    /// Tokens.
-    pub tokens: &'a mut TokensPane,
-    /// Replay.
-    pub replay: &'a mut ReplayPane,
-    /// Assessments.
-    pub assess: &'a mut AssessmentsPane,
-    /// Detail.
-    pub detail: &'a mut DetailPane,
-}
-
-impl Panes<'_> {
-    /// Pane `which`, with the token path on screen for it to read (none for the tokens pane,
-    /// which owns it): the one place a [`Pane`] is mapped to its state.
-    fn split(&mut self, which: Pane, sel: &Selection) -> (Option<&PathIndex>, &mut dyn PaneView) {
-        fn path<'a>(tokens: &'a TokensPane, sel: &Selection) -> Option<&'a PathIndex> {
-            tokens.view(sel).map(|v| &v.index)
-        }
-        match which {
-            Pane::Tokens => (None, &mut *self.tokens),
-            Pane::Executions => (path(self.tokens, sel), &mut *self.execs),
-            Pane::Tree => (path(self.tokens, sel), &mut *self.tree),
-            Pane::Replay => (path(self.tokens, sel), &mut *self.replay),
-            Pane::Assessments => (path(self.tokens, sel), &mut *self.assess),
-            Pane::Detail => (path(self.tokens, sel), &mut *self.detail),
-        }
-    }
 }

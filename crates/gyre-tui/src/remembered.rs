@@ -57,7 +57,7 @@ impl Remembered {
                 ColorMode::Flips => ColorMode::Claims,
                 c => c,
             },
-            sort: app.execs.sort,
+            sort: app.panes.execs.sort,
         }
     }
 
@@ -328,9 +328,9 @@ impl Memory {
                 parts.push(format!("colour {}", r.colour.name()));
                 app.colour = r.colour;
             }
-            if r.sort != app.execs.sort {
+            if r.sort != app.panes.execs.sort {
                 parts.push(format!("sort {}", r.sort.name()));
-                app.execs.sort = r.sort;
+                app.panes.execs.sort = r.sort;
             }
             if !parts.is_empty() {
                 app.step(Action::Message(format!(
@@ -474,7 +474,7 @@ mod tests {
             for colour in ColorMode::ALL {
                 let app = {
                     let mut app = App::new("t", Settings::default(), Theme { color: false });
-                    app.execs.sort = sort;
+                    app.panes.execs.sort = sort;
                     app.colour = colour;
                     app
                 };
@@ -496,7 +496,7 @@ mod tests {
                 app.settings.jmax = 6;
                 app.advantage = AdvantageMode::None;
                 app.colour = ColorMode::Lens;
-                app.execs.next_sort();
+                app.panes.execs.next_sort();
             },
         );
         assert_eq!(
@@ -516,7 +516,7 @@ mod tests {
         let mut app = app_for(&o);
         memory.apply(&mut app);
         assert_eq!(
-            (app.advantage, app.colour, app.execs.sort),
+            (app.advantage, app.colour, app.panes.execs.sort),
             (AdvantageMode::None, ColorMode::Lens, SortKey::Status)
         );
         assert_eq!(

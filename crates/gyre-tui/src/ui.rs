@@ -81,7 +81,7 @@ pub fn draw(app: &App, buf: &mut Buffer) {
     for pane in Pane::ALL {
         let area = a.of(pane);
         if area.width > 0 {
-            app.pane(pane).render(&ctx, area, buf);
+            app.panes.get(pane).render(&ctx, area, buf);
         }
     }
     // The why line under the token path belongs to no pane (it never takes the focus).

@@ -3,8 +3,8 @@
 //!
 //! Every pane implements [`PaneView`]; [`Pane`] names them and [`Pane::ALL`] orders them, and
 //! the app dispatches keys, clicks, the wheel, syncing and drawing through the trait, so a new
-//! pane is one file plus its entry in [`Pane`], its rectangle in the layout and its field in the
-//! app ([`App::pane`](super::app::App::pane)).
+//! pane is one file plus its entry in [`Pane`], its rectangle in the layout and its field in
+//! [`Panes`].
 //!
 //! Panes never reach into each other. They read the shared [`Ctx`] and answer a command with
 //! [`Effect`]s — "open execution 3", "show request r7 at position 812" — which
@@ -44,6 +44,57 @@ use detail::Subject;
 
 use crate::vocab::Selection;
 pub use crate::vocab::{Effect, Pane};
+
+/// Every pane's own state, owned by the app: the one place a [`Pane`] is mapped to its state.
+#[derive(Default)]
+pub struct Panes {
+    /// Executions.
+    pub execs: executions::ExecutionsPane,
+    /// Tree.
+    pub tree: tree::TreePane,
+    /// Tokens.
+    pub tokens: tokens::TokensPane,
+    /// Replay.
+    pub replay: replay::ReplayPane,
+    /// Assessments.
+    pub assess: assessments::AssessmentsPane,
+    /// Detail.
+    pub detail: detail::DetailPane,
+}
+
+impl Panes {
+    /// The state of pane `p`, for drawing.
+    pub fn get(&self, p: Pane) -> &dyn PaneView {
+        match p {
+            Pane::Executions => &self.execs,
+            Pane::Tree => &self.tree,
+            Pane::Replay => &self.replay,
+            Pane::Assessments => &self.assess,
+            Pane::Tokens => &self.tokens,
+            Pane::Detail => &self.detail,
+        }
+    }
+
+    /// Pane `which` to change, with the token path on screen for it to read (none for the
+    /// tokens pane, which owns it).
+    pub fn split(
+        &mut self,
+        which: Pane,
+        sel: &Selection,
+    ) -> (Option<&PathIndex>, &mut dyn PaneView) {
+        fn path<'a>(tokens: &'a tokens::TokensPane, sel: &Selection) -> Option<&'a PathIndex> {
+            tokens.view(sel).map(|v| &v.index)
+        }
+        match which {
+            Pane::Tokens => (None, &mut self.tokens),
+            Pane::Executions => (path(&self.tokens, sel), &mut self.execs),
+            Pane::Tree => (path(&self.tokens, sel), &mut self.tree),
+            Pane::Replay => (path(&self.tokens, sel), &mut self.replay),
+            Pane::Assessments => (path(&self.tokens, sel), &mut self.assess),
+            Pane::Detail => (path(&self.tokens, sel), &mut self.detail),
+        }
+    }
+}
 
 /// One pane: its state, its answer to keys, clicks and the wheel, and its drawing, each a
 /// function of the shared [`Ctx`] and the pane's own state.

@@ -17,7 +17,9 @@ use crate::common::*;
 fn highlight_another_candidate(app: &mut App) -> u32 {
     cmds(app, &[Command::Jump(3), Command::DrawFirst]);
     for _ in 0..20 {
-        let r = app.ctx().and_then(|ctx| app.replay.selected_request(&ctx));
+        let r = app
+            .ctx()
+            .and_then(|ctx| app.panes.replay.selected_request(&ctx));
         if let Some(r) = r.filter(|&r| Some(r) != app.sel.request) {
             return r;
         }
@@ -228,10 +230,10 @@ fn after_a_sort_the_status_line_names_the_first_row() {
         assert!(m.starts_with("executions by "), "{m}");
         said.push(m);
     }
-    let first = app.execs.rows[0];
+    let first = app.panes.execs.rows[0];
     let id = &app.data.as_ref().unwrap().batch.executions[first].id;
     assert!(
-        said.iter().any(|m| m.contains(&format!("first {id}"))) || app.execs.offset == 0,
+        said.iter().any(|m| m.contains(&format!("first {id}"))) || app.panes.execs.offset == 0,
         "{said:?}"
     );
 }

@@ -232,17 +232,17 @@ fn replay_and_detail_scroll_no_further_than_their_text() {
             cmds(&mut app, &[C::Down]);
         }
         let at_end = if pane == Pane::Replay {
-            app.replay.scroll
+            app.panes.replay.scroll
         } else {
-            app.detail_pane.scroll
+            app.panes.detail.scroll
         };
         assert!(at_end < 40, "{pane:?} scrolled to {at_end}");
         cmds(&mut app, &[C::Home]);
         cmds(&mut app, &[C::End]);
         let end = if pane == Pane::Replay {
-            app.replay.scroll
+            app.panes.replay.scroll
         } else {
-            app.detail_pane.scroll
+            app.panes.detail.scroll
         };
         assert_eq!(end, at_end, "{pane:?}: End goes to the same place");
         // The pane still shows text there.
@@ -268,7 +268,7 @@ fn an_empty_filter_says_so_and_the_title_names_the_filter_first() {
     let mut app = demo_app(120, 35, true);
     // all → scored → dummy → excluded → J_max reached: nothing in the demo stops at J_max.
     cmds(&mut app, &[C::Filter, C::Filter, C::Filter, C::Filter]);
-    assert!(app.execs.rows.is_empty());
+    assert!(app.panes.execs.rows.is_empty());
     let s = screen(&app);
     assert!(s.contains("Executions 0/4 · J_max reached ·"), "{s}");
     assert!(s.contains("no execution matches filter"), "{s}");
@@ -276,7 +276,7 @@ fn an_empty_filter_says_so_and_the_title_names_the_filter_first() {
     app.focus = Pane::Executions;
     cmds(&mut app, &[C::Down, C::End, C::Enter]);
     cmds(&mut app, &[C::Filter]);
-    assert_eq!(app.execs.rows.len(), 4);
+    assert_eq!(app.panes.execs.rows.len(), 4);
 }
 
 #[test]

@@ -215,10 +215,10 @@ fn the_filter_keeps_the_matches_and_the_items_above_them() {
         want.contains(&app.sel.request.unwrap()),
         "a match is selected"
     );
-    let rows = app.tree.visible();
+    let rows = app.panes.tree.visible();
     let shown: BTreeSet<u32> = rows
         .iter()
-        .filter_map(|p| app.tree.rtree.request_of(p))
+        .filter_map(|p| app.panes.tree.rtree.request_of(p))
         .collect();
     assert!(want.is_subset(&shown));
     // Every row is a match or leads to one.
@@ -238,7 +238,7 @@ fn the_filter_keeps_the_matches_and_the_items_above_them() {
     assert!(seen.iter().all(|r| want.contains(r)) || seen.is_empty());
     // An empty filter clears it.
     filter(&mut app, "");
-    assert!(app.tree.filter.is_none());
+    assert!(app.panes.tree.filter.is_none());
     assert_eq!(message(&app), "tree filter cleared");
 }
 

@@ -224,20 +224,20 @@ fn search_finds_request_ids_and_tokens_in_every_execution() {
 fn executions_sort_filter_and_mouse() {
     let mut app = demo_app(160, 45, true);
     cmds(&mut app, &[C::Filter, C::Filter, C::Filter]);
-    assert_eq!(app.execs.filter.name(), "excluded");
-    assert_eq!(app.execs.rows.len(), 1);
+    assert_eq!(app.panes.execs.filter.name(), "excluded");
+    assert_eq!(app.panes.execs.rows.len(), 1);
     let s = screen(&app);
     assert!(s.contains("excluded: open"));
     cmds(&mut app, &[C::Filter, C::Filter, C::Sort, C::Sort, C::Sort]);
-    assert_eq!(app.execs.sort.name(), "L_i");
+    assert_eq!(app.panes.execs.sort.name(), "L_i");
     // Click the second execution row (border + header above it).
     let a = app.areas();
     app.step_here(Action::Click(a.execs.x + 2, a.execs.y + 3));
     assert_eq!(app.focus, Pane::Executions);
-    assert_eq!(app.sel.exec, app.execs.rows[1]);
+    assert_eq!(app.sel.exec, app.panes.execs.rows[1]);
     // Keyboard selection works too.
     cmds(&mut app, &[C::Home]);
-    assert_eq!(app.sel.exec, app.execs.rows[0]);
+    assert_eq!(app.sel.exec, app.panes.execs.rows[0]);
 }
 
 #[test]
@@ -246,13 +246,13 @@ fn tree_navigation_and_click() {
     app.focus = Pane::Tree;
     let _ = render(&app);
     cmds(&mut app, &[C::Home]);
-    assert!(app.tree.selected.len() == 1, "header selected");
+    assert!(app.panes.tree.selected.len() == 1, "header selected");
     cmds(&mut app, &[C::Down]);
     let d = app.data.as_ref().unwrap();
     let r1 = d.batch.executions[app.sel.exec]
         .request_index("r1")
         .unwrap();
-    assert_eq!(app.tree.selected_request(), Some(r1));
+    assert_eq!(app.panes.tree.selected_request(), Some(r1));
     assert_eq!(path_request(&app), Some(r1));
     // r3 (a retry of r2) is nested under r1; r2 continues the line below it. Click r2.
     let _ = render(&app);
@@ -263,19 +263,19 @@ fn tree_navigation_and_click() {
         exec.request_index("r2").unwrap(),
         exec.request_index("r3").unwrap(),
     );
-    assert_eq!(app.tree.selected_request(), Some(r2));
+    assert_eq!(app.panes.tree.selected_request(), Some(r2));
     // Keys: up goes to r3, nested under r1.
     cmds(&mut app, &[C::Up]);
-    assert_eq!(app.tree.selected_request(), Some(r3));
-    assert_eq!(app.tree.selected.len(), 3);
+    assert_eq!(app.panes.tree.selected_request(), Some(r3));
+    assert_eq!(app.panes.tree.selected.len(), 3);
     // Left on a leaf goes to its parent; Left on an open parent closes it.
     cmds(&mut app, &[C::Left]);
-    assert_eq!(app.tree.selected_request(), Some(r1));
+    assert_eq!(app.panes.tree.selected_request(), Some(r1));
     cmds(&mut app, &[C::Left]);
-    assert!(!app.tree.opened.contains(&app.tree.selected));
+    assert!(!app.panes.tree.opened.contains(&app.panes.tree.selected));
     cmds(&mut app, &[C::Down]);
     assert_eq!(
-        app.tree.selected_request(),
+        app.panes.tree.selected_request(),
         Some(r2),
         "r3 hidden once r1 is closed"
     );

@@ -248,8 +248,8 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
         return Err(format!("execution {} of {n}", sel.exec));
     }
     let exec = &d.batch.executions[sel.exec];
-    if app.tree.rtree.places.len() != exec.requests.len()
-        || (deep && app.tree.rtree.display != RequestTree::new(exec).display)
+    if app.panes.tree.rtree.places.len() != exec.requests.len()
+        || (deep && app.panes.tree.rtree.display != RequestTree::new(exec).display)
     {
         return Err("the tree shown is not the selected execution's".into());
     }
@@ -280,26 +280,26 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
         if v.index.len > 0 && v.cursor >= v.index.len {
             return Err(format!("cursor {} ≥ path length {}", v.cursor, v.index.len));
         }
-        if app.tree.selected_request() != Some(r) {
+        if app.panes.tree.selected_request() != Some(r) {
             return Err(format!(
                 "tree selects {:?}, the path is of {r}",
-                app.tree.selected_request()
+                app.panes.tree.selected_request()
             ));
         }
     } else if !exec.requests.is_empty() {
         return Err("an execution with requests has one selected".into());
     }
-    if app.execs.rows.iter().any(|&i| i >= n) {
+    if app.panes.execs.rows.iter().any(|&i| i >= n) {
         return Err("an executions row outside the batch".into());
     }
-    if !app.execs.rows.is_empty() && app.execs.row >= app.execs.rows.len() {
+    if !app.panes.execs.rows.is_empty() && app.panes.execs.row >= app.panes.execs.rows.len() {
         return Err(format!(
             "executions row {} of {}",
-            app.execs.row,
-            app.execs.rows.len()
+            app.panes.execs.row,
+            app.panes.execs.rows.len()
         ));
     }
-    if let Some(i) = app.assess.selected {
+    if let Some(i) = app.panes.assess.selected {
         if i >= exec.assessments.len() {
             return Err(format!("assessment {i} of {}", exec.assessments.len()));
         }

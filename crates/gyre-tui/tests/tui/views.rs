@@ -94,7 +94,7 @@ fn the_whole_draw_log_scrolls_and_marks_the_step() {
             C::DrawNext,
         ],
     );
-    assert_eq!(app.replay.mode, Mode::Log);
+    assert_eq!(app.panes.replay.mode, Mode::Log);
     let s = screen(&app);
     for want in [
         "draw 1/4  class main",
@@ -109,9 +109,12 @@ fn the_whole_draw_log_scrolls_and_marks_the_step() {
     // End stops at the last line: the stop line is on screen, at the bottom or above.
     cmds(&mut app, &[C::Zoom, C::End]);
     assert!(screen(&app).contains("stopped: no candidate"));
-    let before = app.replay.scroll;
+    let before = app.panes.replay.scroll;
     cmds(&mut app, &[C::End, C::PageDown, C::Down]);
-    assert_eq!(app.replay.scroll, before, "no scrolling past the last line");
+    assert_eq!(
+        app.panes.replay.scroll, before,
+        "no scrolling past the last line"
+    );
 }
 
 #[test]
