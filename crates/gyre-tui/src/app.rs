@@ -20,10 +20,10 @@ use gyre_engine::score::AdvantageMode;
 use gyre_engine::stats::{self, Breakdown, Totals};
 use gyre_text::TokenText;
 
-use super::dashboard::{Dash, Go};
 use super::history::History;
 use super::keys::Command;
 use super::layout::{Areas, NARROW, areas};
+use super::overlay::dashboard::{Dash, Go};
 use super::overlay::{self, Edit, ExportPrompt, Field, Overlay, PriorityEditor};
 use super::palette::Parsed;
 use super::pane::detail::Subject;
@@ -1209,11 +1209,11 @@ impl App {
     /// on its first flip.
     fn open_compared(&mut self, at: usize) {
         let Some(c) = self.comparison() else { return };
-        let listed = super::compare::listed(&c.diff);
+        let listed = super::overlay::compare::listed(&c.diff);
         let Some(&exec) = listed.get(at) else { return };
         let flip = self
             .ctx()
-            .and_then(|ctx| super::compare::first_flip(&ctx, &c.diff, exec));
+            .and_then(|ctx| super::overlay::compare::first_flip(&ctx, &c.diff, exec));
         self.overlay = Overlay::None;
         self.colour = ColorMode::Flips;
         match flip {
@@ -1313,7 +1313,7 @@ impl App {
                 let at = *at;
                 let n = self
                     .comparison()
-                    .map_or(0, |c| super::compare::listed(&c.diff).len());
+                    .map_or(0, |c| super::overlay::compare::listed(&c.diff).len());
                 let last = n.saturating_sub(1);
                 let new = match c {
                     Command::Up => at.saturating_sub(1),
@@ -1347,7 +1347,7 @@ impl App {
                 let at = *at;
                 let new = self
                     .ctx()
-                    .map_or(0, |ctx| super::row::scroll(&ctx, full, at, c));
+                    .map_or(0, |ctx| super::overlay::row::scroll(&ctx, full, at, c));
                 self.overlay = Overlay::Row(new);
             }
             (Overlay::Dashboard(_), Command::Dashboard | Command::Escape) => {

@@ -7,9 +7,7 @@
 //! message needs it, and draws only then.
 
 pub mod app;
-pub mod compare;
 pub mod copy;
-mod dashboard;
 pub mod follow;
 pub mod history;
 mod input;
@@ -21,7 +19,6 @@ pub mod palette;
 pub mod pane;
 pub mod path;
 pub mod remembered;
-pub mod row;
 mod search;
 mod text;
 pub mod theme;

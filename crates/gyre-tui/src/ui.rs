@@ -113,7 +113,7 @@ pub fn draw(app: &App, buf: &mut Buffer) {
         Overlay::Why {
             request, scroll, ..
         } => overlay::why(&ctx, *request, *scroll, a.full, buf),
-        Overlay::Compare(at) => super::compare::render(
+        Overlay::Compare(at) => super::overlay::compare::render(
             &ctx,
             app.comparison().map(|c| &c.diff),
             (
@@ -126,8 +126,8 @@ pub fn draw(app: &App, buf: &mut Buffer) {
             a.full,
             buf,
         ),
-        Overlay::Row(at) => super::row::render(&ctx, *at, a.full, buf),
-        Overlay::Dashboard(d) => super::dashboard::render(
+        Overlay::Row(at) => super::overlay::row::render(&ctx, *at, a.full, buf),
+        Overlay::Dashboard(d) => super::overlay::dashboard::render(
             &ctx,
             app.breakdown(),
             app.whatif(),

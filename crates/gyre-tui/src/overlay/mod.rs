@@ -1,15 +1,18 @@
-//! Overlays over the panes: help (keys and a glossary), the search field with its results list,
-//! the export prompt, the command palette, the copy menu, the priority editor and "why (not) drawn", one file each
-//! behind the [`Overlay`] enum (the compare view, the row view and the dashboard have their own
-//! modules beside this one).
+//! Overlays over the panes, one file each behind the [`Overlay`] enum: help (keys and a
+//! glossary), the search field with its results list, the export prompt, the command palette,
+//! the copy, open-outside and go-to menus, the priority editor, "why (not) drawn", the compare
+//! view (`compare.rs`), the trainer's-eye row (`row.rs`) and the dashboard (`dashboard.rs`).
 
+pub mod compare;
 mod copy;
+pub(crate) mod dashboard;
 mod export;
 mod goto;
 mod help;
 mod outside;
 mod palette;
 mod priority;
+pub mod row;
 mod search;
 mod why;
 
@@ -29,9 +32,9 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
 
 use super::copy::CopyItem;
-use super::dashboard::Dash;
 use super::keys::Command;
 use super::pane::wrap;
+use dashboard::Dash;
 
 /// A line of text being typed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

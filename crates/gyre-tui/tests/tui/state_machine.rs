@@ -324,7 +324,7 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
         Overlay::Compare(at) => {
             let listed = app
                 .comparison()
-                .map_or(0, |c| gyre_tui::compare::listed(&c.diff).len());
+                .map_or(0, |c| gyre_tui::overlay::compare::listed(&c.diff).len());
             if *at > 0 && *at >= listed {
                 return Err(format!("compare row {at} of {listed}"));
             }
@@ -335,7 +335,7 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
         Overlay::Row(at) => {
             let len = app
                 .ctx()
-                .and_then(|ctx| gyre_tui::row::row(&ctx))
+                .and_then(|ctx| gyre_tui::overlay::row::row(&ctx))
                 .map_or(0, |r| r.loss_mask.len());
             if *at > 0 && *at as usize >= len {
                 return Err(format!("row view at response token {at} of {len}"));

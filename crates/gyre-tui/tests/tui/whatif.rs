@@ -130,7 +130,7 @@ fn a_pin_compares_settings_and_colours_the_flips() {
     }
     insta::assert_snapshot!("compare_view", s);
     // Enter opens the first listed execution on its first flip, coloured by flips.
-    let first = gyre_tui::compare::listed(&diff)[0];
+    let first = gyre_tui::overlay::compare::listed(&diff)[0];
     cmds(&mut app, &[C::Enter]);
     assert_eq!(app.overlay, Overlay::None);
     assert_eq!(app.sel.exec, first);

@@ -15,10 +15,10 @@ use ratatui::widgets::{
 
 use gyre_engine::stats::{Breakdown, Example};
 
-use super::keys::Command;
-use super::pane::{Ctx, Effect, fit, sanitize};
-use super::theme::Theme;
-use super::whatif::{SWEEP_JMAX, WhatIf};
+use crate::keys::Command;
+use crate::pane::{Ctx, Effect, fit, sanitize};
+use crate::theme::Theme;
+use crate::whatif::{SWEEP_JMAX, WhatIf};
 
 /// The charts, in Tab order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
 use gyre_engine::diff::Diff;
 use gyre_engine::report::diff_lines;
 
-use super::overlay::centered;
-use super::pane::{Ctx, fit, wrap};
+use super::centered;
+use crate::pane::{Ctx, fit, wrap};
 
 /// Executions (indices into the batch) the compare view lists, in order.
 pub fn listed(diff: &Diff) -> Vec<usize> {

@@ -13,10 +13,10 @@ use unicode_width::UnicodeWidthStr;
 use gyre_engine::export::{self, Row};
 use gyre_engine::score::Outcome;
 
-use super::keys::Command;
-use super::overlay::centered;
-use super::pane::{Ctx, fit, sanitize};
-use super::theme::Theme;
+use super::centered;
+use crate::keys::Command;
+use crate::pane::{Ctx, fit, sanitize};
+use crate::theme::Theme;
 
 /// The draw whose row is shown: the replay step, else draw 1.
 pub fn draw_shown(ctx: &Ctx) -> u32 {
