@@ -2,9 +2,10 @@
 //!
 //! State lives in [`app::App`] and changes only through [`app::App::step`]; [`ui::render`]
 //! draws it, one file per pane under [`pane`]. Keys come from the one table in [`keys`].
-//! Loading, engine re-runs, search and exports run on worker threads that report back through
-//! the run loop, so the screen stays live; the loop sleeps until a key, a report or a fading
-//! message needs it, and draws only then.
+//! `step` starts no thread: engine re-runs, the lens, search and exports are [`work::Task`]s it
+//! returns, which the run loop hands to worker threads (as it does the loading); their reports
+//! come back through the loop, so the screen stays live. The loop sleeps until a key, a report
+//! or a fading message needs it, and draws only then. The parts speak the words of [`vocab`].
 
 pub mod app;
 pub mod copy;
