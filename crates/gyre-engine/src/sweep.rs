@@ -14,9 +14,9 @@ use serde::Serialize;
 
 use super::admit::{Class, Drawn, Prepared, Settings, drawable_nodes, trainable_node};
 use super::execution::Execution;
-use super::export::dummy_leaf;
 use super::load::Batch;
 use super::score::{self, Exclusion, Outcome};
+use crate::rows::dummy_leaf;
 
 /// What to sweep.
 #[derive(Clone, Debug, PartialEq, Eq)]

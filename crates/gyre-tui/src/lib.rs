@@ -176,7 +176,7 @@ fn load_text(opts: &Options, batch: &Batch, jobs: &Jobs) {
         (None, None) => return,
     };
     jobs.send(Action::TextLoading(name));
-    match gyre_text::resolve_tokenizer(opts.tokenizer.as_deref(), batch) {
+    match gyre_text::resolve_tokenizer(opts.tokenizer.as_deref(), batch.tokenizer_spec()) {
         Ok(t) => {
             // Build the id → text table here, not on the first frame that shows text.
             let _ = t.decode(&[0]);
