@@ -38,7 +38,6 @@ use super::path::PathIndex;
 use super::search::{Found, Search};
 use super::theme::Theme;
 use super::whatif::{Compare, DEFAULT_SEEDS, Pinned, WhatIf};
-use gyre_engine::admit::{jmax_text, priority_text};
 use gyre_format::named::Named;
 
 /// How long a status message stays.
@@ -2110,24 +2109,7 @@ impl App {
 /// `J_max 5 → 10`, `seed 0 → 2 · priority main>sub → main`.
 pub fn settings_change(from: (&Settings, AdvantageMode), to: (&Settings, AdvantageMode)) -> String {
     let ((a, a_adv), (b, b_adv)) = (from, to);
-    let mut parts = Vec::new();
-    if a.seed != b.seed {
-        parts.push(format!("seed {} → {}", a.seed, b.seed));
-    }
-    if a.jmax != b.jmax {
-        parts.push(format!(
-            "J_max {} → {}",
-            jmax_text(a.jmax),
-            jmax_text(b.jmax)
-        ));
-    }
-    if a.priority != b.priority {
-        parts.push(format!(
-            "priority {} → {}",
-            priority_text(&a.priority),
-            priority_text(&b.priority)
-        ));
-    }
+    let mut parts: Vec<String> = a.differing(b).map(|s| s.change(a, b)).collect();
     if a_adv != b_adv {
         parts.push(format!(
             "advantage {} → {}",
