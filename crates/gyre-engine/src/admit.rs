@@ -147,7 +147,7 @@ pub const SETTINGS: [Setting; 3] = [
         parse: |s, v| {
             s.seed = v.trim().parse().map_err(|_| {
                 format!(
-                    "seed={v:?} is not a seed (a whole number from 0 to {})",
+                    "seed={v:?} is not a seed: a seed is a whole number from 0 to {}",
                     u64::MAX
                 )
             })?;
@@ -165,7 +165,10 @@ pub const SETTINGS: [Setting; 3] = [
         default: "5",
         parse: |s, v| {
             s.jmax = v.trim().parse().map_err(|_| {
-                format!("jmax={v:?} is not a count (draws per execution: 0 = uncapped, 1, 2, …)")
+                format!(
+                    "jmax={v:?} is not a count: J_max is a number of draws per execution: 0 \
+                     (uncapped), 1, 2, …"
+                )
             })?;
             Ok(())
         },
