@@ -95,6 +95,8 @@ def test_python_blocks_that_cannot_run_name_what_exists(code):
             module = importlib.import_module(node.module)
             for a in node.names:
                 names[a.asname or a.name] = resolve(f"m.{a.name}", {"m": module})
+    # A block that goes on from an earlier one of its page uses `gyre` as that one imported it.
+    names.setdefault("gyre", importlib.import_module("gyre"))
     used = {dotted(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     checked = 0
     for path in sorted(p for p in used if p and p.split(".")[0] in names):
@@ -103,7 +105,7 @@ def test_python_blocks_that_cannot_run_name_what_exists(code):
             continue
         resolve(path, names)
         checked += 1
-    assert checked or names, "the block uses nothing of gyre"
+    assert checked, "the block uses nothing of gyre"
 
 
 def test_the_no_run_check_finds_a_missing_name():
