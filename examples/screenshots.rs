@@ -187,7 +187,7 @@ fn render(app: &App) -> Buffer {
 fn demo(size: (u16, u16)) -> App {
     let demo = Demo::default();
     let batch = load_bytes(demo.file_name(), demo.bytes(), &LoadOptions::default()).unwrap();
-    let text = gyre_text::resolve_tokenizer(None, &batch).unwrap();
+    let text = gyre_text::resolve_tokenizer(None, batch.tokenizer_spec()).unwrap();
     let mut app = App::new(
         format!("demo: {}", demo.file_name()),
         Settings::default(),

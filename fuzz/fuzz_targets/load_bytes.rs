@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let results = gyre_engine::process(&batch, &settings, AdvantageMode::Grpo);
     let mut rows = Vec::new();
-    gyre_engine::export::write_rows(&batch, &results, &mut rows).expect("rows go to memory");
+    gyre_engine::export::jsonl::write_rows(&batch, &results, &mut rows).expect("rows go to memory");
     for row in rows.split(|&b| b == b'\n').filter(|r| !r.is_empty()) {
         serde_json::from_slice::<serde_json::Value>(row).expect("every row is JSON");
     }

@@ -23,6 +23,7 @@ Admit it while it is written (online RL), one step of whole groups at a time::
     for step in gyre.follow("run.jsonl", executions=64, group_size=8, seed=3):
         ...                           # a Rows, like Batch.admit's
 
+``gyre.trainers`` turns rows into what each trainer's step consumes (``gyre.trainers.verl(step)``);
 ``gyre.ray`` admits a batch spread over many files on a Ray cluster with the same result.
 """
 
@@ -43,6 +44,10 @@ from ._gyre import (
     shard_of,
     split,
 )
+
+# The adapters need NumPy alone (each trainer is imported when its adapter runs), so
+# `gyre.trainers.verl(rows)` works after `import gyre` as docs/trainers.md writes it.
+from . import trainers
 
 __all__ = [
     "Batch",

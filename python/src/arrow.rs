@@ -1,5 +1,5 @@
 //! The rows as an Arrow C stream (the PyCapsule stream protocol): pyarrow, polars and the
-//! Hugging Face `datasets` loaders take the record batches `engine::parquet` builds without
+//! Hugging Face `datasets` loaders take the record batches `engine::export::parquet` builds without
 //! copying them again.
 
 use std::ops::Range;
@@ -10,8 +10,8 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use gyre_engine::Results;
+use gyre_engine::export::parquet;
 use gyre_engine::load::Batch;
-use gyre_engine::parquet;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 

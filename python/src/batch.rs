@@ -4,10 +4,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gyre_engine::admit::{Settings, parse_priority};
-use gyre_engine::export::{self, Row};
+use gyre_engine::admit::Settings;
+use gyre_engine::export;
 use gyre_engine::load::{self as engine_load, LoadError as EngineLoadError, LoadOptions};
 use gyre_engine::report;
+use gyre_engine::rows::{self, Row};
 use gyre_engine::score::{AdvantageMode, Outcome};
 use gyre_engine::{self as eng, Results, lens, shard, steps, why};
 use gyre_format::named::Named;
@@ -151,38 +152,30 @@ impl Batch {
     }
 }
 
-/// Admission settings from the Python arguments.
+/// Admission settings from the Python keyword arguments, each named by its key in the engine's
+/// table of settings (`admit::SETTINGS`) and read by that table's parser: a number as its
+/// digits, a list of class names joined by commas, a string as it is.
 pub(crate) fn settings(
     seed: i128,
     jmax: i128,
     priority: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Settings> {
-    let seed = u64::try_from(seed)
-        .map_err(|_| value_error(format!("seed must be an integer in 0..2^64, not {seed}")))?;
-    let jmax = u32::try_from(jmax).map_err(|_| {
-        value_error(format!(
-            "jmax must be an integer in 0..2^32 (0 = uncapped), not {jmax}"
-        ))
-    })?;
-    let priority = match priority.filter(|p| !p.is_none()) {
-        None => Settings::default().priority,
-        Some(p) => {
-            let text = if let Ok(s) = p.cast::<PyString>() {
-                s.to_str()?.to_owned()
-            } else {
-                let names: Vec<String> = p.extract().map_err(|_| {
-                    value_error("priority must be a list of class names or \"main,sub,…\"")
-                })?;
-                names.join(",")
-            };
-            parse_priority(&text).map_err(|e| value_error(format!("priority: {e}")))?
-        }
-    };
-    Ok(Settings {
-        seed,
-        jmax,
-        priority,
-    })
+    let mut out = Settings::default();
+    let mut set = |key: &str, text: &str| out.set(key, text).map_err(value_error);
+    set("seed", &seed.to_string())?;
+    set("jmax", &jmax.to_string())?;
+    if let Some(p) = priority.filter(|p| !p.is_none()) {
+        let text = if let Ok(s) = p.cast::<PyString>() {
+            s.to_str()?.to_owned()
+        } else {
+            let names: Vec<String> = p.extract().map_err(|_| {
+                value_error("priority must be a list of class names or \"main,sub,…\"")
+            })?;
+            names.join(",")
+        };
+        set("priority", &text)?;
+    }
+    Ok(out)
 }
 
 pub(crate) fn advantage_mode(s: &str) -> PyResult<AdvantageMode> {
@@ -334,7 +327,7 @@ impl Rows {
         let mut n = 0;
         starts.push(0);
         for &i in execs.iter() {
-            n += export::row_size(&batch, &results, i).0;
+            n += rows::row_size(&batch, &results, i).0;
             starts.push(n);
         }
         let (step_rows, step_targets) = step.unwrap_or_else(|| {
@@ -375,7 +368,7 @@ impl Rows {
 
     /// The rows of `execs[k]`, with this view's `B`.
     fn exec_rows(&self, k: usize) -> Vec<Row> {
-        let mut rows = export::execution_rows(&self.batch, &self.results, self.execs[k]);
+        let mut rows = rows::execution_rows(&self.batch, &self.results, self.execs[k]);
         for r in &mut rows {
             r.batch_executions = self.b;
         }
@@ -644,7 +637,7 @@ impl Rows {
                 execs
                     .par_iter()
                     .flat_map_iter(|&i| {
-                        export::execution_rows(batch, results, i)
+                        rows::execution_rows(batch, results, i)
                             .into_iter()
                             .map(|r| steps::coefficients(&r.loss_mask, r.weight, b))
                     })
@@ -703,14 +696,17 @@ impl Rows {
     /// The admission settings: `seed`, `jmax`, `priority`, `advantage`.
     #[getter]
     fn settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = &self.results.settings;
         let d = PyDict::new(py);
-        d.set_item("seed", s.seed)?;
-        d.set_item("jmax", s.jmax)?;
-        d.set_item(
-            "priority",
-            s.priority.iter().map(|c| c.name()).collect::<Vec<_>>(),
-        )?;
+        for (key, value) in self
+            .results
+            .settings
+            .to_json()
+            .as_object()
+            .into_iter()
+            .flatten()
+        {
+            d.set_item(key, from_json(py, value)?)?;
+        }
         d.set_item("advantage", self.results.advantage_mode.name())?;
         Ok(d)
     }
@@ -819,16 +815,13 @@ impl Rows {
     }
 
     fn __repr__(&self) -> String {
-        let s = &self.results.settings;
         format!(
-            "Rows({}{} rows from {} executions, B = {}, seed {}, J_max {}, priority {})",
+            "Rows({}{} rows from {} executions, B = {}, {})",
             if self.whole { "" } else { "step or shard: " },
             self.len(),
             self.execs.len(),
             self.b,
-            s.seed,
-            report::jmax_text(s.jmax),
-            report::priority_text(&s.priority)
+            self.results.settings.said(", ")
         )
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Nothing here decides anything: recording goes through `engine::recorder`, loading through
 //! `engine::load`, following a growing recording through `engine::follow`, admission through
-//! `engine::process` (or `engine::shard`), rows through `engine::export` and `engine::parquet`. This crate converts between Python and Rust values,
+//! `engine::process` (or `engine::shard`), rows through `engine::rows` and `engine::export` (JSONL and Parquet). This crate converts between Python and Rust values,
 //! turns every error into a Python exception with the engine's message, and never lets a Rust
 //! panic reach Python as anything but a `RuntimeError`.
 

@@ -173,3 +173,27 @@ def test_numpy_overloads_give_arrays_to_the_type_checker(tmp_path):
     wrong = mypy(bad)
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert wrong.stdout.count("Incompatible types in assignment") == 2, wrong.stdout
+
+
+def test_the_admission_keywords_are_the_engines_settings():
+    """`Batch.admit` and `follow` take one keyword per entry of the engine's table of settings
+    (`admit::SETTINGS`, whose keys and defaults `Rows.settings` gives), with its default: a new
+    setting fails here until the signatures and the stub name it."""
+    from conftest import DEMO
+
+    defaults = gyre.load(DEMO).admit(advantage="none").settings
+    del defaults["advantage"]
+    stub = stub_names()
+    for name, runtime, stubbed in [
+        ("Batch.admit", gyre.Batch.admit, next(n for n in stub["Batch"].body if getattr(n, "name", "") == "admit")),
+        ("follow", gyre.follow, stub["follow"]),
+    ]:
+        params = {p: d for p, kind, d in runtime_params(runtime) if kind == "keyword"}
+        stub_params_ = {p for p, kind, _ in stub_params(stubbed) if kind == "keyword"}
+        for key, default in defaults.items():
+            assert key in params, f"{name} has no keyword {key}"
+            assert key in stub_params_, f"the stub's {name} has no keyword {key}"
+            # `priority=None` stands for the table's default list.
+            assert params[key] in (default, None), f"{name}({key}={params[key]!r}), table {default!r}"
+        explicit = gyre.load(DEMO).admit(advantage="none", **defaults).settings
+        assert explicit == {**defaults, "advantage": "none"}

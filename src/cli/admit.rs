@@ -57,7 +57,8 @@ pub fn run(args: AdmitArgs) -> Result<ExitCode> {
         _ => {
             let stdout = io::stdout().lock();
             let mut w = io::BufWriter::with_capacity(1 << 20, stdout);
-            export::write_rows(&batch, &results, &mut w).wrap_err("writing rows to stdout")?;
+            export::jsonl::write_rows(&batch, &results, &mut w)
+                .wrap_err("writing rows to stdout")?;
         }
     }
     Ok(ExitCode::SUCCESS)

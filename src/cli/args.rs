@@ -4,7 +4,7 @@
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -26,33 +26,16 @@ pub struct InputArgs {
     pub lenient: bool,
 }
 
-/// Admission settings (docs/format.md §5).
-#[derive(Args, Debug)]
+/// Admission settings (docs/format.md §5): one flag per entry of the engine's table of settings
+/// ([`admit::SETTINGS`]: name, help, default and parser come from there).
+#[derive(Clone, Debug)]
 pub struct AdmissionArgs {
-    /// Seed of the draws (each execution's draws depend only on it and the execution).
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = parse_seed)]
-    pub seed: u64,
-    /// Maximum draws per execution; 0 = uncapped.
-    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = parse_jmax)]
-    pub jmax: u32,
-    /// Class priority, highest first; classes left out are never drawn.
-    #[arg(long, default_value = "main,main-summary,sub,sub-summary", value_parser = parse_priority)]
-    pub priority: Priority,
+    settings: Settings,
 }
 
 /// A whole `--priority` list (one argument, comma-separated).
 #[derive(Clone, Debug)]
 pub struct Priority(pub Vec<Class>);
-
-fn parse_seed(s: &str) -> Result<u64, String> {
-    s.parse()
-        .map_err(|_| "a seed is a whole number from 0 to 18446744073709551615".to_owned())
-}
-
-fn parse_jmax(s: &str) -> Result<u32, String> {
-    s.parse()
-        .map_err(|_| "J_max is a number of draws per execution: 0 (uncapped), 1, 2, …".to_owned())
-}
 
 /// Parses a `--priority` list.
 pub fn parse_priority(s: &str) -> Result<Priority, String> {
@@ -62,11 +45,49 @@ pub fn parse_priority(s: &str) -> Result<Priority, String> {
 impl AdmissionArgs {
     /// The engine's settings.
     pub fn settings(&self) -> Settings {
-        Settings {
-            seed: self.seed,
-            jmax: self.jmax,
-            priority: self.priority.0.clone(),
+        self.settings.clone()
+    }
+}
+
+impl Args for AdmissionArgs {
+    fn augment_args(cmd: Command) -> Command {
+        admit::SETTINGS.iter().fold(cmd, |cmd, s| {
+            let parse = s.parse;
+            cmd.arg(
+                Arg::new(s.key)
+                    .long(s.key)
+                    .help(s.help)
+                    .value_name(s.value_name)
+                    .default_value(s.default)
+                    .allow_negative_numbers(true)
+                    // Checked as the flag is read, so clap names the flag in its error.
+                    .value_parser(move |v: &str| {
+                        parse(&mut Settings::default(), v).map(|()| v.to_owned())
+                    }),
+            )
+        })
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for AdmissionArgs {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut settings = Settings::default();
+        for s in &admit::SETTINGS {
+            if let Some(v) = matches.get_one::<String>(s.key) {
+                (s.parse)(&mut settings, v)
+                    .map_err(|e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e))?;
+            }
         }
+        Ok(AdmissionArgs { settings })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
     }
 }
 

@@ -58,11 +58,7 @@ pub struct InspectArgs {
 fn explicit(matches: Option<&ArgMatches>) -> Explicit {
     let given =
         |id: &str| matches.is_some_and(|m| m.value_source(id) == Some(ValueSource::CommandLine));
-    Explicit {
-        seed: given("seed"),
-        jmax: given("jmax"),
-        priority: given("priority"),
-    }
+    Explicit::given(given)
 }
 
 /// The inspector draws on stdout and reads keys from stdin: both must be a terminal. Checked
@@ -165,10 +161,7 @@ mod tests {
         // A flag given with the default value is still given: it wins over what was remembered.
         assert_eq!(
             explicit_of(&["gyre", "inspect", "a.jsonl", "--seed", "0", "--fresh"]),
-            Explicit {
-                seed: true,
-                ..Explicit::default()
-            }
+            Explicit::given(|k| k == "seed")
         );
         assert_eq!(
             explicit_of(&[
@@ -179,11 +172,7 @@ mod tests {
                 "--priority",
                 "main"
             ]),
-            Explicit {
-                seed: false,
-                jmax: true,
-                priority: true
-            }
+            Explicit::given(|k| k == "jmax" || k == "priority")
         );
     }
 }

@@ -14,7 +14,7 @@ use gyre_engine::load::Batch;
 use gyre_engine::paint::{ColorMode, ExecView, PathView};
 use gyre_engine::report::outcome_text;
 use gyre_engine::score::AdvantageMode;
-use gyre_engine::{self as eng, Results, export};
+use gyre_engine::{self as eng, Results, rows};
 use gyre_text::{TokenText, sanitize};
 
 /// `gyre show` arguments.
@@ -83,7 +83,7 @@ fn default_path_request(batch: &Batch, results: &Results, i: usize) -> Option<u3
         .draws
         .first()
         .map(|d| d.chosen)
-        .or_else(|| export::dummy_leaf(exec))
+        .or_else(|| rows::dummy_leaf(exec))
         .or_else(|| exec.requests.len().checked_sub(1).map(|r| r as u32))
 }
 
@@ -150,7 +150,8 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
     }
     let text: TokenText = match arg_text {
         Some(t) => t,
-        None => gyre_text::resolve::from_header(&batch).map_err(|e| Invalid::from_report(&e))?,
+        None => gyre_text::resolve::from_header(batch.tokenizer_spec())
+            .map_err(|e| Invalid::from_report(&e))?,
     };
     let exec_lens = seeds.map(|n| {
         let options = LensOptions {

@@ -39,7 +39,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
             }
             // The header's tokenizer file is loaded too: a file that exists but is no
             // tokenizer.json is a problem of the recording, found now rather than in `show`.
-            match gyre_text::resolve::from_header(&batch) {
+            match gyre_text::resolve::from_header(batch.tokenizer_spec()) {
                 Err(e) => {
                     let written = writeln!(out, "{e}");
                     note!("1 problem");

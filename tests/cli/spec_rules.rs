@@ -109,7 +109,7 @@ fn run(src: &str, settings: &Settings) -> (Batch, Results) {
 /// Exported rows (the serialised `gyre/admitted-1` lines) of the whole batch.
 fn rows(batch: &Batch, results: &Results) -> Vec<Value> {
     let mut buf = Vec::new();
-    export::write_rows(batch, results, &mut buf).expect("rows serialise");
+    export::jsonl::write_rows(batch, results, &mut buf).expect("rows serialise");
     String::from_utf8(buf)
         .expect("utf-8")
         .lines()
@@ -1304,7 +1304,7 @@ fn s1_delta_and_full_encodings_export_identical_bytes() {
     let export = |src: &str| {
         let (batch, results) = run(src, &settings);
         let mut buf = Vec::new();
-        export::write_rows(&batch, &results, &mut buf).unwrap();
+        export::jsonl::write_rows(&batch, &results, &mut buf).unwrap();
         (shape(&batch.executions[0]), buf)
     };
     let (full_shape, full_bytes) = export(&full);

@@ -15,9 +15,9 @@ use rand_core::{RngCore, SeedableRng};
 use sha2::{Digest, Sha256};
 
 use super::execution::Execution;
-use super::record::Purpose;
 use super::score::Outcome;
 use super::tree::{NodeId, NodeKind, ROOT};
+use gyre_format::record::Purpose;
 
 /// Role class of a candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,7 +73,8 @@ impl fmt::Display for Class {
     }
 }
 
-/// Admission settings.
+/// Admission settings. Each one is a field here and an entry of [`SETTINGS`], which spells it
+/// everywhere else.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
     /// Base seed (`--seed`).
@@ -84,40 +85,158 @@ pub struct Settings {
     pub priority: Vec<Class>,
 }
 
+/// One admission setting, with every spelling of it: the key (`key=value` in `gyre diff --a`,
+/// the inspector's `:` and remembered settings, JSON reports, the Python keyword argument), the
+/// flag (`--key`) and its help, the default, the one parser of its value, and how a line and
+/// JSON show it. The binary's flags, the inspector, the Python package and [`Settings`]' own
+/// `Default`, `Display`, `to_json` and `set` are built from [`SETTINGS`]; a new setting is a
+/// field of [`Settings`] and an entry there.
+#[derive(Clone, Copy)]
+pub struct Setting {
+    /// The key, also the flag's name (`--jmax`) and the JSON field.
+    pub key: &'static str,
+    /// How a line names it (`J_max`).
+    pub label: &'static str,
+    /// The flag's help (one line).
+    pub help: &'static str,
+    /// The flag's value name in help (`N`).
+    pub value_name: &'static str,
+    /// The default, as [`Setting::parse`] reads it.
+    pub default: &'static str,
+    /// Sets it from text (`3`, `0`, `main>sub` or `main,sub`); the error says what is wrong.
+    pub parse: fn(&mut Settings, &str) -> Result<(), String>,
+    /// Its value as [`Setting::parse`] reads it back.
+    pub value: fn(&Settings) -> String,
+    /// Its value as a line shows it (`uncapped`, `main>sub`).
+    pub text: fn(&Settings) -> String,
+    /// Its value in JSON reports.
+    pub json: fn(&Settings) -> serde_json::Value,
+}
+
+impl fmt::Debug for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Setting({})", self.key)
+    }
+}
+
+impl Setting {
+    /// `J_max 7`: its label and its value in `s`.
+    pub fn said(&self, s: &Settings) -> String {
+        format!("{} {}", self.label, (self.text)(s))
+    }
+
+    /// `J_max 5 → 7`: its change from `from` to `to`.
+    pub fn change(&self, from: &Settings, to: &Settings) -> String {
+        format!("{} → {}", self.said(from), (self.text)(to))
+    }
+
+    /// Whether `a` and `b` differ in it.
+    pub fn differs(&self, a: &Settings, b: &Settings) -> bool {
+        (self.value)(a) != (self.value)(b)
+    }
+}
+
+/// Every admission setting, in the order lines, JSON and help show them.
+pub const SETTINGS: [Setting; 3] = [
+    Setting {
+        key: "seed",
+        label: "seed",
+        help: "Seed of the draws (each execution's draws depend only on it and the execution)",
+        value_name: "SEED",
+        default: "0",
+        parse: |s, v| {
+            s.seed = v.trim().parse().map_err(|_| {
+                format!(
+                    "seed={v:?} is not a seed: a seed is a whole number from 0 to {}",
+                    u64::MAX
+                )
+            })?;
+            Ok(())
+        },
+        value: |s| s.seed.to_string(),
+        text: |s| s.seed.to_string(),
+        json: |s| s.seed.into(),
+    },
+    Setting {
+        key: "jmax",
+        label: "J_max",
+        help: "Maximum draws per execution; 0 = uncapped",
+        value_name: "JMAX",
+        default: "5",
+        parse: |s, v| {
+            s.jmax = v.trim().parse().map_err(|_| {
+                format!(
+                    "jmax={v:?} is not a count: J_max is a number of draws per execution: 0 \
+                     (uncapped), 1, 2, …"
+                )
+            })?;
+            Ok(())
+        },
+        value: |s| s.jmax.to_string(),
+        text: |s| jmax_text(s.jmax),
+        json: |s| s.jmax.into(),
+    },
+    Setting {
+        key: "priority",
+        label: "priority",
+        help: "Class priority, highest first; classes left out are never drawn",
+        value_name: "PRIORITY",
+        default: "main,main-summary,sub,sub-summary",
+        parse: |s, v| {
+            s.priority = parse_priority(&v.replace('>', ","))?;
+            Ok(())
+        },
+        value: |s| {
+            s.priority
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        },
+        text: |s| priority_text(&s.priority),
+        json: |s| {
+            s.priority
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .into()
+        },
+    },
+];
+
 impl Default for Settings {
     fn default() -> Self {
-        Settings {
+        // Every field is then set from its entry's default.
+        let mut s = Settings {
             seed: 0,
-            jmax: 5,
-            priority: Class::DEFAULT_PRIORITY.to_vec(),
+            jmax: 0,
+            priority: Vec::new(),
+        };
+        for setting in &SETTINGS {
+            (setting.parse)(&mut s, setting.default).expect("every default parses");
         }
+        s
     }
 }
 
 impl Settings {
-    /// The keys [`Settings::set`] takes.
-    pub const KEYS: &'static str = "seed, jmax, priority";
+    /// The setting named `key`.
+    pub fn setting(key: &str) -> Option<&'static Setting> {
+        SETTINGS.iter().find(|s| s.key == key)
+    }
+
+    /// The keys [`Settings::set`] takes: `seed, jmax, priority`.
+    pub fn keys() -> String {
+        SETTINGS.map(|s| s.key).join(", ")
+    }
 
     /// Sets one `key=value` setting as `gyre diff --a/--b` and the inspector's `:` take it:
     /// `seed=3`, `jmax=0` (uncapped), `priority=main>sub` (or `main,sub`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        match key {
-            "seed" => {
-                self.seed = value
-                    .parse()
-                    .map_err(|_| format!("seed={value:?} is not a seed"))?
-            }
-            "jmax" => {
-                self.jmax = value
-                    .parse()
-                    .map_err(|_| format!("jmax={value:?} is not a count (0 = uncapped)"))?
-            }
-            "priority" => self.priority = parse_priority(&value.replace('>', ","))?,
-            other => {
-                return Err(format!("unknown key {other:?} (keys: {})", Self::KEYS));
-            }
+        match Self::setting(key) {
+            Some(s) => (s.parse)(self, value),
+            None => Err(format!("unknown key {key:?} (keys: {})", Self::keys())),
         }
-        Ok(())
     }
 
     /// These settings with `seed=1,jmax=2,priority=main>sub` (any subset, comma-separated)
@@ -127,7 +246,7 @@ impl Settings {
         for part in pairs.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part
                 .split_once('=')
-                .ok_or_else(|| format!("{part:?} is not key=value (keys: {})", Self::KEYS))?;
+                .ok_or_else(|| format!("{part:?} is not key=value (keys: {})", Self::keys()))?;
             out.set(k.trim(), v.trim())?;
         }
         Ok(out)
@@ -135,11 +254,24 @@ impl Settings {
 
     /// `{"seed": 0, "jmax": 5, "priority": ["main", …]}`: how JSON reports name them.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "seed": self.seed,
-            "jmax": self.jmax,
-            "priority": self.priority.iter().map(|c| c.name()).collect::<Vec<_>>(),
-        })
+        SETTINGS
+            .iter()
+            .map(|s| (s.key.to_owned(), (s.json)(self)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
+    /// Every setting as a line names it (`seed 0`, `J_max 5`, …), joined by `separator`.
+    pub fn said(&self, separator: &str) -> String {
+        SETTINGS.map(|s| s.said(self)).join(separator)
+    }
+
+    /// The settings in which `self` and `to` differ, in table order.
+    pub fn differing<'a>(
+        &'a self,
+        to: &'a Settings,
+    ) -> impl Iterator<Item = &'static Setting> + 'a {
+        SETTINGS.iter().filter(move |s| s.differs(self, to))
     }
 }
 
@@ -147,13 +279,7 @@ impl Settings {
 /// the settings it shows.
 impl fmt::Display for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "seed {} · J_max {} · priority {}",
-            self.seed,
-            jmax_text(self.jmax),
-            priority_text(&self.priority)
-        )
+        f.write_str(&self.said(" · "))
     }
 }
 

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::execution::Execution;
-use super::record::{Actor, Purpose, Source};
 use super::tree::{NodeId, NodeKind, ROOT};
+use gyre_format::record::{Actor, Purpose, Source};
 
 /// Why a request sits where it does among the execution's requests.
 #[derive(Clone, Debug, PartialEq, Eq)]

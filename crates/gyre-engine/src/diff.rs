@@ -7,12 +7,12 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::Results;
 use super::admit::trainable_node;
 use super::execution::Execution;
 use super::load::Batch;
 use super::loss::target_weight;
 use super::tree::NodeKind;
+use crate::process::Results;
 
 /// One side of a comparison: a loaded batch and what the engine decided for it.
 #[derive(Clone, Copy, Debug)]

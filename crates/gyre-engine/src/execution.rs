@@ -5,11 +5,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::record::{
+use super::tree::{NodeId, NodeKind, ROOT, Tree};
+use gyre_format::record::{
     Actor, AssessmentRecord, ClosureRecord, ExecutionRecord, LineError, Purpose, Record,
     RequestRecord, Source, Span, ToolCall,
 };
-use super::tree::{NodeId, NodeKind, ROOT, Tree};
 
 /// A place in the input: file index (in the order given) and 1-based line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

@@ -35,10 +35,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::consume::{self, Route};
 use super::execution::{Execution, LineRef};
-use super::load::{Batch, Diagnostic, KEPT_DIAGNOSTICS, io_reason, max_line_bytes};
-use super::record::{LineError, Record, parse_line};
+use super::load::Batch;
 use super::score::{self, Exclusion, Outcome, group_key};
+use gyre_format::input::{Diagnostic, KEPT_DIAGNOSTICS, MAX_LINE_ENV, io_reason, max_line_bytes};
+use gyre_format::record::{LineError, Record, parse_line};
 
 /// How to follow: the trainer's group size and step size, and how long past a budget end the
 /// clock must be before an unassessed execution is excluded.
@@ -504,7 +506,7 @@ impl Follower {
                         "line is longer than the limit of {} MiB (set {} to a larger number of \
                          MiB to raise it)",
                         self.max_line >> 20,
-                        super::load::MAX_LINE_ENV
+                        MAX_LINE_ENV
                     ),
                     None,
                 ));
@@ -600,19 +602,23 @@ impl Follower {
             Record::Closure(r) => Some(r.t),
             Record::Header(_) | Record::Unknown(_) => None,
         };
-        let id = match &record {
-            Record::Header(h) => {
-                if at != 1 {
-                    self.warn(at, "header is not on the first line; read anyway".into());
+        let id = match consume::route(&record) {
+            Route::Header(h) => {
+                let dir = self.path.parent().unwrap_or(Path::new(""));
+                let check = consume::check_header(h, at, Some(dir));
+                if let Some(w) = check.warning {
+                    self.warn(at, w);
                 }
-                self.check_tokenizer(h, at)?;
+                if let Some(e) = check.problem {
+                    return Err(self.line_error(at, e));
+                }
                 if self.header.is_none() {
                     self.header = Some((h.clone(), at));
                 }
                 return Ok(());
             }
-            Record::Unknown(_) => return Ok(()),
-            r => r.execution().unwrap_or_default().to_owned(),
+            Route::Ignored => return Ok(()),
+            Route::Execution(id) => id.to_owned(),
         };
         let here = LineRef { file: 0, line: at };
         if self.handed.contains_key(&id) {
@@ -623,17 +629,10 @@ impl Follower {
                 group: None,
                 settled: false,
             });
-            let earlier = held.exec.clash(&record);
             let declares = matches!(record, Record::Execution(_));
-            if let Err(mut e) = held.exec.apply(record, here) {
-                if let Some(first) = earlier {
-                    e.message = format!(
-                        "{} (first at {}:{})",
-                        e.message,
-                        self.path.display(),
-                        first.line
-                    );
-                }
+            let path = &self.path;
+            let place = |first: LineRef| Some(format!("{}:{}", path.display(), first.line));
+            if let Err(e) = consume::apply(&mut held.exec, record, here, &mut Vec::new(), place) {
                 return Err(self.line_error(at, e));
             }
             if declares {
@@ -646,27 +645,6 @@ impl Follower {
             self.settle_by_clock();
         }
         Ok(())
-    }
-
-    /// A header's `tokenizer` path must name a readable file (docs/format.md §7), as the
-    /// loader checks it.
-    fn check_tokenizer(&self, header: &Value, at: u64) -> Result<(), FollowError> {
-        let Some(spec) = header.get("tokenizer") else {
-            return Ok(());
-        };
-        let Some(path) = gyre_format::tokenizer_spec::header_path(spec) else {
-            return Ok(());
-        };
-        let dir = self.path.parent().unwrap_or(Path::new(""));
-        let resolved = gyre_format::tokenizer_spec::resolve_path(dir, path);
-        match gyre_format::tokenizer_spec::check_file(&resolved) {
-            Ok(_) => Ok(()),
-            Err(why) => Err(self.error(
-                at,
-                format!("tokenizer path \"{path}\": {why}"),
-                Some("tokenizer.path".into()),
-            )),
-        }
     }
 
     /// Files execution `id` (whose `execution` record was just read) under its group.
@@ -972,9 +950,9 @@ mod tests {
     use std::io::Write;
 
     use super::*;
-    use crate::export::{Row, execution_rows};
     use crate::load::{LoadOptions, load_bytes};
     use crate::recgen::{self, GenOptions};
+    use crate::rows::{Row, execution_rows};
     use crate::score::AdvantageMode;
 
     /// 64 random executions in groups of 4 with every scoring fate (a request after closure
@@ -1005,7 +983,7 @@ mod tests {
     }
 
     fn rows_of(batch: &Batch) -> Vec<Row> {
-        let results = crate::process(batch, &Default::default(), AdvantageMode::DrGrpo);
+        let results = crate::process::process(batch, &Default::default(), AdvantageMode::DrGrpo);
         (0..batch.executions.len())
             .flat_map(|i| execution_rows(batch, &results, i))
             .collect()
@@ -1091,7 +1069,8 @@ mod tests {
             assert!(f.late().is_empty());
             let all: Vec<u8> = lines.concat();
             let batch = load_bytes("run.jsonl", &all, &LoadOptions::default()).unwrap();
-            let results = crate::process(&batch, &Default::default(), AdvantageMode::DrGrpo);
+            let results =
+                crate::process::process(&batch, &Default::default(), AdvantageMode::DrGrpo);
             let want: Vec<&String> = batch
                 .executions
                 .iter()

@@ -267,11 +267,16 @@ pub fn execution_lens(exec: &Execution, outcome: &Outcome, options: &LensOptions
     }
     let prepared = Prepared::new(exec);
     let mut c = Collect::new(exec, &prepared, options.seeds);
+    // Every other setting at its default, so a new one needs no change here.
+    let uncapped_at = Settings {
+        jmax: 0,
+        priority: options.priority.clone(),
+        ..Settings::default()
+    };
     for s in 0..options.seeds as usize {
         let settings = Settings {
             seed: options.seed.wrapping_add(s as u64),
-            jmax: 0,
-            priority: options.priority.clone(),
+            ..uncapped_at.clone()
         };
         c.add(s, &prepared.run(exec, &settings));
     }

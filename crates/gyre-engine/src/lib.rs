@@ -8,6 +8,7 @@
 pub mod admit;
 pub mod assess;
 pub mod branches;
+pub mod consume;
 pub mod delegation;
 pub mod diff;
 pub mod execution;
@@ -16,11 +17,11 @@ pub mod follow;
 pub mod lens;
 pub mod load;
 pub mod loss;
-#[cfg(feature = "parquet")]
-pub mod parquet;
+pub mod process;
 pub mod provenance;
 pub mod recorder;
 pub mod row_prefix;
+pub mod rows;
 pub mod score;
 pub mod shard;
 pub mod stats;
@@ -38,62 +39,4 @@ pub mod report;
 /// nothing else).
 pub use gyre_format::{record, write};
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use rayon::prelude::*;
-
-use admit::{Admission, Settings};
-use load::Batch;
-use score::{AdvantageMode, Outcome};
-
-/// Everything the engine decides for a batch under given settings.
-#[derive(Clone, Debug)]
-pub struct Results {
-    /// Settings the admission ran with.
-    pub settings: Settings,
-    /// How advantages were computed.
-    pub advantage_mode: AdvantageMode,
-    /// Scoring outcome per execution (same order as [`Batch::executions`]).
-    pub outcomes: Vec<Outcome>,
-    /// Admission (candidates, draw log, claims) per execution.
-    pub admissions: Vec<Admission>,
-    /// Group advantage per execution.
-    pub advantages: Vec<Option<f64>>,
-    /// `B`: scored + dummy executions.
-    pub batch_executions: u64,
-}
-
-/// Scores and admits every execution of `batch` (in parallel; each execution on its own).
-pub fn process(batch: &Batch, settings: &Settings, advantage_mode: AdvantageMode) -> Results {
-    process_with_progress(batch, settings, advantage_mode, &|_, _| {})
-}
-
-/// [`process`], reporting `(executions done, executions in all)` as it goes.
-pub fn process_with_progress(
-    batch: &Batch,
-    settings: &Settings,
-    advantage_mode: AdvantageMode,
-    progress: &(dyn Fn(u64, u64) + Sync),
-) -> Results {
-    let total = batch.executions.len() as u64;
-    let done = AtomicU64::new(0);
-    let (outcomes, admissions): (Vec<Outcome>, Vec<Admission>) = batch
-        .executions
-        .par_iter()
-        .map(|e| {
-            let outcome = score::score(e);
-            let admission = admit::admit(e, &outcome, settings);
-            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-            (outcome, admission)
-        })
-        .unzip();
-    let advantages = score::advantages(&batch.executions, &outcomes, advantage_mode);
-    Results {
-        settings: settings.clone(),
-        advantage_mode,
-        batch_executions: loss::batch_executions(&outcomes),
-        outcomes,
-        admissions,
-        advantages,
-    }
-}
+pub use process::{Results, process, process_with_progress};

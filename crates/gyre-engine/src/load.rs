@@ -19,86 +19,13 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use rayon::prelude::*;
 use serde_json::Value;
 
+use super::consume::{self, Route};
 use super::execution::{Execution, LineRef};
-use super::record::{Deferred, LineError, LineParse, Parsed, Record, parse_line_deferred};
+pub use gyre_format::input::{Diagnostic, KEPT_DIAGNOSTICS};
+use gyre_format::input::{MAX_LINE_ENV, decompress, io_reason, max_line_bytes};
 use gyre_format::prefix::PrefixReader;
+use gyre_format::record::{Deferred, LineError, LineParse, Parsed, Record, parse_line_deferred};
 use gyre_format::sanitize;
-
-/// Problems (and, separately, warnings) kept in full: the first ones by file and line. The rest
-/// are only counted, so a file of a million bad lines costs no more memory than a good one.
-pub const KEPT_DIAGNOSTICS: usize = 1000;
-
-/// Longest line read by default (128 MiB): far above any real record (a 1M-token context is
-/// about 8 MB of JSON), far below what would exhaust memory. `GYRE_MAX_LINE_MB` overrides it.
-pub const DEFAULT_MAX_LINE: usize = 128 << 20;
-
-/// Environment variable that sets the longest line read, in MiB.
-pub const MAX_LINE_ENV: &str = "GYRE_MAX_LINE_MB";
-
-/// The longest line read: [`MAX_LINE_ENV`] when it holds a positive whole number of MiB, else
-/// [`DEFAULT_MAX_LINE`].
-pub fn max_line_bytes() -> usize {
-    std::env::var(MAX_LINE_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&mb| mb > 0)
-        .map_or(DEFAULT_MAX_LINE, |mb| mb.saturating_mul(1 << 20))
-}
-
-/// A problem (or warning) at a place in the input.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Diagnostic {
-    /// File as given.
-    pub file: PathBuf,
-    /// 1-based line; 0 for problems with the file as a whole.
-    pub line: u64,
-    /// What is wrong.
-    pub message: String,
-    /// The field at fault, when known.
-    pub field: Option<String>,
-}
-
-impl Diagnostic {
-    /// The entry that stands for `n` further diagnostics that were counted but not kept (see
-    /// [`KEPT_DIAGNOSTICS`]); it comes last.
-    pub fn omitted(n: u64) -> Diagnostic {
-        Diagnostic {
-            file: PathBuf::new(),
-            line: n,
-            message: String::new(),
-            field: None,
-        }
-    }
-
-    /// For the entry made by [`Diagnostic::omitted`]: how many were left out.
-    pub fn omitted_count(&self) -> Option<u64> {
-        (self.file.as_os_str().is_empty() && self.message.is_empty()).then_some(self.line)
-    }
-}
-
-/// Everything in a diagnostic can come from the input (ids, keys, file names), so all of it
-/// is written through the terminal sanitiser.
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(n) = self.omitted_count() {
-            return write!(
-                f,
-                "… and {n} more (only the first {KEPT_DIAGNOSTICS} are kept)"
-            );
-        }
-        let file = self.file.display().to_string();
-        let (file, message) = (sanitize(&file), sanitize(&self.message));
-        if self.line > 0 {
-            write!(f, "{file}:{}: {message}", self.line)?;
-        } else {
-            write!(f, "{file}: {message}")?;
-        }
-        if let Some(field) = &self.field {
-            write!(f, " ({})", sanitize(field))?;
-        }
-        Ok(())
-    }
-}
 
 /// Loading failed: the input is invalid or unreadable.
 #[derive(Debug)]
@@ -130,7 +57,7 @@ impl LoadError {
             "reading stopped at {file}:{} after {}; the rest of the input was not read \
              (`gyre validate --max-problems 0` reads to the end and counts every problem)",
             last.line,
-            crate::report::plural(self.count() as usize, "problem")
+            gyre_format::note::plural(self.count() as usize, "problem")
         ))
     }
 
@@ -167,7 +94,7 @@ impl fmt::Display for LoadError {
             None => write!(
                 f,
                 "{} in the input",
-                crate::report::plural(count as usize, "problem")
+                gyre_format::note::plural(count as usize, "problem")
             ),
         }
     }
@@ -419,46 +346,6 @@ fn open<'a>(input: &Input<'a>, done: &Arc<AtomicU64>) -> io::Result<Box<dyn BufR
             done: Arc::clone(done),
         },
     ))
-}
-
-/// Wraps `raw` in a gzip or zstd decoder when its first bytes are their magic numbers (the
-/// content decides, not the file name).
-pub fn decompress<'a, R: BufRead + Send + 'a>(
-    mut raw: R,
-) -> io::Result<Box<dyn BufRead + Send + 'a>> {
-    let magic = raw.fill_buf()?;
-    Ok(if magic.starts_with(&[0x1f, 0x8b]) {
-        Box::new(BufReader::with_capacity(
-            1 << 16,
-            flate2::bufread::MultiGzDecoder::new(raw),
-        ))
-    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        Box::new(BufReader::with_capacity(
-            1 << 16,
-            zstd::stream::read::Decoder::with_buffer(raw)?,
-        ))
-    } else {
-        Box::new(raw)
-    })
-}
-
-/// A short reason for an I/O error (no OS error numbers).
-pub fn io_reason(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => "no such file".into(),
-        io::ErrorKind::PermissionDenied => "permission denied".into(),
-        io::ErrorKind::IsADirectory => "is a directory".into(),
-        io::ErrorKind::UnexpectedEof => {
-            "the file ends inside a compressed block (cut short?)".into()
-        }
-        _ => {
-            let s = e.to_string();
-            match s.find(" (os error") {
-                Some(i) => s[..i].to_owned(),
-                None => s,
-            }
-        }
-    }
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -754,8 +641,8 @@ fn reader_for<'a>(readers: &'a mut Readers, agent: &str) -> &'a mut PrefixReader
     &mut readers[0].1
 }
 
-/// A record that could not be applied: where, why, and where the record it clashes with is.
-type ApplyError = (LineRef, LineError, Option<LineRef>);
+/// A record that could not be applied: where and why.
+type ApplyError = (LineRef, LineError);
 
 /// One execution taken out of its slot with the records a chunk has for it.
 type Work = (usize, Execution, Vec<(Record, LineRef)>);
@@ -876,23 +763,6 @@ impl Loader {
         self.warnings.push(at.file, d);
     }
 
-    /// A header's `tokenizer` path must name a regular file of reasonable size (docs/format.md §7); it is
-    /// only checked here, loaded by whoever shows text.
-    fn check_tokenizer(&self, header: &Value, at: LineRef) -> Option<Diagnostic> {
-        let spec = header.get("tokenizer")?;
-        let dir = self.dirs[at.file as usize].as_deref()?;
-        let path = gyre_format::tokenizer_spec::header_path(spec)?;
-        let resolved = gyre_format::tokenizer_spec::resolve_path(dir, path);
-        let why = gyre_format::tokenizer_spec::check_file(&resolved).err()?;
-        Some(self.diag(
-            at,
-            LineError {
-                message: format!("tokenizer path \"{path}\": {why}"),
-                field: Some("tokenizer.path".into()),
-            },
-        ))
-    }
-
     /// Applies a chunk's records; the requests' spent input arrays go to `spent` (when the
     /// parse stage has room for them).
     fn consume(&mut self, chunk: ParsedChunk, spent_tx: &SyncSender<Vec<Vec<u32>>>) {
@@ -922,12 +792,15 @@ impl Loader {
             for w in parsed.warnings {
                 self.warn(at, w);
             }
-            let exec_id = match &parsed.record {
-                Record::Header(h) => {
-                    if at.line != 1 {
-                        self.warn(at, "header is not on the first line; read anyway".into());
+            let exec_id = match consume::route(&parsed.record) {
+                Route::Header(h) => {
+                    let check =
+                        consume::check_header(h, at.line, self.dirs[at.file as usize].as_deref());
+                    if let Some(w) = check.warning {
+                        self.warn(at, w);
                     }
-                    if let Some(d) = self.check_tokenizer(h, at) {
+                    if let Some(e) = check.problem {
+                        let d = self.diag(at, e);
                         self.problem(at, d);
                         continue;
                     }
@@ -937,10 +810,8 @@ impl Loader {
                     }
                     continue;
                 }
-                Record::Unknown(_) => continue,
-                r => r
-                    .execution()
-                    .expect("records other than header carry an execution"),
+                Route::Ignored => continue,
+                Route::Execution(id) => id,
             };
             let idx = match self.index.get(exec_id) {
                 Some(&i) => i,
@@ -969,13 +840,17 @@ impl Loader {
                 (idx, exec, recs)
             })
             .collect();
+        let files = &self.batch.files;
         let apply = |(_, exec, recs): &mut Work| {
             let mut errs = Vec::new();
             let mut spent = Vec::new();
             for (rec, at) in recs.drain(..) {
-                let earlier = exec.clash(&rec);
-                if let Err(e) = exec.apply_reusing(rec, at, &mut spent) {
-                    errs.push((at, e, earlier));
+                let place = |first: LineRef| {
+                    let file = files[first.file as usize].display();
+                    Some(format!("{file}:{}", first.line))
+                };
+                if let Err(e) = consume::apply(exec, rec, at, &mut spent, place) {
+                    errs.push((at, e));
                 }
             }
             exec.compact();
@@ -991,12 +866,8 @@ impl Loader {
         for ((idx, exec, _), (errs, spent)) in work.into_iter().zip(results) {
             spent_inputs.extend(spent);
             self.slots[idx] = Some(exec);
-            for (at, mut e, earlier) in errs {
+            for (at, e) in errs {
                 let unbuildable = e.field.as_deref() == Some("extends");
-                if let Some(first) = earlier {
-                    let file = self.batch.files[first.file as usize].display();
-                    e.message = format!("{} (first at {file}:{})", e.message, first.line);
-                }
                 let d = self.diag(at, e);
                 if self.lenient && unbuildable && !self.dropped.contains_key(&idx) {
                     self.dropped.insert(idx, d.to_string());

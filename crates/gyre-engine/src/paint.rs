@@ -2,14 +2,14 @@
 //! each token's tone under a colour mode. Tones come from the engine's decisions (reasons,
 //! claims, recorded log-probs); nothing is recomputed here, and nothing here knows a terminal.
 
-use crate::Results;
 use crate::admit::Admission;
 use crate::execution::{Execution, TokenIdentity};
 use crate::lens::ExecutionLens;
+use crate::process::Results;
 use crate::provenance::{Reason, token_reason};
-use crate::record::{Actor, Source};
 use crate::score::Outcome;
 use crate::tree::NodeId;
+use gyre_format::record::{Actor, Source};
 
 /// What colours the tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -4,9 +4,9 @@ use std::fmt;
 
 use super::admit::{Admission, Stop, trainable_node};
 use super::execution::{Execution, TokenIdentity};
-use super::record::{Actor, Source};
 use super::score::{Exclusion, Outcome};
 use super::tree::NodeId;
+use gyre_format::record::{Actor, Source};
 
 /// The answer to "why is this token (not) a target".
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde_json::{Map, Value};
 
-use crate::record::{Actor, ClosureStatus, Purpose, Source};
-use crate::write::{
+use gyre_format::record::{Actor, ClosureStatus, Purpose, Source};
+use gyre_format::write::{
     AssessmentOut, ClosureOut, ExecutionOut, Line, RequestOut, SpanOut, ToolCallOut, Validity,
 };
 

@@ -17,10 +17,11 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use super::consume;
 use super::execution::{Execution, LineRef};
 use super::load::{self, LoadOptions};
-use super::record::{LineError, Record};
-use super::write::{
+use gyre_format::record::{LineError, Record};
+use gyre_format::write::{
     AssessmentOut, ClosureOut, ExecutionOut, Gyre1, HeaderOut, Line, LineWriter, RequestOut,
     SpanOut,
 };
@@ -312,7 +313,9 @@ impl<W: Write> Recorder<W> {
                 paths: Vec::new(),
             });
         match state {
-            State::Open { exec, .. } => exec.apply(parsed.record, at)?,
+            State::Open { exec, .. } => {
+                consume::apply(exec, parsed.record, at, &mut Vec::new(), |_| None)?
+            }
             State::Closed(ids) => match parsed.record {
                 Record::Request(r) if !ids.insert(r.id.clone()) => {
                     return Err(invalid(

@@ -8,11 +8,11 @@ use std::cmp::Ordering;
 
 use rayon::prelude::*;
 
-use super::Results;
-use super::export::dummy_leaf;
 use super::load::Batch;
 use super::score::Outcome;
 use super::tree::{NodeId, Tree};
+use crate::process::Results;
+use crate::rows::dummy_leaf;
 
 /// Row tokens and the distinct tokens of their prefix tree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -122,9 +122,9 @@ mod tests {
 
     use super::*;
     use crate::admit::Settings;
-    use crate::export::execution_rows;
     use crate::load::{Input, LoadOptions, load_inputs};
     use crate::recgen::{self, GenOptions};
+    use crate::rows::execution_rows;
     use crate::score::AdvantageMode;
 
     /// Distinct tokens of a trie of the rows, one map per node: independent of the sort.
@@ -168,7 +168,7 @@ mod tests {
                 jmax,
                 ..Settings::default()
             };
-            let results = crate::process(&batch, &settings, AdvantageMode::DrGrpo);
+            let results = crate::process::process(&batch, &settings, AdvantageMode::DrGrpo);
             let rows: Vec<Vec<u32>> = (0..batch.executions.len())
                 .flat_map(|i| execution_rows(&batch, &results, i))
                 .map(|r| r.tokens)
@@ -211,7 +211,7 @@ mod tests {
             bytes: &text,
         }];
         let batch = load_inputs(&input, &LoadOptions::default(), &|_, _| {}).expect("loads");
-        let results = crate::process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
+        let results = crate::process::process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
         let got = row_prefix(&batch, &results);
         assert_eq!((got.row_tokens, got.distinct_tokens), (10, 5));
         assert_eq!(got.repeat(), 2.0);

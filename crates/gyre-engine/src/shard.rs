@@ -25,11 +25,11 @@ use std::io::{self, BufRead, BufReader, Read};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::Results;
 use super::admit::Settings;
-use super::load::{self, Batch};
-use super::record::Id;
+use super::load::Batch;
 use super::score::{self, AdvantageMode};
+use crate::process::Results;
+use gyre_format::record::Id;
 
 /// The shard of execution `id` among `shards`: FNV-1a (64-bit) of its UTF-8 bytes, modulo
 /// `shards`. Stable across machines, runs and versions.
@@ -71,7 +71,7 @@ const SPLIT_CHUNK: usize = 4 << 20;
 /// in place of every other line (see the module docs).
 pub fn split(input: impl Read + Send, shards: u32) -> io::Result<Vec<Vec<u8>>> {
     let shards = shards.max(1);
-    let mut reader = load::decompress(BufReader::with_capacity(1 << 16, input))?;
+    let mut reader = gyre_format::input::decompress(BufReader::with_capacity(1 << 16, input))?;
     let mut parts = vec![Vec::new(); shards as usize];
     let mut data = Vec::with_capacity(SPLIT_CHUNK + (SPLIT_CHUNK >> 2));
     loop {
@@ -201,7 +201,7 @@ pub fn process_shard(
     mode: AdvantageMode,
     stats: &BatchStats,
 ) -> Result<Results, ShardError> {
-    let mut results = super::process(batch, settings, mode);
+    let mut results = crate::process::process(batch, settings, mode);
     if results.batch_executions > stats.batch_executions {
         return Err(ShardError(format!(
             "this shard has {} counted executions but the batch statistics only {}: they come \
@@ -238,8 +238,8 @@ pub fn process_shard(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::execution_rows;
     use crate::load::{Input, LoadOptions, load_inputs};
+    use crate::rows::execution_rows;
 
     fn lines(recs: &[&str]) -> Vec<u8> {
         recs.iter()
@@ -284,7 +284,7 @@ mod tests {
         load_inputs(&inputs, &LoadOptions::default(), &|_, _| {}).expect("loads")
     }
 
-    fn all_rows(batch: &Batch, results: &Results) -> Vec<crate::export::Row> {
+    fn all_rows(batch: &Batch, results: &Results) -> Vec<crate::rows::Row> {
         (0..batch.executions.len())
             .flat_map(|i| execution_rows(batch, results, i))
             .collect()
@@ -300,7 +300,7 @@ mod tests {
             AdvantageMode::None,
         ] {
             let settings = Settings::default();
-            let expected = all_rows(&whole, &super::super::process(&whole, &settings, mode));
+            let expected = all_rows(&whole, &crate::process::process(&whole, &settings, mode));
             for shards in 1..=5 {
                 let parts: Vec<Vec<Vec<u8>>> = files
                     .iter()

@@ -6,15 +6,15 @@ use serde::Serialize;
 
 use rayon::prelude::*;
 
-use super::Results;
 use super::admit::{Admission, Class, Stop, trainable_node};
 use super::branches;
 use super::execution::{Execution, Request};
 use super::load::Batch;
-use super::record::{Actor, Source};
 use super::row_prefix::row_prefix;
 use super::score::Outcome;
 use super::tree::{NodeId, NodeKind};
+use crate::process::Results;
+use gyre_format::record::{Actor, Source};
 
 /// Counts over a batch; serialised as `gyre stats --json`.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]

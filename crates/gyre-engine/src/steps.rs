@@ -14,9 +14,9 @@
 //! * [`steps`]: consecutive counted executions, `n` per step (the last step holds the rest).
 //! * [`shard`]: a step's executions dealt to `k` ranks, whole, balanced by row tokens.
 
-use super::Results;
-use super::export::row_size;
 use super::load::Batch;
+use crate::process::Results;
+use crate::rows::row_size;
 
 /// The loss coefficient of each response token of a row (`tokens[prompt_len:]`): `loss_mask ×
 /// weight / b`, as float64. `b = 0` (no counted execution) gives zeros.
@@ -107,10 +107,10 @@ pub fn execution_targets(results: &Results, i: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::execution_rows;
     use crate::load::{Input, LoadOptions, load_inputs};
     use crate::loss;
     use crate::recgen::{self, GenOptions};
+    use crate::rows::execution_rows;
     use crate::score::AdvantageMode;
 
     /// 24 random executions in six groups, with every scoring fate, retries, sub-agents and
@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn whole_batch_coefficients_give_the_batch_loss() {
         let batch = synth_batch();
-        let results = crate::process(&batch, &Default::default(), AdvantageMode::DrGrpo);
+        let results = crate::process::process(&batch, &Default::default(), AdvantageMode::DrGrpo);
         let all = counted(&results);
         assert_eq!(all.len() as u64, results.batch_executions);
         let got = step_loss(&batch, &results, &all, results.batch_executions);
@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn steps_hold_whole_executions_and_their_own_b() {
         let batch = synth_batch();
-        let results = crate::process(&batch, &Default::default(), AdvantageMode::DrGrpo);
+        let results = crate::process::process(&batch, &Default::default(), AdvantageMode::DrGrpo);
         let all = counted(&results);
         for n in [1, 5, 7, all.len(), all.len() + 3] {
             let steps = steps(&all, n);
@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn shards_sum_to_the_step_and_balance_tokens() {
         let batch = synth_batch();
-        let results = crate::process(&batch, &Default::default(), AdvantageMode::DrGrpo);
+        let results = crate::process::process(&batch, &Default::default(), AdvantageMode::DrGrpo);
         let all = counted(&results);
         let step = &steps(&all, 16)[0];
         let want = contract_loss(&batch, &results, &step.executions);

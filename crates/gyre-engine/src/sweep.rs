@@ -14,9 +14,9 @@ use serde::Serialize;
 
 use super::admit::{Class, Drawn, Prepared, Settings, drawable_nodes, trainable_node};
 use super::execution::Execution;
-use super::export::dummy_leaf;
 use super::load::Batch;
 use super::score::{self, Exclusion, Outcome};
+use crate::rows::dummy_leaf;
 
 /// What to sweep.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -267,11 +267,16 @@ fn scored_figures(
     let mut figures = vec![Vec::with_capacity(options.seeds as usize); options.jmax.len()];
     let mut uncapped = Vec::with_capacity(options.seeds as usize);
     // Seeds wrap past u64::MAX, as `s` on a seed of 18446744073709551615 does.
+    // Every other setting at its default, so a new one needs no change here.
+    let uncapped_at = Settings {
+        jmax: 0,
+        priority: options.priority.clone(),
+        ..Settings::default()
+    };
     for k in 0..options.seeds {
         let settings = Settings {
             seed: options.seed.wrapping_add(k),
-            jmax: 0,
-            priority: options.priority.clone(),
+            ..uncapped_at.clone()
         };
         let drawn = prepared.run(exec, &settings);
         observe(&prepared, k as usize, &drawn);

@@ -18,9 +18,9 @@ use serde::Serialize;
 use super::admit::{Admission, Class, Stop, trainable_node};
 use super::execution::Execution;
 use super::lens::RequestLens;
-use super::record::Actor;
 use super::score::Outcome;
 use super::tree::{NodeId, NodeKind};
+use gyre_format::record::Actor;
 
 /// What became of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

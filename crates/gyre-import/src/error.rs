@@ -6,8 +6,8 @@
 use std::fmt;
 use std::path::Path;
 
-use gyre_engine::load::Diagnostic;
 use gyre_engine::report::plural;
+use gyre_format::input::Diagnostic;
 
 pub use gyre_format::output::ExistsError;
 

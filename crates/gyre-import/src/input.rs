@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::error::{bad, diag};
-use gyre_engine::load::Diagnostic;
+use gyre_format::input::Diagnostic;
 
 /// The longest line (or JSON document) read by default, in bytes: far above any real log line
 /// (a Claude Code line holding a pasted image is a few MB), far below what would exhaust memory.
@@ -22,7 +22,7 @@ pub const MAX_LINE_BYTES: usize = 256 << 20;
 /// The longest line (or JSON document) read: `GYRE_MAX_LINE_MB` when it holds a positive whole
 /// number of MiB (as for recordings), else [`MAX_LINE_BYTES`].
 pub fn max_line_bytes() -> usize {
-    let set = std::env::var(gyre_engine::load::MAX_LINE_ENV)
+    let set = std::env::var(gyre_format::input::MAX_LINE_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&mb| mb > 0);
@@ -60,11 +60,11 @@ pub fn open(path: &Path, count: &Counter) -> eyre::Result<Box<dyn BufRead + Send
         inner: file,
         count: count.clone(),
     };
-    gyre_engine::load::decompress(BufReader::with_capacity(1 << 16, counted))
+    gyre_format::input::decompress(BufReader::with_capacity(1 << 16, counted))
         .map_err(|e| bad(path, 0, format!("cannot read: {}", io_reason(&e)), None))
 }
 
-pub use gyre_engine::load::io_reason;
+pub use gyre_format::input::io_reason;
 
 /// The lines of a (possibly compressed) text file, 1-based, without line terminators; a UTF-8
 /// byte-order mark at the start is dropped.
@@ -127,7 +127,7 @@ impl<'p> Lines<'p> {
                     "line longer than {} MiB; not a log line (reading stops here; set {} to a \
                      larger number of MiB to raise the limit)",
                     max >> 20,
-                    gyre_engine::load::MAX_LINE_ENV
+                    gyre_format::input::MAX_LINE_ENV
                 ),
                 None,
             )));
@@ -173,7 +173,7 @@ pub fn read_document(path: &Path, count: &Counter) -> eyre::Result<String> {
                 "larger than {} MiB; not a log document (set {} to a larger number of MiB to \
                  raise the limit)",
                 max >> 20,
-                gyre_engine::load::MAX_LINE_ENV
+                gyre_format::input::MAX_LINE_ENV
             ),
             None,
         ));

@@ -3,17 +3,21 @@
 use std::path::Path;
 
 use eyre::{Result, eyre};
+use serde_json::Value;
 
 use super::{TokenText, sanitize};
-use gyre_engine::load::Batch;
+
+/// A recording header's `tokenizer` value, with the file and line of that header (as the
+/// engine's `Batch::tokenizer_spec` gives it).
+pub type HeaderSpec<'a> = (&'a Value, &'a Path, u64);
 
 /// The tokenizer for display: `arg` (a bundled name or a `tokenizer.json` path), else the one
-/// the recording's header names (relative to that file), else ids shown as `⟨id⟩`. Errors are
+/// the recording's header names (`header`) (relative to that file), else ids shown as `⟨id⟩`. Errors are
 /// one line: `--tokenizer x: x does not exist`, or the header's `file:line: … (tokenizer)`.
-pub fn resolve(arg: Option<&str>, batch: &Batch) -> Result<TokenText> {
+pub fn resolve(arg: Option<&str>, header: Option<HeaderSpec>) -> Result<TokenText> {
     match arg {
         Some(arg) => from_arg(arg),
-        None => from_header(batch),
+        None => from_header(header),
     }
 }
 
@@ -24,8 +28,8 @@ pub fn from_arg(arg: &str) -> Result<TokenText> {
 }
 
 /// The tokenizer the recording's header names, else the `⟨id⟩` fallback.
-pub fn from_header(batch: &Batch) -> Result<TokenText> {
-    let Some((spec, file, line)) = batch.tokenizer_spec() else {
+pub fn from_header(header: Option<HeaderSpec>) -> Result<TokenText> {
+    let Some((spec, file, line)) = header else {
         return Ok(TokenText::none());
     };
     let dir = file.parent().unwrap_or(Path::new("."));

@@ -35,7 +35,6 @@ use super::search::Search;
 use super::theme::Theme;
 use super::whatif::{Compare, DEFAULT_SEEDS, Pinned, WhatIf};
 use super::work::Task;
-use gyre_engine::admit::{jmax_text, priority_text};
 use gyre_format::named::Named;
 
 pub use super::vocab::{Action, Change, Jobs, Load, Msg, Phase, Rerun, Selection};
@@ -1882,24 +1881,7 @@ impl App {
 /// `J_max 5 → 10`, `seed 0 → 2 · priority main>sub → main`.
 pub fn settings_change(from: (&Settings, AdvantageMode), to: (&Settings, AdvantageMode)) -> String {
     let ((a, a_adv), (b, b_adv)) = (from, to);
-    let mut parts = Vec::new();
-    if a.seed != b.seed {
-        parts.push(format!("seed {} → {}", a.seed, b.seed));
-    }
-    if a.jmax != b.jmax {
-        parts.push(format!(
-            "J_max {} → {}",
-            jmax_text(a.jmax),
-            jmax_text(b.jmax)
-        ));
-    }
-    if a.priority != b.priority {
-        parts.push(format!(
-            "priority {} → {}",
-            priority_text(&a.priority),
-            priority_text(&b.priority)
-        ));
-    }
+    let mut parts: Vec<String> = a.differing(b).map(|s| s.change(a, b)).collect();
     if a_adv != b_adv {
         parts.push(format!(
             "advantage {} → {}",

@@ -4,22 +4,33 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gyre_engine::admit::Settings;
+use gyre_engine::admit::{SETTINGS, Settings};
 use gyre_engine::load::{self, Batch, LoadOptions};
 use gyre_engine::score::AdvantageMode;
 
 use crate::vocab::{Action, Jobs, Phase};
 
 /// Which settings the command line gave explicitly (`--seed 3`, even `--seed 0`): they win over
-/// the remembered ones.
+/// the remembered ones. One bit per entry of [`SETTINGS`], in its order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Explicit {
-    /// `--seed`.
-    pub seed: bool,
-    /// `--jmax`.
-    pub jmax: bool,
-    /// `--priority`.
-    pub priority: bool,
+pub struct Explicit(u64);
+
+impl Explicit {
+    /// The settings whose key `given` holds for.
+    pub fn given(given: impl Fn(&str) -> bool) -> Explicit {
+        Explicit(
+            SETTINGS
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| given(s.key))
+                .fold(0, |bits, (i, _)| bits | 1 << i),
+        )
+    }
+
+    /// Whether the command line gave the setting at `i` in [`SETTINGS`].
+    pub(crate) fn has(self, i: usize) -> bool {
+        self.0 & 1 << i != 0
+    }
 }
 
 /// Whether a run reads and writes what is remembered.
@@ -113,7 +124,7 @@ pub(crate) fn load_text(opts: &Options, batch: &Batch, jobs: &Jobs) {
         (None, None) => return,
     };
     jobs.send(Action::TextLoading(name));
-    match gyre_text::resolve_tokenizer(opts.tokenizer.as_deref(), batch) {
+    match gyre_text::resolve_tokenizer(opts.tokenizer.as_deref(), batch.tokenizer_spec()) {
         Ok(t) => {
             // Build the id → text table here, not on the first frame that shows text.
             let _ = t.decode(&[0]);

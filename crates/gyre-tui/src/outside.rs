@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use gyre_engine::export;
+use gyre_engine::rows;
 use gyre_engine::why;
 
 use super::pane::tokens::PathView;
@@ -87,7 +87,7 @@ pub fn items(ctx: &Ctx, path: Option<&PathView>, why_request: Option<u32>) -> Ve
         });
     }
     let draw = ctx.sel.step.max(1);
-    if let Some(row) = export::draw_row(ctx.batch, ctx.results, ctx.sel.exec, draw) {
+    if let Some(row) = rows::draw_row(ctx.batch, ctx.results, ctx.sel.exec, draw) {
         out.push(OutsideItem {
             key: 'r',
             what: format!("the row of draw {draw} of {}", sanitize(&exec.id)),
@@ -100,7 +100,7 @@ pub fn items(ctx: &Ctx, path: Option<&PathView>, why_request: Option<u32>) -> Ve
 
 /// A row as JSON with one field per line, each value as `gyre admit` writes it (a token list
 /// on one line, not one number per line), strings through the sanitiser.
-fn row_text(row: &export::Row) -> String {
+fn row_text(row: &rows::Row) -> String {
     let mut buf = Vec::new();
     let fields = match serde_json::to_value(row) {
         Ok(serde_json::Value::Object(fields)) => fields,

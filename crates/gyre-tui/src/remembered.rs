@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use gyre_engine::admit::{Settings, jmax_text, priority_text};
+use gyre_engine::admit::{SETTINGS, Settings};
 use gyre_engine::paint::ColorMode;
 use gyre_engine::score::AdvantageMode;
 use gyre_format::named::Named;
@@ -128,7 +128,7 @@ fn settings_from_json(v: &Value) -> Result<Settings, String> {
         };
         s.set(key, &text)?;
     }
-    for key in ["seed", "jmax", "priority"] {
+    for key in SETTINGS.map(|s| s.key) {
         if !obj.contains_key(key) {
             return Err(format!("no settings.{key}"));
         }
@@ -138,23 +138,13 @@ fn settings_from_json(v: &Value) -> Result<Settings, String> {
 
 /// `given` with the remembered value of each setting the command line did not give.
 pub fn merge(given: &Settings, explicit: Explicit, remembered: &Settings) -> Settings {
-    Settings {
-        seed: if explicit.seed {
-            given.seed
-        } else {
-            remembered.seed
-        },
-        jmax: if explicit.jmax {
-            given.jmax
-        } else {
-            remembered.jmax
-        },
-        priority: if explicit.priority {
-            given.priority.clone()
-        } else {
-            remembered.priority.clone()
-        },
+    let mut out = given.clone();
+    for (i, s) in SETTINGS.iter().enumerate() {
+        if !explicit.has(i) {
+            (s.parse)(&mut out, &(s.value)(remembered)).expect("a setting's value parses back");
+        }
     }
+    out
 }
 
 /// The state directory from the values of `XDG_STATE_HOME` and `HOME`. A relative value is
@@ -373,17 +363,7 @@ impl Memory {
 
 /// The settings that differ between `from` and `to`, as `seed 3`, `J_max 7`, `priority main`.
 fn settings_said(from: &Settings, to: &Settings) -> Vec<String> {
-    let mut parts = Vec::new();
-    if from.seed != to.seed {
-        parts.push(format!("seed {}", to.seed));
-    }
-    if from.jmax != to.jmax {
-        parts.push(format!("J_max {}", jmax_text(to.jmax)));
-    }
-    if from.priority != to.priority {
-        parts.push(format!("priority {}", priority_text(&to.priority)));
-    }
-    parts
+    from.differing(to).map(|s| s.said(to)).collect()
 }
 
 #[cfg(test)]
@@ -548,10 +528,7 @@ mod tests {
             jmax: 3,
             priority: vec![Class::Main],
         };
-        let seed_only = Explicit {
-            seed: true,
-            ..Explicit::default()
-        };
+        let seed_only = Explicit::given(|k| k == "seed");
         // `--seed 0` is explicit even though 0 is the default.
         assert_eq!(
             merge(&given, seed_only, &remembered),
@@ -561,11 +538,7 @@ mod tests {
                 priority: vec![Class::Sub]
             }
         );
-        let all = Explicit {
-            seed: true,
-            jmax: true,
-            priority: true,
-        };
+        let all = Explicit::given(|_| true);
         assert_eq!(merge(&given, all, &remembered), given);
         assert_eq!(merge(&given, Explicit::default(), &remembered), remembered);
 

@@ -56,4 +56,19 @@ def padding(rows: Any, *, split: Union[str, int] = "first_target", dummy: str = 
     }
 
 
-__all__ = ["DUMMIES", "SPLITS", "layout", "padding"]
+# Imported here so that every adapter is an attribute of the package (`gyre.trainers.verl(rows)`
+# after `import gyre`); each imports its trainer only when it runs.
+from . import packing, prime_rl, skyrl, slime, trl, verl  # noqa: E402
+
+__all__ = [
+    "DUMMIES",
+    "SPLITS",
+    "layout",
+    "packing",
+    "padding",
+    "prime_rl",
+    "skyrl",
+    "slime",
+    "trl",
+    "verl",
+]

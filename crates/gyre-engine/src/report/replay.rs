@@ -3,19 +3,19 @@
 use serde_json::json;
 
 use super::{outcome_text, plural};
-use crate::Results;
 use crate::admit::Stop;
-use crate::export;
 use crate::load::Batch;
+use crate::process::Results;
+use crate::rows;
 use crate::score::{self, Outcome};
 use crate::why::prob_text;
 use gyre_format::sanitize;
 
 /// Target runs of every draw of execution `i`, merged like the export's `targets`.
-pub fn draw_runs(batch: &Batch, results: &Results, i: usize) -> Vec<Vec<export::TargetRun>> {
+pub fn draw_runs(batch: &Batch, results: &Results, i: usize) -> Vec<Vec<rows::TargetRun>> {
     let (exec, adm) = (&batch.executions[i], &results.admissions[i]);
     (1..=adm.draws.len() as u32)
-        .map(|k| export::draw_targets(exec, adm, k))
+        .map(|k| rows::draw_targets(exec, adm, k))
         .collect()
 }
 

@@ -1,6 +1,6 @@
 //! The readable `gyre stats` table.
 
-use super::{jmax_text, plural, priority_text};
+use super::plural;
 use crate::admit::Settings;
 use crate::stats::Stats;
 
@@ -56,15 +56,7 @@ pub fn stats_table(s: &Stats, settings: &Settings) -> String {
         "candidates",
         format!("{}  ({})", s.candidates, classes.join(", ")),
     );
-    line(
-        "admission",
-        format!(
-            "seed {}, J_max {}, priority {}",
-            settings.seed,
-            jmax_text(settings.jmax),
-            priority_text(&settings.priority)
-        ),
-    );
+    line("admission", settings.said(", "));
     line(
         "  draws / rows",
         format!(

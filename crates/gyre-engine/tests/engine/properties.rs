@@ -30,7 +30,7 @@ fn run(bytes: &[u8], settings: &Settings) -> (Batch, Results, Vec<u8>) {
     let batch = load(&[p], &LoadOptions::default(), &|_, _| {}).expect("generated input is valid");
     let results = process(&batch, settings, AdvantageMode::DrGrpo);
     let mut out = Vec::new();
-    export::write_rows(&batch, &results, &mut out).unwrap();
+    export::jsonl::write_rows(&batch, &results, &mut out).unwrap();
     (batch, results, out)
 }
 

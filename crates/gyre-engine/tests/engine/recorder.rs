@@ -151,7 +151,7 @@ fn rows(bytes: &[u8]) -> Vec<u8> {
         AdvantageMode::DrGrpo,
     );
     let mut out = Vec::new();
-    export::write_rows(&batch, &results, &mut out).unwrap();
+    export::jsonl::write_rows(&batch, &results, &mut out).unwrap();
     out
 }
 

@@ -3,9 +3,9 @@
 //! `None`, never a made-up value.
 
 use gyre_engine::admit::Settings;
-use gyre_engine::export::{self, Row};
 use gyre_engine::load::{LoadOptions, load_bytes};
 use gyre_engine::process;
+use gyre_engine::rows::{self, Row};
 use gyre_engine::score::AdvantageMode;
 
 const FIXTURE: &str = concat!(
@@ -19,7 +19,7 @@ fn rows() -> Vec<Row> {
     assert!(batch.warnings.is_empty(), "{:?}", batch.warnings);
     let results = process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
     (0..batch.executions.len())
-        .flat_map(|i| export::execution_rows(&batch, &results, i))
+        .flat_map(|i| rows::execution_rows(&batch, &results, i))
         .collect()
 }
 
@@ -97,7 +97,7 @@ fn the_arrow_columns_hold_the_same_temperatures() {
     use arrow_array::cast::AsArray;
     use arrow_array::types::Float64Type;
     let rows = rows();
-    let rb = gyre_engine::parquet::record_batch(&rows, AdvantageMode::DrGrpo);
+    let rb = gyre_engine::export::parquet::record_batch(&rows, AdvantageMode::DrGrpo);
     let col = rb
         .column_by_name("temperature")
         .unwrap()

@@ -13,6 +13,7 @@ use crate::claude_code::SYSTEM_NOTE;
 use crate::convo::Turn;
 use crate::error::diag;
 use crate::session::{Closure, Response, Session};
+use crate::timestamp::parse_timestamp;
 use gyre_engine::record::{ClosureStatus, Source};
 use gyre_text::Message;
 
@@ -28,6 +29,25 @@ pub(super) struct Classified {
     pub(super) item: Result<Item, (String, String)>,
     /// Where it was read.
     pub(super) pos: Pos,
+    /// Its `timestamp` when that is no time (RFC 3339): warned about, the event read without one.
+    pub(super) bad_time: Option<String>,
+}
+
+impl Classified {
+    /// An event read at `pos` with its `timestamp` field.
+    pub(super) fn new(
+        timestamp: Option<&str>,
+        item: Result<Item, (String, String)>,
+        pos: Pos,
+    ) -> Classified {
+        let t = timestamp.and_then(parse_timestamp);
+        Classified {
+            t,
+            item,
+            pos,
+            bad_time: timestamp.filter(|_| t.is_none()).map(str::to_owned),
+        }
+    }
 }
 
 /// A stream's classified events → a [`Session`]: every response's context is the conversation
@@ -50,7 +70,25 @@ pub(super) fn build(
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
     let mut prev_user = false;
     let n_events = events.len();
-    for (i, Classified { t, item, pos }) in events.into_iter().enumerate() {
+    for (i, c) in events.into_iter().enumerate() {
+        let Classified {
+            t,
+            item,
+            pos,
+            bad_time,
+        } = c;
+        if let Some(text) = bad_time {
+            job.log.warn_grouped(
+                "openhands-timestamp",
+                format!(
+                    "{}:{}: timestamp \"{text}\" is not an RFC 3339 time; the event is read \
+                     without one ({})",
+                    pos.file.display(),
+                    pos.line,
+                    pos.field("timestamp")
+                ),
+            );
+        }
         if let Some(t) = t {
             first_t.get_or_insert(t);
             last_t = Some(t);

@@ -216,10 +216,9 @@ pub(super) fn classify_all(events: &[(Event, Pos)]) -> Vec<Classified> {
     events
         .iter()
         .enumerate()
-        .map(|(i, (e, pos))| Classified {
-            t: e.timestamp.as_deref().and_then(parse_timestamp),
-            item: classify(e, i, pos, &mut call_of_event, &mut seen, &mut text_era),
-            pos: pos.clone(),
+        .map(|(i, (e, pos))| {
+            let item = classify(e, i, pos, &mut call_of_event, &mut seen, &mut text_era);
+            Classified::new(e.timestamp.as_deref(), item, pos.clone())
         })
         .collect()
 }

@@ -136,15 +136,10 @@ pub(super) fn classify_all(raw: Vec<(Value, Pos)>, model: Option<&str>) -> Vec<C
         let e = match typed::<V1Event>(&v) {
             Ok(e) => e,
             Err(problem) => {
-                out.push(Classified {
-                    t: None,
-                    item: Err(problem),
-                    pos,
-                });
+                out.push(Classified::new(None, Err(problem), pos));
                 continue;
             }
         };
-        let t = e.timestamp.as_deref().and_then(parse_timestamp);
         let item = match e.kind.as_str() {
             "ActionEvent" => match action(&e, i, &pos, model) {
                 Err(p) => Err(p),
@@ -186,7 +181,7 @@ pub(super) fn classify_all(raw: Vec<(Value, Pos)>, model: Option<&str>) -> Vec<C
                 other(&e, i)
             }
         };
-        out.push(Classified { t, item, pos });
+        out.push(Classified::new(e.timestamp.as_deref(), item, pos));
     }
     out
 }

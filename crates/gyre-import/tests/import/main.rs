@@ -11,5 +11,6 @@ mod formats;
 mod inspect;
 mod mini_swe_agent;
 mod openhands_instances;
+mod openhands_timestamps;
 mod openhands_v1;
 mod real_logs;

@@ -7,7 +7,7 @@ use gyre_engine::provenance::{Reason, node_reason};
 use gyre_engine::recgen::{self, GenOptions};
 use gyre_engine::score::AdvantageMode;
 use gyre_engine::sweep::{SweepOptions, sweep};
-use gyre_engine::{admit::trainable_node, export, process};
+use gyre_engine::{admit::trainable_node, process, rows};
 use gyre_synth::{SynthOptions, write_synth};
 
 fn check(batch: &Batch, priority: Vec<Class>) {
@@ -28,7 +28,7 @@ fn check(batch: &Batch, priority: Vec<Class>) {
             let results = process(batch, &settings, AdvantageMode::DrGrpo);
             for (i, e) in s.executions.iter().enumerate() {
                 let exec = &batch.executions[i];
-                let rows = export::execution_rows(batch, &results, i);
+                let rows = rows::execution_rows(batch, &results, i);
                 let f = e.figures[j][k];
                 assert_eq!(
                     f.rows,

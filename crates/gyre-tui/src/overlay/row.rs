@@ -1,7 +1,7 @@
 //! The trainer's-eye view (`R`): the exported row of the draw at the replay step, as the
 //! trainer reads it — tokens, `loss_mask`, `logprobs` and each response token's loss weight
 //! (advantage × mask ÷ `L_i`) as a heat map. The row is the one `gyre admit` writes
-//! ([`export::draw_row`]); nothing here recomputes it.
+//! ([`rows::draw_row`]); nothing here recomputes it.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
 use unicode_width::UnicodeWidthStr;
 
-use gyre_engine::export::{self, Row};
+use gyre_engine::rows::{self, Row};
 use gyre_engine::score::Outcome;
 
 use super::centered;
@@ -25,7 +25,7 @@ pub fn draw_shown(ctx: &Ctx) -> u32 {
 
 /// The row shown, when the selected execution exports one at that draw.
 pub fn row(ctx: &Ctx) -> Option<Row> {
-    export::draw_row(ctx.batch, ctx.results, ctx.sel.exec, draw_shown(ctx))
+    rows::draw_row(ctx.batch, ctx.results, ctx.sel.exec, draw_shown(ctx))
 }
 
 /// A response token's loss weight: advantage × mask ÷ `L_i` (the advantage taken as 1 when the

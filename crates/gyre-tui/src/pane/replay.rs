@@ -10,8 +10,8 @@ use ratatui::widgets::{Paragraph, Widget};
 
 use crate::keys::Command;
 use gyre_engine::admit::{Class, Draw, Stop, jmax_text};
-use gyre_engine::export::draw_targets;
 use gyre_engine::report::plural;
+use gyre_engine::rows::draw_targets;
 use gyre_engine::score::Outcome;
 use gyre_engine::why::prob_text;
 

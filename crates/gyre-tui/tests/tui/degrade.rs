@@ -302,7 +302,7 @@ fn the_export_prompt_shows_the_file_and_its_keys_on_small_terminals() {
 fn the_why_line_of_a_reconstructed_token_is_never_cut_off() {
     let demo = gyre_engine::demo::Demo::ClaudeCode;
     let batch = load_bytes(demo.file_name(), demo.bytes(), &LoadOptions::default()).unwrap();
-    let text = gyre_text::resolve_tokenizer(None, &batch).unwrap();
+    let text = gyre_text::resolve_tokenizer(None, batch.tokenizer_spec()).unwrap();
     let mut app = App::new("claude-code", Settings::default(), Theme { color: true });
     app.step_here(Action::Text(text));
     app.step_here(Action::Loaded(Ok(Box::new(batch))));

@@ -1,7 +1,7 @@
 //! `O`: the open-outside menu hands the run loop what to show in `$PAGER` / `$EDITOR`; its
 //! texts are those the CLI prints.
 
-use gyre_engine::export;
+use gyre_engine::rows;
 use gyre_engine::why;
 use gyre_tui::app::{Action, App};
 use gyre_tui::keys::Command;
@@ -44,7 +44,7 @@ fn upper_case_opens_in_the_editor_and_r_is_the_exported_row() {
     let o = open(&mut app, 'R');
     assert!(o.editor);
     let d = app.data.as_ref().unwrap();
-    let row = export::draw_row(&d.batch, &d.results, app.sel.exec, 1).unwrap();
+    let row = rows::draw_row(&d.batch, &d.results, app.sel.exec, 1).unwrap();
     let parsed: serde_json::Value = serde_json::from_str(&o.item.text).unwrap();
     assert_eq!(parsed, serde_json::to_value(&row).unwrap());
     // One field per line, the token list on one line.

@@ -379,8 +379,8 @@ fn bundled_demo_opens_with_qwen3_text() {
     let demo = gyre_engine::demo::Demo::default();
     let batch =
         gyre_engine::load::load_bytes(demo.file_name(), demo.bytes(), &Default::default()).unwrap();
-    let text =
-        gyre_text::resolve_tokenizer(None, &batch).expect("the demo names a bundled tokenizer");
+    let text = gyre_text::resolve_tokenizer(None, batch.tokenizer_spec())
+        .expect("the demo names a bundled tokenizer");
     assert_eq!(text.label(), "qwen3");
     let mut app = gyre_tui::app::App::new(
         "demo",

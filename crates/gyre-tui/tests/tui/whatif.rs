@@ -4,9 +4,9 @@
 
 use crate::common::*;
 use gyre_engine::admit::{Class, Settings};
-use gyre_engine::export;
 use gyre_engine::lens::{self, LensOptions};
 use gyre_engine::paint::{ColorMode, Tone};
+use gyre_engine::rows;
 use gyre_engine::stats::{self, breakdown};
 use gyre_tui::app::{App, Jobs};
 use gyre_tui::keys::Command as C;
@@ -156,10 +156,10 @@ fn the_row_view_shows_the_exported_row() {
     app.apply(Effect::Step(2));
     cmds(&mut app, &[C::Row]);
     let d = app.data.as_ref().unwrap();
-    let row = export::draw_row(&d.batch, &d.results, app.sel.exec, 2).unwrap();
+    let row = rows::draw_row(&d.batch, &d.results, app.sel.exec, 2).unwrap();
     assert_eq!(
         row,
-        export::execution_rows(&d.batch, &d.results, app.sel.exec)[1],
+        rows::execution_rows(&d.batch, &d.results, app.sel.exec)[1],
         "the row of draw 2 is the second exported row"
     );
     let s = screen(&app);
@@ -350,7 +350,7 @@ fn the_row_view_keeps_its_numbers_on_a_narrow_terminal() {
     let mut app = synth_lens_app(60, 16);
     cmds(&mut app, &[C::Row]);
     let d = app.data.as_ref().unwrap();
-    let row = export::draw_row(&d.batch, &d.results, app.sel.exec, app.sel.step).unwrap();
+    let row = rows::draw_row(&d.batch, &d.results, app.sel.exec, app.sel.step).unwrap();
     let s = screen(&app);
     assert!(s.contains("loss weight"), "{s}");
     // The first response token's row: position, id, mask, log-prob and weight all shown.

@@ -1,22 +1,16 @@
-//! Export of admitted sets (docs/format.md §8, `gyre/admitted-1`): one JSON line per admitted trajectory.
+//! The row model of `gyre/admitted-1` (docs/format.md §8): [`Row`], its target runs, the rows of
+//! an execution and their sizes. The writers in [`crate::export`] serialise these rows.
 
-use std::io::{self, Write};
-use std::path::Path;
-
-use eyre::{Result, WrapErr};
-
-use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Results;
-use super::admit::{Admission, Class, trainable_node};
-use super::execution::{Execution, Request};
-use super::load::Batch;
-use super::loss::target_weight;
-use super::score::{AdvantageMode, Outcome};
-use super::tree::NodeId;
-use gyre_format::output::Sink;
+use crate::admit::{Admission, Class, trainable_node};
+use crate::execution::{Execution, Request};
+use crate::load::Batch;
+use crate::loss::target_weight;
+use crate::process::Results;
+use crate::score::{AdvantageMode, Outcome};
+use crate::tree::NodeId;
 
 /// A run of targets: path positions `pos..pos+len` are output tokens `offset..offset+len` of
 /// `request`.
@@ -247,12 +241,6 @@ fn fill_path(exec: &Execution, row: &mut Row, leaf: u32, is_target: impl Fn(Node
     row.targets = runs;
 }
 
-/// Whether `path` asks for Parquet rows (`.parquet`, see `engine::parquet`) rather than JSONL.
-pub fn is_parquet(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
-}
-
 /// The one temperature all `runs` were sampled at, if every run recorded it and they agree.
 fn common_temperature(runs: &[TargetRun]) -> Option<f64> {
     let first = runs.first()?.temperature?;
@@ -300,64 +288,4 @@ pub fn draw_targets(exec: &Execution, admission: &Admission, k: u32) -> Vec<Targ
         pos += node.len as u64;
     }
     runs
-}
-
-/// Writes every row of the batch, in execution order then draw order.
-pub fn write_rows(batch: &Batch, results: &Results, out: &mut dyn Write) -> io::Result<u64> {
-    // Executions are serialised in parallel a few at a time so memory stays bounded.
-    let step = rayon::current_num_threads().max(1) * 2;
-    let mut rows = 0u64;
-    let n = batch.executions.len();
-    for lo in (0..n).step_by(step) {
-        let hi = (lo + step).min(n);
-        let bufs: Vec<(u64, Vec<u8>)> = (lo..hi)
-            .into_par_iter()
-            .map(|i| {
-                let mut buf = Vec::new();
-                let rows = execution_rows(batch, results, i);
-                for row in &rows {
-                    gyre_format::sanitize::write_json_compact(&mut buf, row)
-                        .expect("rows serialise to memory");
-                    buf.push(b'\n');
-                }
-                (rows.len() as u64, buf)
-            })
-            .collect();
-        for (count, buf) in bufs {
-            out.write_all(&buf)?;
-            rows += count;
-        }
-    }
-    out.flush()?;
-    Ok(rows)
-}
-
-/// Writes the rows to `path` atomically (see [`gyre_format::output::Sink`]): a failure never leaves
-/// a partial file, and without `force` an existing file is left alone. A `.parquet` name writes
-/// Parquet, any other JSONL (compressed for `.zst`/`.gz`).
-pub fn write_file(batch: &Batch, results: &Results, path: &Path, force: bool) -> Result<u64> {
-    let mut sink = Sink::open(path, force)?;
-    let rows = write_as(batch, results, path, &mut sink)?;
-    sink.finish()?;
-    Ok(rows)
-}
-
-/// Writes the rows to `sink` in the form `path` names (see [`is_parquet`]).
-pub fn write_as(batch: &Batch, results: &Results, path: &Path, sink: &mut Sink) -> Result<u64> {
-    if is_parquet(path) {
-        write_parquet(batch, results, sink)
-    } else {
-        write_rows(batch, results, sink).map_err(Into::into)
-    }
-    .wrap_err_with(|| format!("writing {}", path.display()))
-}
-
-#[cfg(feature = "parquet")]
-fn write_parquet(batch: &Batch, results: &Results, sink: &mut Sink) -> Result<u64> {
-    super::parquet::write_rows(batch, results, sink)
-}
-
-#[cfg(not(feature = "parquet"))]
-fn write_parquet(_: &Batch, _: &Results, _: &mut Sink) -> Result<u64> {
-    eyre::bail!("this gyre was built without Parquet support (cargo feature `parquet`)")
 }

@@ -27,10 +27,10 @@ use parquet::file::properties::WriterProperties;
 use rayon::prelude::*;
 use serde_json::Value;
 
-use super::Results;
-use super::export::{self, Row};
-use super::load::Batch;
-use super::score::AdvantageMode;
+use crate::load::Batch;
+use crate::process::Results;
+use crate::rows::{self, Row};
+use crate::score::AdvantageMode;
 
 /// Most rows in one record batch.
 const BATCH_ROWS: usize = 4096;
@@ -211,7 +211,7 @@ pub fn batch_ranges(batch: &Batch, results: &Results) -> Vec<Range<usize>> {
     let mut ranges = Vec::new();
     let (mut start, mut rows, mut tokens) = (0, 0usize, 0u64);
     for i in 0..batch.executions.len() {
-        let (r, t) = export::row_size(batch, results, i);
+        let (r, t) = rows::row_size(batch, results, i);
         if i > start && (rows + r > BATCH_ROWS || tokens + t > BATCH_TOKENS) {
             ranges.push(start..i);
             (start, rows, tokens) = (i, 0, 0);
@@ -229,7 +229,7 @@ pub fn batch_ranges(batch: &Batch, results: &Results) -> Vec<Range<usize>> {
 pub fn range_batch(batch: &Batch, results: &Results, range: Range<usize>) -> RecordBatch {
     let rows: Vec<Row> = range
         .into_par_iter()
-        .flat_map_iter(|i| export::execution_rows(batch, results, i))
+        .flat_map_iter(|i| rows::execution_rows(batch, results, i))
         .collect();
     record_batch(&rows, results.advantage_mode)
 }
@@ -241,7 +241,7 @@ pub fn view_ranges(batch: &Batch, results: &Results, executions: &[usize]) -> Ve
     let mut ranges = Vec::new();
     let (mut start, mut rows, mut tokens) = (0, 0usize, 0u64);
     for (k, &i) in executions.iter().enumerate() {
-        let (r, t) = export::row_size(batch, results, i);
+        let (r, t) = rows::row_size(batch, results, i);
         if k > start && (rows + r > BATCH_ROWS || tokens + t > BATCH_TOKENS) {
             ranges.push(start..k);
             (start, rows, tokens) = (k, 0, 0);
@@ -261,7 +261,7 @@ pub fn view_batch(batch: &Batch, results: &Results, executions: &[usize], b: u64
     let rows: Vec<Row> = executions
         .par_iter()
         .flat_map_iter(|&i| {
-            export::execution_rows(batch, results, i)
+            rows::execution_rows(batch, results, i)
                 .into_iter()
                 .map(|mut r| {
                     r.batch_executions = b;
