@@ -9,6 +9,8 @@
 // A measurement harness may unwrap: a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
+// The stand-in's test-only accessors are not used here.
+#[allow(dead_code)]
 #[path = "../tests/cli/proxy/standin.rs"]
 mod standin;
 
