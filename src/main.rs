@@ -25,3 +25,22 @@ fn tune_allocator() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn tune_allocator() {}
+
+/// Returns the free pages of every arena to the OS, the middle of the heap included: after a
+/// burst of large requests, `gyre record` holds what its peak took otherwise (glibc only
+/// trims the top of a heap by itself).
+#[cfg(all(feature = "record", target_os = "linux", target_env = "gnu"))]
+pub(crate) const RELEASE_MEMORY: Option<fn()> = Some(release_memory);
+
+/// Other allocators return memory by themselves, or gyre does not know how to ask.
+#[cfg(all(feature = "record", not(all(target_os = "linux", target_env = "gnu"))))]
+pub(crate) const RELEASE_MEMORY: Option<fn()> = None;
+
+#[cfg(all(feature = "record", target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn release_memory() {
+    // SAFETY: malloc_trim only returns free memory to the OS; it is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

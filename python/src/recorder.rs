@@ -531,6 +531,7 @@ impl Recorder {
                     evaluator: evaluator.as_ref(),
                     error: error.as_ref(),
                     critique: critique.as_ref(),
+                    meta: None,
                 })
                 .map_err(|e| record_error(e, &path))
         })

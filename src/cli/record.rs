@@ -102,6 +102,12 @@ pub struct RecordArgs {
     /// Seconds to let in-flight requests finish after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 30.0)]
     drain: f64,
+    /// Memory in MiB that all requests together may take to parse, render and tokenise their
+    /// bodies (docs/record.md, Memory): a request reserves what its body can cost, waits up to
+    /// --read-timeout while the budget is spent, and is answered 503 (Retry-After) past that; a
+    /// body that would cost more than all of it is answered 413.
+    #[arg(long, value_name = "MiB", default_value_t = 6144)]
+    max_memory_mb: usize,
     /// Outputs kept in memory for payload restoration (oldest forgotten first; a closure
     /// forgets its execution's).
     #[arg(long, default_value_t = 200_000)]
@@ -176,6 +182,8 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         drain: seconds(args.drain, "drain")?,
         payload_limit: args.payload_cache,
         quiet: args.quiet,
+        max_memory_bytes: args.max_memory_mb.max(1).saturating_mul(1 << 20),
+        release_memory: crate::RELEASE_MEMORY,
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -21,6 +21,7 @@ mod import_cli;
 mod lens;
 mod parquet_rows;
 mod readme;
+mod record_adversary;
 mod record_codex;
 mod record_families;
 mod record_faults;

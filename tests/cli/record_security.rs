@@ -469,10 +469,7 @@ fn a_second_proxy_on_the_same_recording_exits_2_naming_the_first() {
         "127.0.0.1:0",
     ]);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains(&format!("pid {}", first.pid())) && err.contains(&first.url[7..]),
-        "{err}"
-    );
+    assert!(err.contains(&format!("pid {}", first.pid())), "{err}");
     assert_eq!(
         std::fs::read(&out).unwrap(),
         before,

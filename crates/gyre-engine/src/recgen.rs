@@ -429,6 +429,7 @@ pub fn write_record(
                 evaluator: None,
                 error: (!valid).then_some(&error),
                 critique: None,
+                meta: None,
             }))
         }
         GenRecord::Closure { status, version } => {

@@ -91,6 +91,8 @@ impl<'a> From<&'a ExecutionRecord> for ExecutionOut<'a> {
     }
 }
 
+/// An assessment's `meta` is not kept by the reader either: a copier that has the raw line sets
+/// it (`AssessmentOut { meta, ..(&a).into() }`).
 impl<'a> From<&'a AssessmentRecord> for AssessmentOut<'a> {
     fn from(a: &'a AssessmentRecord) -> Self {
         AssessmentOut {
@@ -109,6 +111,7 @@ impl<'a> From<&'a AssessmentRecord> for AssessmentOut<'a> {
             evaluator: a.evaluator.as_ref(),
             error: a.error.as_ref(),
             critique: a.critique.as_ref(),
+            meta: None,
         }
     }
 }

@@ -213,6 +213,9 @@ pub struct AssessmentOut<'a> {
     /// Critique text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub critique: Option<&'a Value>,
+    /// Free-form metadata (kept and ignored by the engine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<&'a Map<String, Value>>,
 }
 
 /// Outcome of an assessment attempt.
@@ -433,6 +436,7 @@ mod tests {
             evaluator: None,
             error: None,
             critique: None,
+            meta: None,
         });
         assert!(nan.check().is_err());
     }

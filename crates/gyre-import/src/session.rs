@@ -317,6 +317,7 @@ fn write_logged(
                 evaluator: Some(&evaluator),
                 error: None,
                 critique: critique.as_ref(),
+                meta: None,
             },
             at,
         )?;
@@ -348,6 +349,7 @@ fn write_end(
                 evaluator: Some(&evaluator),
                 error: None,
                 critique: None,
+                meta: None,
             },
             at,
         )?;

@@ -9,7 +9,6 @@
 //! execution id under the token: it cannot be guessed or derived for another execution, needs no
 //! state, and stays valid across restarts of the proxy with the same token.
 
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -38,6 +37,8 @@ pub struct Control {
     token: Vec<u8>,
     /// Where it was read or written, for the startup line.
     pub origin: String,
+    /// The token file this start created (a refused start removes it again).
+    pub created: Option<PathBuf>,
 }
 
 /// Shortest token accepted (bytes): 128 bits as hex.
@@ -60,6 +61,7 @@ impl Control {
                 Ok(Control {
                     token: value.as_bytes().to_vec(),
                     origin: format!("${name}"),
+                    created: None,
                 })
             }
             TokenSource::File(path) => Self::from_file(path),
@@ -82,6 +84,7 @@ impl Control {
                 Ok(Control {
                     token: value.as_bytes().to_vec(),
                     origin,
+                    created: None,
                 })
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -89,19 +92,33 @@ impl Control {
                 getrandom::fill(&mut raw)
                     .map_err(|e| eyre!("no OS random source for the control token: {e}"))?;
                 let token = hex(&raw);
-                let mut options = OpenOptions::new();
-                options.write(true).create_new(true);
-                #[cfg(unix)]
-                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-                let mut file = options
-                    .open(path)
+                // Written whole or not at all: a temporary file (mode 0600) beside it, synced,
+                // then linked under its name unless one appeared meanwhile. A full disk leaves
+                // no empty token file to refuse the next start.
+                let dir = path
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                let mut tmp = tempfile::Builder::new()
+                    .prefix(".gyre-control-token")
+                    .tempfile_in(dir)
                     .wrap_err_with(|| format!("creating the control token file {origin}"))?;
-                writeln!(file, "{token}")
+                writeln!(tmp, "{token}")
+                    .and_then(|()| tmp.as_file().sync_all())
                     .wrap_err_with(|| format!("writing the control token file {origin}"))?;
-                Ok(Control {
-                    token: token.into_bytes(),
-                    origin,
-                })
+                match tmp.persist_noclobber(path) {
+                    Ok(_) => Ok(Control {
+                        token: token.into_bytes(),
+                        origin,
+                        created: Some(path.to_path_buf()),
+                    }),
+                    // Another start wrote it first: use that one.
+                    Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                        Self::from_file(path)
+                    }
+                    Err(e) => Err(eyre!(e.error)
+                        .wrap_err(format!("creating the control token file {origin}"))),
+                }
             }
             Err(e) => Err(eyre!(e).wrap_err(format!("reading the control token file {origin}"))),
         }
@@ -209,10 +226,12 @@ mod tests {
         let a = Control {
             token: b"0123456789abcdef0123456789abcdef".to_vec(),
             origin: String::new(),
+            created: None,
         };
         let b = Control {
             token: b"0123456789abcdef0123456789abcdeg".to_vec(),
             origin: String::new(),
+            created: None,
         };
         let cap = a.capability("task-17");
         assert_eq!(cap.len(), 32);

@@ -17,7 +17,7 @@
 //! (docs/record.md, "Security").
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
+use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -28,13 +28,17 @@ use serde_json::{Map, Value};
 
 use super::chat::{ApiError, ErrorKind, ReplyCall, Turn, now, random_id};
 use super::payload::{Found, Payloads, Produced, collapse};
-use super::recording::Recording;
+use super::recording::{Locked, Recording, drop_partial_line};
 use super::render::{Context, RenderTurn, hash_tokens};
 use super::sampled::OutputReader;
 use gyre_engine::load::{self, LoadOptions};
 use gyre_engine::record::{Actor, Purpose, Record, Source, parse_line};
 use gyre_engine::recorder::{AppendError, RecordError, Recorder};
-use gyre_engine::write::{ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut};
+use gyre_engine::write::{
+    AssessmentOut, ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut,
+};
+use gyre_format::note;
+use gyre_format::note::plural;
 
 /// Attribution given by the client (headers) or found in the body.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -62,10 +66,15 @@ pub struct Hints {
 /// only way to it).
 const ISSUED: &str = "capability";
 
-/// An execution id a harness may ask for: 1 to 128 of `A-Z a-z 0-9 . _ : -` (it goes into a
-/// URL path).
-fn check_issued_id(id: &str) -> Result<(), ApiError> {
-    let ok = (1..=128).contains(&id.len())
+/// Longest id accepted (execution, session, agent, group), in bytes.
+pub const MAX_ID: usize = 128;
+
+/// Whether `id` is an id gyre record accepts from a client (an execution, a harness session, an
+/// agent, a group, from a header or a body): 1 to [`MAX_ID`] of `A-Z a-z 0-9 . _ : -`. An
+/// execution id goes into a capability URL's path, and every id into the operator's log: no
+/// byte of one can be a control code or a path separator.
+pub fn check_id(what: &str, id: &str) -> Result<(), ApiError> {
+    let ok = (1..=MAX_ID).contains(&id.len())
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
@@ -73,8 +82,8 @@ fn check_issued_id(id: &str) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::invalid(
-            "execution",
-            "an execution id is 1 to 128 of A-Z a-z 0-9 . _ : -",
+            what,
+            format!("{what} must be 1 to {MAX_ID} of A-Z a-z 0-9 . _ : - (docs/record.md)"),
         ))
     }
 }
@@ -158,10 +167,13 @@ pub struct Opened {
 }
 
 impl Journal {
-    /// Opens `path`: a new recording with a header naming `tokenizer`, or the existing one to
-    /// append to, whose open executions' outputs are read back (with `reader`) for restoration.
+    /// Opens the recording `locked` at `path`: a new (or empty) one gets a header naming
+    /// `tokenizer`; an existing one is appended to, and its open executions' outputs are read
+    /// back (with `reader`) for restoration. A last line cut short (a writer killed mid-line) is
+    /// dropped, and said on stderr.
     pub fn open(
         path: &Path,
+        locked: &mut Locked,
         tokenizer: &Value,
         header_meta: &Map<String, Value>,
         reader: &OutputReader,
@@ -169,7 +181,29 @@ impl Journal {
     ) -> Result<(Self, Opened)> {
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).map_err(|e| eyre!("no OS random source for call ids: {e}"))?;
-        let exists = path.metadata().is_ok_and(|m| m.len() > 0);
+        let dropped = drop_partial_line(&mut locked.file)
+            .wrap_err_with(|| format!("reading the end of {}", path.display()))?;
+        if let Some((bytes, from)) = dropped {
+            note!(
+                "gyre record: {}: dropped {} at the end, from byte {from} (line {}): a line cut \
+                 short, as a writer killed mid-line leaves one; it was never answered for",
+                path.display(),
+                plural(bytes, "byte"),
+                count_lines(path)? + 1
+            );
+        }
+        let exists = locked
+            .file
+            .metadata()
+            .wrap_err_with(|| format!("reading {}", path.display()))?
+            .len()
+            > 0;
+        let own = || {
+            locked
+                .file
+                .try_clone()
+                .wrap_err_with(|| format!("opening {}", path.display()))
+        };
         let (rec, lines) = if exists {
             let rec = match Recorder::append(path) {
                 Ok(rec) => rec,
@@ -179,12 +213,8 @@ impl Journal {
             };
             (rec, count_lines(path)?)
         } else {
-            if path.exists() {
-                std::fs::remove_file(path)
-                    .wrap_err_with(|| format!("replacing empty {}", path.display()))?;
-            }
-            let mut rec = Recorder::create_private(path)
-                .wrap_err_with(|| format!("creating {}", path.display()))?;
+            // The locked file itself (append mode), so an existing empty file keeps its mode.
+            let mut rec = Recorder::new(BufWriter::with_capacity(1 << 20, own()?));
             rec.header(Some(tokenizer), Some(header_meta))
                 .map_err(|e| eyre!("{e}"))?;
             rec.flush()
@@ -192,7 +222,7 @@ impl Journal {
             (rec, 0)
         };
         let mut journal = Journal {
-            rec: Recording::new(path, rec)?,
+            rec: Recording::new(path, own()?, rec)?,
             payloads: Payloads::new(payload_limit),
             execs: HashMap::new(),
             issued: HashSet::new(),
@@ -531,7 +561,7 @@ impl Journal {
         self.rec.ready().map_err(write_failed)?;
         let id = match execution {
             Some(id) => {
-                check_issued_id(id)?;
+                check_id("execution", id)?;
                 id.to_owned()
             }
             None => self.new_execution_id(),
@@ -725,6 +755,7 @@ impl Journal {
     /// are forgotten.
     pub fn closure(&mut self, body: &Value) -> Result<(), ApiError> {
         let line = record_line(body, "closure")?;
+        check_body_id(body)?;
         let Record::Closure(c) = parse_line(&line).map_err(line_error)?.record else {
             return Err(ApiError::invalid("kind", "not a closure"));
         };
@@ -745,11 +776,19 @@ impl Journal {
     /// Writes an `assessment` from a docs/format.md §1 body (`t` defaults to now).
     pub fn assessment(&mut self, body: &Value) -> Result<(), ApiError> {
         let line = record_line(body, "assessment")?;
+        check_body_id(body)?;
         let Record::Assessment(a) = parse_line(&line).map_err(line_error)?.record else {
             return Err(ApiError::invalid("kind", "not an assessment"));
         };
+        // The reader keeps no `meta`; the evaluator's is written as sent (as a closure's).
+        let meta = body.get("meta").and_then(Value::as_object);
         self.rec
-            .write(|rec| rec.assessment(&a.as_ref().into()))
+            .write(|rec| {
+                rec.assessment(&AssessmentOut {
+                    meta,
+                    ..a.as_ref().into()
+                })
+            })
             .map_err(record_error)
     }
 
@@ -774,6 +813,15 @@ pub struct Attribution {
     pub edited: Vec<usize>,
     /// The delegating call, for a sub-agent's first request.
     pub delegated_by: Option<String>,
+}
+
+/// A control body's `execution`, when it is a string, has the ids' alphabet and length (the
+/// loader checks that it is one).
+fn check_body_id(body: &Value) -> Result<(), ApiError> {
+    match body.get("execution").and_then(Value::as_str) {
+        Some(id) => check_id("execution", id),
+        None => Ok(()),
+    }
 }
 
 /// The body as a gyre/1 line of `kind` (`kind` may be given and must match; `t` defaults to
@@ -851,62 +899,10 @@ fn longest_lines(text: &str, n: usize) -> Vec<String> {
     lines.into_iter().map(str::to_owned).collect()
 }
 
-/// Takes the exclusive lock of recording `path` (on `<path>.lock`, which then names `holder`):
-/// two proxies appending to one file would interleave ids and cut lines. Held while the
-/// returned file is open; a second proxy is refused (exit 2) with the holder's line. (Unix:
-/// flock(2); elsewhere the file only names the holder.)
-pub fn lock_recording(path: &Path, holder: &str) -> Result<File> {
-    #[cfg(unix)]
-    use std::io::Read;
-    use std::io::{Seek, Write};
-    let mut lock_path = path.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let lock_path = std::path::PathBuf::from(lock_path);
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options
-        .open(&lock_path)
-        .wrap_err_with(|| format!("opening the lock file {}", lock_path.display()))?;
-    #[cfg(unix)]
-    {
-        use rustix::fs::{FlockOperation, flock};
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => {}
-            Err(rustix::io::Errno::WOULDBLOCK) => {
-                let mut held = String::new();
-                let _ = file.read_to_string(&mut held);
-                let held = held.trim();
-                return Err(gyre_format::note::Invalid(format!(
-                    "{} is being recorded by another gyre record ({}); stop it or choose \
-                     another --out",
-                    path.display(),
-                    if held.is_empty() {
-                        "holder unknown"
-                    } else {
-                        held
-                    }
-                ))
-                .into());
-            }
-            Err(e) => {
-                return Err(eyre!(std::io::Error::from(e))
-                    .wrap_err(format!("locking {}", lock_path.display())));
-            }
-        }
-    }
-    file.set_len(0)
-        .and_then(|()| file.rewind())
-        .and_then(|()| writeln!(file, "{holder}"))
-        .and_then(|()| file.flush())
-        .wrap_err_with(|| format!("writing {}", lock_path.display()))?;
-    Ok(file)
-}
-
 fn count_lines(path: &Path) -> Result<u64> {
     use std::io::Read;
-    let mut file = File::open(path).wrap_err_with(|| format!("reading {}", path.display()))?;
+    let mut file =
+        std::fs::File::open(path).wrap_err_with(|| format!("reading {}", path.display()))?;
     let mut buf = vec![0u8; 1 << 16];
     let mut lines = 0u64;
     loop {

@@ -17,10 +17,11 @@
 //! (sampled ids → text, reasoning, tool calls), `payload` (what the proxy produced, for
 //! restoration), `journal` (executions, agents, the recording), `recording` (the file, and undoing a
 //! record whose write failed), `upstream` (the policy server),
-//! `control` (the token and capability URLs), `listen` (connection limits and timeouts) and
-//! `server` (routes, shutdown).
+//! `control` (the token and capability URLs), `listen` (connection limits and timeouts),
+//! `budget` (the memory shared by concurrent requests) and `server` (routes, shutdown).
 
 mod anthropic;
+mod budget;
 mod chat;
 mod control;
 mod floor;

@@ -22,12 +22,14 @@ use gyre_format::note::Invalid;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+use super::budget::{self, Budget, Held};
 use super::chat::{
     Api, ApiError, ChatRequest, ErrorKind, Finish, Reply, ReplyCall, TokenLogprob, now,
 };
 use super::control::{Control, TokenSource};
-use super::journal::{Attribution, Hints, Journal, Outcome, lock_recording};
+use super::journal::{Attribution, Hints, Journal, Outcome, check_id};
 use super::listen::{self, Limits};
+use super::recording;
 use super::render::{Context, RenderTurn, Renderer, Shape, TooLong};
 use super::sampled::{self, OutputReader};
 use super::upstream::{Flavor, Stopped, Upstream};
@@ -82,6 +84,12 @@ pub struct Config {
     pub payload_limit: usize,
     /// No per-request log lines.
     pub quiet: bool,
+    /// Memory all requests together may take to parse, render and tokenise their bodies
+    /// (`--max-memory-mb`); a request waits for its share, or is answered 503.
+    pub max_memory_bytes: usize,
+    /// Returns free heap memory to the OS (the binary knows its allocator), called after a
+    /// large request.
+    pub release_memory: Option<fn()>,
 }
 
 /// Everything the handlers share.
@@ -102,6 +110,7 @@ struct Shared {
     read_timeout: Duration,
     max_request_bytes: usize,
     logprobs_mode: Option<&'static str>,
+    budget: Budget,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -134,6 +143,9 @@ fn load_tokenizer(
 
 /// Runs the proxy until SIGINT or SIGTERM.
 pub fn serve(cfg: Config) -> Result<()> {
+    // Before any descriptor is opened: the caps keep the control listener and the recording
+    // reachable under any flood of model connections.
+    let caps = listen::Caps::new(cfg.max_connections);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -183,28 +195,28 @@ pub fn serve(cfg: Config) -> Result<()> {
         cfg.upstream_api_key.clone(),
     )
     .map_err(|e| eyre!(e))?;
+    // The recording first: a second writer is refused before anything is created, and what
+    // this start creates is removed again if it is refused later (a full disk).
+    let mut locked = recording::lock(&cfg.out)?;
+    let mut leftovers = Leftovers(Vec::new());
+    if locked.created {
+        leftovers.0.push(cfg.out.clone());
+    }
     let control = Control::load(&cfg.control_token)?;
+    leftovers.0.extend(control.created.clone());
     let mut header_meta = Map::new();
     header_meta.insert("recorded_by".into(), "gyre record".into());
     header_meta.insert("upstream".into(), upstream.base().into());
     header_meta.insert("tool_parser".into(), reader.parser().name().into());
-    let holder = format!(
-        "pid {}, serving http://{}",
-        std::process::id(),
-        listeners
-            .0
-            .local_addr()
-            .map_or_else(|_| cfg.listen.clone(), |a| a.to_string())
-    );
-    // Held until the proxy exits.
-    let _lock = lock_recording(&cfg.out, &holder)?;
     let (journal, opened) = Journal::open(
         &cfg.out,
+        &mut locked,
         &tok_value,
         &header_meta,
         &reader,
         cfg.payload_limit,
     )?;
+    leftovers.0.clear();
     if opened.lines > 0 {
         note!(
             "gyre record: appending to {} ({} lines; {} outputs of open executions restorable)",
@@ -228,6 +240,7 @@ pub fn serve(cfg: Config) -> Result<()> {
         read_timeout: cfg.read_timeout,
         max_request_bytes: cfg.max_request_bytes,
         logprobs_mode: cfg.logprobs_mode,
+        budget: Budget::new(cfg.max_memory_bytes, cfg.release_memory),
     });
     match shared.renderer.floor() {
         Some(f) => {
@@ -253,7 +266,34 @@ pub fn serve(cfg: Config) -> Result<()> {
              --upstream-logprobs-mode processed-logprobs (docs/record.md)"
         );
     }
-    runtime.block_on(run(cfg, shared, listeners))
+    if let (Some((limit, before)), true) = (caps.fd_limit, caps.model < cfg.max_connections) {
+        note!(
+            "gyre record: the open-file limit is {limit}{}: at most {} model connections (each \
+             may hold an upstream connection too) and {} control connections instead of \
+             --max-connections {}, so the control listener and the recording keep descriptors",
+            if limit > before {
+                format!(" (raised from {before} to the hard limit)")
+            } else {
+                " (the hard limit)".to_owned()
+            },
+            caps.model,
+            caps.control,
+            cfg.max_connections
+        );
+    }
+    runtime.block_on(run(cfg, shared, listeners, caps))
+}
+
+/// Files a start created, removed again when it is refused (dropped before being emptied): a
+/// refused start leaves nothing behind to refuse the next one.
+struct Leftovers(Vec<PathBuf>);
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 /// What each listener exposes, for the warning on a non-loopback address.
@@ -290,6 +330,7 @@ async fn run(
     cfg: Config,
     shared: Arc<Shared>,
     (listener, control_listener): (tokio::net::TcpListener, tokio::net::TcpListener),
+    caps: listen::Caps,
 ) -> Result<()> {
     let addr: SocketAddr = listener.local_addr()?;
     let control_addr: SocketAddr = control_listener.local_addr()?;
@@ -315,7 +356,13 @@ async fn run(
     }
     let limits = Limits {
         read_timeout: cfg.read_timeout,
-        max_connections: cfg.max_connections,
+        max_connections: caps.model,
+        fd_capped: caps.model < cfg.max_connections,
+    };
+    let control_limits = Limits {
+        max_connections: caps.control,
+        fd_capped: caps.control < cfg.max_connections,
+        ..limits
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     let closing = Arc::clone(&shared);
@@ -332,7 +379,7 @@ async fn run(
             listen::serve(
                 control_listener,
                 control_app,
-                limits,
+                control_limits,
                 stop_rx.clone(),
                 "control"
             ),
@@ -402,7 +449,12 @@ fn error_response(api: Api, e: &ApiError) -> Response {
         Api::Anthropic => anthropic::error(e),
     };
     let status = StatusCode::from_u16(e.kind.status()).unwrap_or(StatusCode::BAD_GATEWAY);
-    (status, axum::Json(body)).into_response()
+    let mut resp = (status, axum::Json(body)).into_response();
+    if e.kind == ErrorKind::Unavailable {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    resp
 }
 
 /// The harness's routes: plain (`/v1/…`, unless `--capability-only`) and under a capability
@@ -522,8 +574,16 @@ async fn scoped_chat(
 }
 
 /// The body, read within the read timeout and the size limit (a larger body is a 413,
-/// refused from its `content-length` before it is read when it has one).
-async fn read_body(st: &Shared, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+/// refused from its `content-length` before it is read when it has one), with the part of the
+/// memory budget it may cost held ([`budget::cost`], at most `text_cap` bytes of its text
+/// tokenised): reserved from the `content-length` before reading, else as the body arrives.
+async fn read_body(
+    st: &Shared,
+    headers: &HeaderMap,
+    body: Body,
+    text_cap: usize,
+) -> Result<(Bytes, Held), ApiError> {
+    use http_body_util::BodyExt;
     let limit = st.max_request_bytes;
     let too_large = |size: String| {
         ApiError::new(
@@ -543,7 +603,41 @@ async fn read_body(st: &Shared, headers: &HeaderMap, body: Body) -> Result<Bytes
         return Err(too_large(format!("{n} bytes")));
     }
     let timeout = st.read_timeout;
-    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+    let mut held = st.budget.none();
+    let declared = declared.map_or(0, |n| n as usize);
+    st.budget
+        .reserve(&mut held, budget::cost(declared, text_cap), timeout)
+        .await?;
+    let read = async {
+        let mut body = body;
+        let mut buf = Vec::with_capacity(declared);
+        let mut covered = declared;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                ApiError::new(
+                    ErrorKind::InvalidRequest,
+                    format!("reading the request body failed: {e}"),
+                )
+            })?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            let len = buf.len() + data.len();
+            if len > limit {
+                return Err(too_large(format!("more than {limit} bytes")));
+            }
+            if len > covered {
+                // Ahead of the body, doubling, so a chunked body reserves a few times only.
+                covered = len.max(covered * 2).min(limit);
+                st.budget
+                    .reserve(&mut held, budget::cost(covered, text_cap), timeout)
+                    .await?;
+            }
+            buf.extend_from_slice(&data);
+        }
+        Ok(Bytes::from(buf))
+    };
+    match tokio::time::timeout(timeout, read).await {
         Err(_) => Err(ApiError::new(
             ErrorKind::InvalidRequest,
             format!(
@@ -551,21 +645,24 @@ async fn read_body(st: &Shared, headers: &HeaderMap, body: Body) -> Result<Bytes
                 timeout.as_secs_f64()
             ),
         )),
-        Ok(Err(e)) => {
-            let inner = e.into_inner();
-            let limited =
-                std::iter::successors(Some(&*inner as &dyn std::error::Error), |e| e.source())
-                    .any(|e| e.is::<http_body_util::LengthLimitError>());
-            if limited {
-                Err(too_large(format!("more than {limit} bytes")))
-            } else {
-                Err(ApiError::new(
-                    ErrorKind::InvalidRequest,
-                    format!("reading the request body failed: {inner}"),
-                ))
-            }
-        }
-        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(b)) => Ok((b, held)),
+    }
+}
+
+impl Shared {
+    /// The most text a model request can have tokenised: what the context holds before the
+    /// refusal by length (non-ASCII text counted three times), unbounded without it. The
+    /// upstream's error when it cannot say its context (the request would fail on it anyway).
+    async fn text_cap(&self) -> Result<usize, ApiError> {
+        let limit = self.upstream.context_len().await?;
+        Ok(match (limit, self.renderer.floor()) {
+            (Some(n), Some(f)) => usize::try_from(n)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(f.max_token_bytes)
+                .saturating_mul(3),
+            _ => usize::MAX,
+        })
     }
 }
 
@@ -585,19 +682,29 @@ async fn chat(
         );
     }
     let started = Instant::now();
-    let handled = match read_body(&st, &headers, body).await {
-        Ok(body) => handle(&st, api, pinned, &headers, body).await,
+    let read = match st.text_cap().await {
+        Ok(text_cap) => read_body(&st, &headers, body, text_cap).await,
+        Err(e) => Err(e),
+    };
+    let handled = match read {
+        // The budget is held until the answer is built.
+        Ok((body, _held)) => handle(&st, api, pinned, &headers, body).await,
         Err(e) => Err(e),
     };
     match handled {
         Ok((resp, line)) => {
             if !st.quiet {
-                note!("{line} {} ms", started.elapsed().as_millis());
+                note!("{} {} ms", sanitize(&line), started.elapsed().as_millis());
             }
             resp
         }
         Err(e) => {
-            note!("gyre record: {} error {}: {e}", api.name(), e.kind.status());
+            note!(
+                "gyre record: {} error {}: {}",
+                api.name(),
+                e.kind.status(),
+                sanitize(&e.to_string())
+            );
             error_response(api, &e)
         }
     }
@@ -641,13 +748,21 @@ fn hints(
                 })?,
         ),
     };
+    // Every id, from a header or the body, has one alphabet and length (they reach the log).
+    let id = |name: &str, value: Option<String>| -> Result<Option<String>, ApiError> {
+        value.map(|v| check_id(name, &v).map(|()| v)).transpose()
+    };
+    let session = match get("x-claude-code-session-id")? {
+        Some(s) => Some(s),
+        None => id("metadata.user_id session_id", req.session.clone())?,
+    };
     Ok(Hints {
         pinned,
-        execution: get("x-gyre-execution")?,
-        session: get("x-claude-code-session-id")?.or_else(|| req.session.clone()),
-        agent: get("x-gyre-agent")?,
+        execution: id("x-gyre-execution", get("x-gyre-execution")?)?,
+        session: id("x-claude-code-session-id", session)?,
+        agent: id("x-gyre-agent", get("x-gyre-agent")?)?,
         purpose,
-        group: get("x-gyre-group")?,
+        group: id("x-gyre-group", get("x-gyre-group")?)?,
         budget_s,
         arrived: now(),
     })
@@ -900,7 +1015,9 @@ fn render_error(e: eyre::Report) -> ApiError {
 
 async fn count_tokens(State(st): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
     let api = Api::Anthropic;
-    let body = match read_body(&st, &headers, body).await {
+    // Counting needs no upstream: without its context length, no bound on the text.
+    let text_cap = st.text_cap().await.unwrap_or(usize::MAX);
+    let (body, _held) = match read_body(&st, &headers, body, text_cap).await {
         Ok(b) => b,
         Err(e) => return error_response(api, &e),
     };
@@ -975,7 +1092,7 @@ async fn require_token(State(st): State<Arc<Shared>>, req: Request, next: Next) 
     note!(
         "gyre record: control request {} {} without the control token refused (401)",
         req.method(),
-        req.uri().path()
+        sanitize(req.uri().path())
     );
     let e = ApiError::new(
         ErrorKind::Unauthorized,
@@ -989,13 +1106,14 @@ async fn require_token(State(st): State<Arc<Shared>>, req: Request, next: Next) 
 }
 
 async fn control_body(st: &Shared, headers: &HeaderMap, body: Body) -> Result<Value, ApiError> {
-    gyre_body(&read_body(st, headers, body).await?)
+    // Control bodies are parsed, never tokenised.
+    gyre_body(&read_body(st, headers, body, 0).await?.0)
 }
 
 /// `POST /gyre/executions`: issues an execution and its capability URL.
 async fn issue(State(st): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
     let issued = async {
-        let bytes = read_body(&st, &headers, body).await?;
+        let (bytes, _held) = read_body(&st, &headers, body, 0).await?;
         let v = if bytes.iter().all(u8::is_ascii_whitespace) {
             json!({})
         } else {
@@ -1062,10 +1180,8 @@ async fn closure(State(st): State<Arc<Shared>>, headers: HeaderMap, body: Body) 
     };
     match done {
         Ok(v) => {
-            note!(
-                "gyre record: closed {}",
-                v.get("execution").unwrap_or(&Value::Null)
-            );
+            let id = v.get("execution").and_then(Value::as_str).unwrap_or("");
+            note!("gyre record: closed {}", sanitize(id));
             axum::Json(json!({"ok": true})).into_response()
         }
         Err(e) => error_response(Api::OpenAi, &e),

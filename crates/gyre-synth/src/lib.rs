@@ -1144,6 +1144,7 @@ impl<'w> Gen<'w> {
             evaluator: Some(&evaluator),
             error: error.as_ref(),
             critique: None,
+            meta: None,
         }))
     }
 }

@@ -1,6 +1,7 @@
 //! Shared by the recording-proxy tests: the stand-in upstream, the proxy binary, the Python
 //! clients.
 
+pub mod bodies;
 pub mod standin;
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
@@ -32,6 +33,40 @@ impl Proxy {
         Self::spawn(upstream, "qwen3", out, extra, env, Stdio::inherit())
     }
 
+    /// [`start_logged`](Self::start_logged) without `--quiet` (a log line per request), run
+    /// by `sh` after `ulimit -n NOFILE` when `nofile` is given (soft and hard limit both).
+    pub fn start_verbose(
+        upstream: &str,
+        out: &Path,
+        extra: &[&str],
+        log: &Path,
+        nofile: Option<u32>,
+    ) -> Proxy {
+        let log = std::fs::File::create(log).expect("creating the proxy's log file");
+        let mut cmd = match nofile {
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\"")])
+                    .arg(env!("CARGO_BIN_EXE_gyre"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_gyre")),
+        };
+        cmd.args([
+            "record",
+            "--upstream",
+            upstream,
+            "--tokenizer",
+            "qwen3",
+            "--out",
+        ])
+        .arg(out)
+        .args(["--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0"])
+        .args(extra)
+        .stderr(Stdio::from(log));
+        Self::started(cmd, out)
+    }
+
     /// [`start`](Self::start) with `--tokenizer TOKENIZER` instead of qwen3.
     pub fn start_model(upstream: &str, tokenizer: &str, out: &Path, extra: &[&str]) -> Proxy {
         Self::spawn(upstream, tokenizer, out, extra, &[], Stdio::inherit())
@@ -51,28 +86,35 @@ impl Proxy {
         env: &[(&str, &str)],
         stderr: Stdio,
     ) -> Proxy {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gyre"))
-            .args([
-                "record",
-                "--upstream",
-                upstream,
-                "--tokenizer",
-                tokenizer,
-                "--out",
-            ])
-            .arg(out)
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--control-listen",
-                "127.0.0.1:0",
-                "--quiet",
-            ])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gyre"));
+        cmd.args([
+            "record",
+            "--upstream",
+            upstream,
+            "--tokenizer",
+            tokenizer,
+            "--out",
+        ])
+        .arg(out)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--control-listen",
+            "127.0.0.1:0",
+            "--quiet",
+        ])
+        .envs(env.iter().copied())
+        .args(extra)
+        .stderr(stderr);
+        Self::started(cmd, out)
+    }
+
+    /// Runs `cmd` (a `gyre record` whose recording is `out`) and waits for the addresses it
+    /// prints.
+    fn started(mut cmd: Command, out: &Path) -> Proxy {
+        let mut child = cmd
             .env_remove("GYRE_CONTROL_TOKEN")
-            .envs(env.iter().copied())
-            .args(extra)
             .stdout(Stdio::piped())
-            .stderr(stderr)
             .spawn()
             .expect("starting gyre record");
         let mut stdout = BufReader::new(child.stdout.take().unwrap());

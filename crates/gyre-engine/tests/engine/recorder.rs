@@ -52,6 +52,7 @@ fn assessment(exec: &str) -> AssessmentOut<'_> {
         evaluator: None,
         error: None,
         critique: None,
+        meta: None,
     }
 }
 
