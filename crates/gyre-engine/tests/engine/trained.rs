@@ -105,3 +105,66 @@ fn checks_that_need_the_requests_name_file_and_line() {
     assert_eq!(batch.trained_counts().executions, 2);
     assert_eq!(batch.trained_counts().trained_tokens, 2);
 }
+
+/// gyre's own rows round-trip: `gyre/admitted-1` rows read back against their recording
+/// give the bytes `gyre admit --format trained` writes.
+#[test]
+fn admitted_rows_read_back_as_the_same_trained_records() {
+    use gyre_engine::admit::Settings;
+    use gyre_engine::score::AdvantageMode;
+    use gyre_engine::{export, process, trained};
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../assets/demo/example.jsonl"
+    );
+    let batch = gyre_engine::load::load(&[path.into()], &LoadOptions::default(), &|_, _| {})
+        .map_err(|e| format!("{:?}", e.diagnostics))
+        .unwrap();
+    let results = process(&batch, &Settings::default(), AdvantageMode::DrGrpo);
+    let mut direct = Vec::new();
+    let n = trained::write_trained(&batch, &results, &mut direct).unwrap();
+    let mut rows = Vec::new();
+    assert_eq!(export::write_rows(&batch, &results, &mut rows).unwrap(), n);
+    let mut imported = Vec::new();
+    let done = trained::import_admitted(&batch, &rows[..], "rows.jsonl", &mut imported).unwrap();
+    assert_eq!((done.rows, done.unmatched), (n, 0));
+    assert!(n > 0);
+    assert_eq!(
+        String::from_utf8(imported).unwrap(),
+        String::from_utf8(direct.clone()).unwrap()
+    );
+    // Read beside the recording, the records count what the rows train.
+    let both = load_inputs(
+        &[
+            Input::File(std::path::Path::new(path)),
+            Input::Memory {
+                name: "trained.jsonl",
+                bytes: &direct,
+            },
+        ],
+        &LoadOptions::default(),
+        &|_, _| {},
+    )
+    .map_err(|e| format!("{:?}", e.diagnostics))
+    .unwrap();
+    let targets: u64 = (0..batch.executions.len())
+        .flat_map(|i| export::execution_rows(&batch, &results, i))
+        .map(|r| r.loss_mask.iter().filter(|&&m| m == 1).count() as u64)
+        .sum();
+    assert_eq!(both.trained_counts().trained_tokens, targets);
+    assert_eq!(both.trained_counts().samples, n);
+    // A row whose tokens are not its leaf's path stays visible as literal ids.
+    let text = String::from_utf8(rows).unwrap();
+    let first = text.lines().next().unwrap();
+    let mut row: serde_json::Value = serde_json::from_str(first).unwrap();
+    row["tokens"][0] = serde_json::json!(999_999);
+    let mut out = Vec::new();
+    let done = trained::import_admitted(&batch, row.to_string().as_bytes(), "rows.jsonl", &mut out)
+        .unwrap();
+    assert_eq!(done.unmatched, 1);
+    assert!(
+        String::from_utf8(out)
+            .unwrap()
+            .contains(r#""tokens":[{"ids":[999999,"#)
+    );
+}
