@@ -1,4 +1,5 @@
-//! `gyre admit`: the admitted set as `gyre/admitted-1` JSONL (docs/format.md §8).
+//! `gyre admit`: the admitted set as `gyre/admitted-1` JSONL (docs/format.md §8), or as gyre/1
+//! `trained` records (§9, `--format trained`).
 
 use std::io;
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use color_eyre::eyre::{Result, WrapErr};
 use super::args::{AdmissionArgs, InputArgs, load_with_progress, named};
 use gyre_engine::report::plural;
 use gyre_engine::score::AdvantageMode;
+use gyre_engine::trained::{self, RowFormat};
 use gyre_engine::{self as eng, export};
 use gyre_format::output::Sink;
 
@@ -30,10 +32,20 @@ pub struct AdmitArgs {
     /// Overwrite --out if it exists.
     #[arg(long)]
     force: bool,
+    /// admitted: gyre/admitted-1 rows (§8); trained: the same rows as gyre/1 trained records
+    /// (§9), to read beside the recording (`gyre stats REC OUT`).
+    #[arg(long, value_parser = named::<RowFormat>(), default_value = "admitted")]
+    format: RowFormat,
 }
 
 /// Runs `gyre admit`.
 pub fn run(args: AdmitArgs) -> Result<ExitCode> {
+    if args.format == RowFormat::Trained && args.out.as_deref().is_some_and(export::is_parquet) {
+        return Err(gyre_format::note::Invalid(
+            "--format trained writes gyre/1 JSONL, not Parquet: name the output .jsonl".into(),
+        )
+        .into());
+    }
     // Opened first: an existing file is refused before the work, not after it.
     let sink = args
         .out
@@ -44,7 +56,11 @@ pub fn run(args: AdmitArgs) -> Result<ExitCode> {
     let results = eng::process(&batch, &args.admission.settings(), args.advantage);
     match (sink, args.out) {
         (Some(mut sink), Some(path)) => {
-            let rows = export::write_as(&batch, &results, &path, &mut sink)?;
+            let rows = match args.format {
+                RowFormat::Admitted => export::write_as(&batch, &results, &path, &mut sink)?,
+                RowFormat::Trained => trained::write_trained(&batch, &results, &mut sink)
+                    .wrap_err_with(|| format!("writing {}", path.display()))?,
+            };
             sink.finish()?;
             super::exit::note!(
                 "gyre: wrote {} ({}, B = {}) to {}",
@@ -57,8 +73,11 @@ pub fn run(args: AdmitArgs) -> Result<ExitCode> {
         _ => {
             let stdout = io::stdout().lock();
             let mut w = io::BufWriter::with_capacity(1 << 20, stdout);
-            export::jsonl::write_rows(&batch, &results, &mut w)
-                .wrap_err("writing rows to stdout")?;
+            match args.format {
+                RowFormat::Admitted => export::jsonl::write_rows(&batch, &results, &mut w),
+                RowFormat::Trained => trained::write_trained(&batch, &results, &mut w),
+            }
+            .wrap_err("writing rows to stdout")?;
         }
     }
     Ok(ExitCode::SUCCESS)

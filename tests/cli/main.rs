@@ -30,6 +30,7 @@ mod record_proxy;
 mod record_security;
 mod show;
 mod spec_rules;
+mod trained_cli;
 mod tui_e2e;
 mod tui_export;
 mod why;

@@ -12,6 +12,7 @@ use super::execution::{Execution, Request};
 use super::load::Batch;
 use super::row_prefix::row_prefix;
 use super::score::Outcome;
+use super::trained::TrainedCounts;
 use super::tree::{NodeId, NodeKind};
 use crate::process::Results;
 use gyre_format::record::{Actor, Source};
@@ -80,6 +81,9 @@ pub struct Stats {
     pub warnings: u64,
     /// Lines skipped under `--lenient`.
     pub skipped_lines: u64,
+    /// What the input's `trained` records hold (docs/format.md §9); absent without any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trained: Option<TrainedCounts>,
 }
 
 /// Computes the statistics of a processed batch.
@@ -89,6 +93,7 @@ pub fn stats(batch: &Batch, results: &Results) -> Stats {
         executions: batch.executions.len() as u64,
         warnings: batch.warning_count,
         skipped_lines: batch.skipped_lines,
+        trained: Some(batch.trained_counts()).filter(|c| c.samples > 0),
         ..Stats::default()
     };
     for class in Class::DEFAULT_PRIORITY {

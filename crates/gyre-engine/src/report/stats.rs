@@ -95,6 +95,19 @@ pub fn stats_table(s: &Stats, settings: &Settings) -> String {
     if !branches.is_empty() {
         line("branches", branches.join(", "));
     }
+    if let Some(c) = &s.trained {
+        line(
+            "trained samples",
+            format!("{}  (executions {})", c.samples, c.executions),
+        );
+        line(
+            "  trained tokens",
+            format!(
+                "{}  (with behaviour log-prob {}, trainer log-prob {}; aux {})",
+                c.trained_tokens, c.behaviour_logprobs, c.trainer_logprobs, c.aux_tokens
+            ),
+        );
+    }
     if s.warnings > 0 || s.skipped_lines > 0 {
         line(
             "warnings / skipped",
