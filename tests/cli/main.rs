@@ -16,6 +16,7 @@ mod tui_common;
 mod cli_edges;
 mod cli_errors;
 mod diff;
+mod import_atif;
 mod import_cli;
 mod lens;
 mod parquet_rows;
