@@ -21,7 +21,10 @@ use super::convo::Turn;
 use super::session::{self, Session};
 use super::sniff::{Fit, Probe, Shape};
 use super::vllm::{align, call_runs};
-use super::write::{At, ExecutionOut, RequestOut, ToolCallOut, spans_out};
+use super::write::{
+    At, ExecutionOut, LossAgg, PieceOut, RequestOut, SourceOut, ToolCallOut, TrainedOut, Trainer,
+    spans_out,
+};
 use super::{About, Importer, Job, Options, Progress};
 use gyre_engine::record::{Purpose, Source};
 use gyre_engine::report::plural;
@@ -116,6 +119,28 @@ impl Importer for Atif {
         } else {
             session::header_meta(ABOUT.name, opts.restore, &names)
         }
+    }
+
+    /// An import with an exact session names Harbor as what its `trained` records come from
+    /// (a reconstructed session writes none).
+    fn trainer(&self, inputs: &[PathBuf]) -> Result<Option<Trainer>> {
+        let canon = canonical(inputs);
+        let exact = inputs
+            .iter()
+            .all(|p| walk::read(p, &canon).ok().is_some_and(|i| i.all_exact()));
+        Ok(exact.then(|| Trainer {
+            name: "harbor".into(),
+            version: None,
+            loss_agg: LossAgg::Unknown,
+            inferred: vec![
+                "samples: one per model call, the steps ATIF marks as training data (token ids \
+                 recorded, not copied context)"
+                    .into(),
+                "loss mask: every completion token (ATIF holds no mask)".into(),
+                "loss aggregation and trainer version: unknown (ATIF names no trainer)".into(),
+            ],
+            meta: None,
+        }))
     }
 
     fn read(
@@ -263,6 +288,29 @@ fn write_exact(imp: Imported, job: &mut Job) -> Result<()> {
                     &spans,
                     &x.completion,
                 )
+            },
+            At {
+                file: &at.file,
+                line: at.line,
+            },
+        )?;
+        // The sample ATIF offers for training: the call's whole path, loss on the completion.
+        let pieces = [PieceOut::Request {
+            request: &id,
+            start: 0,
+            end: (x.prompt.len() + x.completion.len()) as u32,
+        }];
+        let mask = vec![1u8; x.completion.len()];
+        let behaviour: Vec<Option<f64>> = x.logprobs.iter().copied().map(Some).collect();
+        let file = at.file.display().to_string();
+        job.out.trained(
+            &TrainedOut {
+                source: Some(SourceOut {
+                    file: &file,
+                    index: at.index as u64,
+                }),
+                behaviour_logprobs: Some(&behaviour),
+                ..TrainedOut::new(&s.execution, &id, &pieces, x.prompt.len() as u32, &mask)
             },
             At {
                 file: &at.file,

@@ -153,6 +153,8 @@ pub struct Exact {
 pub struct StepAt {
     /// The trajectory file (as reached from the command line).
     pub file: PathBuf,
+    /// The step's position in its trajectory's `steps[]`, from 0.
+    pub index: usize,
     /// Its line in the file (an embedded sub-agent's: where it starts).
     pub line: u64,
 }
@@ -663,6 +665,7 @@ impl Walker<'_> {
                     self.exact.push(exact);
                     self.at.push(StepAt {
                         file: src.file.clone(),
+                        index: i,
                         line,
                     });
                 }

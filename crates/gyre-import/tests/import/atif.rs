@@ -71,6 +71,40 @@ fn exact_session_with_an_embedded_and_a_file_sub_agent() {
     assert_eq!(s.requests, 6);
     assert_eq!(s.policy_tokens, 246);
     assert_eq!(s.requests_reconstructed, 0);
+    // One trained sample per model call: loss on every completion token, each with its
+    // behaviour log-prob.
+    assert_eq!(
+        (
+            summary.samples,
+            summary.trained_tokens,
+            summary.behaviour_logprobs
+        ),
+        (6, 246, 246)
+    );
+    assert_eq!(summary.trainer_logprobs, 0);
+    assert_eq!(all[0]["trainer"]["name"], "harbor");
+    assert_eq!(all[0]["trainer"]["version"], Value::Null);
+    assert_eq!(all[0]["trainer"]["loss_agg"], "unknown");
+    let trained: Vec<&Value> = all.iter().filter(|l| l["kind"] == "trained").collect();
+    assert_eq!(trained.len(), 6);
+    // The summarization call: step 5 of the file beside the trajectory (index 4).
+    let t = trained.iter().find(|t| t["sample"] == "r5").unwrap();
+    assert_eq!(
+        t["source"],
+        json!({"file": fixture("atif/exact").join(SUMMARY).display().to_string(), "index": 4})
+    );
+    assert_eq!(t["tokens"][0]["request"], "r5");
+    let r5 = &calls[5]["metrics"];
+    let (p, c) = (
+        ids(&r5["prompt_token_ids"]).len(),
+        ids(&r5["completion_token_ids"]).len(),
+    );
+    assert_eq!(
+        (t["prompt_len"].as_u64(), t["tokens"][0]["end"].as_u64()),
+        (Some(p as u64), Some((p + c) as u64))
+    );
+    assert_eq!(t["behaviour_logprobs"], r5["logprobs"]);
+    assert_eq!(batch.executions[0].trained.list.len(), 6);
 
     let reqs = requests(&out);
     let agents: Vec<&str> = reqs
@@ -132,6 +166,9 @@ fn text_session_is_reconstructed_with_the_same_calls() {
     assert_eq!((summary.executions, summary.requests), (1, 6));
     let all = lines(&out);
     assert_eq!(all[0]["meta"]["reconstructed"], true);
+    // Re-tokenised text is not what a trainer trained on: no samples, no trainer.
+    assert_eq!(summary.samples, 0);
+    assert!(all[0].get("trainer").is_none());
     let batch = load(&out);
     let s = stats(&batch);
     assert_eq!(s.requests, 6);
