@@ -17,6 +17,7 @@ mod cli_edges;
 mod cli_errors;
 mod diff;
 mod doc_blocks;
+mod import_atif;
 mod import_cli;
 mod lens;
 mod parquet_rows;

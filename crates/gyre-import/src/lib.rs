@@ -10,7 +10,10 @@
 //! - `codex`: a Codex CLI rollout (`rollout-*.jsonl`);
 //! - `inspect`: an Inspect AI log (`.json` or `.eval`), one execution per sample;
 //! - `vllm`: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
-//!   exact records, not reconstructed.
+//!   exact records, not reconstructed;
+//! - `atif`: a Harbor / Terminus-Bench ATIF trajectory (`trajectory.json`) with its sub-agents:
+//!   exact when its steps hold their token ids and log-probs, reconstructed when not;
+//! - `verl`: a verl `rollout_data_dir` dump (decoded text only): reconstructed.
 //!
 //! All but `vllm` have no token ids in their logs: their records are rebuilt by rendering the
 //! conversation through the tokenizer's chat template ([`convo`]), have no log-probs, and are
@@ -22,6 +25,7 @@
 //! (field paths in every error), and writes through the engine's validating recorder
 //! ([`write`](mod@write)), so its output always loads.
 
+mod atif;
 mod claude_code;
 mod codex;
 pub mod convo;
@@ -35,6 +39,7 @@ mod session;
 mod sniff;
 mod swe_agent;
 mod timestamp;
+mod verl;
 mod vllm;
 pub mod write;
 
@@ -193,6 +198,12 @@ pub trait Importer: Sync {
         inputs.to_vec()
     }
 
+    /// The header's `meta` for an import of `inputs` (a source that is exact or reconstructed
+    /// depending on its input says which).
+    fn header_meta(&self, opts: &Options, inputs: &[PathBuf]) -> Map<String, Value> {
+        default_header_meta(self.about(), opts, &self.files(inputs))
+    }
+
     /// Reads the inputs, handing each item to `emit` as soon as it is read (streaming sources
     /// never hold the whole input). Per-line problems go to `job.log`.
     fn read(
@@ -222,6 +233,8 @@ pub trait Source: Sync {
     fn sniff(&self, probe: &Probe) -> Fit;
     /// Every file an import of `inputs` reads.
     fn files(&self, inputs: &[PathBuf]) -> Vec<PathBuf>;
+    /// The header's `meta` for an import of `inputs`.
+    fn header_meta(&self, opts: &Options, inputs: &[PathBuf]) -> Map<String, Value>;
     /// Reads the inputs and writes their records.
     fn run(&self, inputs: &[PathBuf], job: &mut Job) -> Result<()>;
     /// What wrote a trainer's dump (see [`Importer::trainer`]).
@@ -241,6 +254,10 @@ impl<T: Importer> Source for T {
         Importer::files(self, inputs)
     }
 
+    fn header_meta(&self, opts: &Options, inputs: &[PathBuf]) -> Map<String, Value> {
+        Importer::header_meta(self, opts, inputs)
+    }
+
     fn run(&self, inputs: &[PathBuf], job: &mut Job) -> Result<()> {
         self.read(inputs, job, &mut |job, item| self.records(item, job))
     }
@@ -251,7 +268,7 @@ impl<T: Importer> Source for T {
 }
 
 /// Every source, in `gyre import --help` order.
-pub static IMPORTERS: [&dyn Source; 7] = [
+pub static IMPORTERS: [&dyn Source; 9] = [
     &claude_code::ClaudeCode,
     &swe_agent::SweAgent,
     &mini_swe_agent::MiniSweAgent,
@@ -259,6 +276,8 @@ pub static IMPORTERS: [&dyn Source; 7] = [
     &openhands::Openhands,
     &inspect::Inspect,
     &vllm::Vllm,
+    &atif::Atif,
+    &verl::Verl,
 ];
 
 /// The source named `name` on the command line.
@@ -341,29 +360,34 @@ fn special_file(path: &Path) -> Option<&'static str> {
 
 /// Header metadata of an import of `inputs` by `source`.
 pub fn header_meta(source: &dyn Source, opts: &Options, inputs: &[PathBuf]) -> Map<String, Value> {
-    let about = source.about();
-    let names: Vec<String> = source
-        .files(inputs)
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
+    source.header_meta(opts, inputs)
+}
+
+/// The header metadata of a source that is always reconstructed or always exact (as
+/// [`About::reconstructed`] says), naming `files`.
+pub fn default_header_meta(about: &About, opts: &Options, files: &[PathBuf]) -> Map<String, Value> {
+    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
     if about.reconstructed {
         session::header_meta(about.name, opts.restore, &names)
     } else {
-        let mut m = Map::new();
-        m.insert("source".into(), json!(about.name));
-        m.insert("reconstructed".into(), Value::Bool(false));
-        m.insert(
-            "importer".into(),
-            json!(format!(
-                "gyre {} import {}",
-                env!("CARGO_PKG_VERSION"),
-                about.name
-            )),
-        );
-        m.insert("inputs".into(), json!(names));
-        m
+        exact_header_meta(about.name, &names)
     }
+}
+
+/// The header metadata of an import whose records are exact (not reconstructed).
+pub fn exact_header_meta(source: &str, names: &[String]) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("source".into(), json!(source));
+    m.insert("reconstructed".into(), Value::Bool(false));
+    m.insert(
+        "importer".into(),
+        json!(format!(
+            "gyre {} import {source}",
+            env!("CARGO_PKG_VERSION")
+        )),
+    );
+    m.insert("inputs".into(), json!(names));
+    m
 }
 
 /// Imports `inputs` with `source` into `sink`: checks the inputs, writes a header naming

@@ -326,7 +326,7 @@ fn write_logged(
 }
 
 /// The closure (and, with a score, a valid assessment of the closure's artifact).
-fn write_end(
+pub(crate) fn write_end(
     job: &mut Job,
     execution: &str,
     c: &Closure,

@@ -486,7 +486,11 @@ pub fn align(prompt: &[u32], rendered: &[u32], spans: &[Span]) -> (Vec<Span>, us
 }
 
 /// `[start, end)` of each `<tool_call>` … `</tool_call>` run of `output`.
-fn call_runs(output: &[u32], open: Option<u32>, close: Option<u32>) -> Vec<(usize, usize)> {
+pub(crate) fn call_runs(
+    output: &[u32],
+    open: Option<u32>,
+    close: Option<u32>,
+) -> Vec<(usize, usize)> {
     let (Some(open), Some(close)) = (open, close) else {
         return Vec::new();
     };

@@ -3,6 +3,7 @@
 // Test helpers may unwrap too: a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
+mod atif;
 mod claude_code;
 mod claude_code_2_1_2xx;
 mod codex;
@@ -14,3 +15,4 @@ mod openhands_instances;
 mod openhands_timestamps;
 mod openhands_v1;
 mod real_logs;
+mod verl;
