@@ -21,6 +21,7 @@ pub mod parquet;
 pub mod provenance;
 pub mod recorder;
 pub mod row_prefix;
+pub mod runs;
 pub mod score;
 pub mod shard;
 pub mod stats;
