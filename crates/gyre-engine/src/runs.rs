@@ -389,8 +389,9 @@ pub struct Part<'a> {
     pub name: &'a Path,
     /// The recording.
     pub source: Source<'a>,
-    /// The runs to read, in file order.
-    pub runs: &'a [Run],
+    /// The runs to read, in file order; `None` reads the whole recording (a shard that holds
+    /// every execution of it). A part with no runs does not open its source.
+    pub runs: Option<&'a [Run]>,
     /// Counts the recording's bytes read (the file's bytes, compressed where it is).
     pub read: &'a AtomicU64,
 }
@@ -403,6 +404,18 @@ impl<'a> Part<'a> {
             inner,
             read: self.read,
         };
+        let Some(runs) = self.runs else {
+            return Ok(match self.source {
+                Source::File(path) => Box::new(counted(File::open(path)?)),
+                Source::Memory(bytes) => {
+                    self.read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                    Box::new(bytes)
+                }
+            });
+        };
+        if runs.is_empty() {
+            return Ok(Box::new(io::empty()));
+        }
         let bytes = match self.source {
             Source::File(path) => {
                 let mut file = BufReader::with_capacity(1 << 16, counted(File::open(path)?));
@@ -420,7 +433,7 @@ impl<'a> Part<'a> {
         };
         Ok(Box::new(RunsReader {
             bytes,
-            runs: self.runs,
+            runs,
             next: 0,
             pos: 0,
             line: 1,
@@ -430,9 +443,13 @@ impl<'a> Part<'a> {
         }))
     }
 
-    /// Bytes of its runs.
+    /// Bytes it reads: its runs', or the whole recording's.
     pub fn size(&self) -> u64 {
-        self.runs.iter().map(|r| r.len).sum()
+        match (self.runs, self.source) {
+            (Some(runs), _) => runs.iter().map(|r| r.len).sum(),
+            (None, Source::File(path)) => std::fs::metadata(path).map_or(0, |m| m.len()),
+            (None, Source::Memory(bytes)) => bytes.len() as u64,
+        }
     }
 }
 
@@ -729,7 +746,7 @@ mod tests {
                     .map(|((p, (name, _)), ix)| Part {
                         name: Path::new(name),
                         source: Source::File(p),
-                        runs: &ix.runs[k],
+                        runs: Some(&ix.runs[k]),
                         read: &read,
                     })
                     .collect();
@@ -769,7 +786,7 @@ mod tests {
             let part = Part {
                 name: Path::new("a.jsonl"),
                 source: Source::Memory(&files[0].1),
-                runs,
+                runs: Some(runs),
                 read: &read,
             };
             let mut text = String::new();
@@ -817,7 +834,7 @@ mod tests {
         let part = Part {
             name: Path::new("b.jsonl"),
             source: Source::Memory(short),
-            runs: &ix.runs[0],
+            runs: Some(&ix.runs[0]),
             read: &read,
         };
         let e = load_parts(&[part], &LoadOptions::default()).unwrap_err();
