@@ -57,9 +57,14 @@ const INDEX_CHUNK: usize = 4 << 20;
 type Members<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// The raw value text of a recording line's top-level `kind` and `execution` members, found
-/// without reading the rest (token arrays are skipped by bracket, not parsed). `None` where the
-/// line is not a plain object this scan reads exactly (an escaped key, a repeated key, broken
-/// JSON): the caller then reads the line with serde_json.
+/// without reading the rest: values before them are skipped by bracket and quote, not parsed,
+/// and the scan stops once it has both (gyre's writer puts them first). `None` where the scan
+/// cannot tell (an escaped key, broken JSON): the caller then reads the line with serde_json.
+///
+/// What follows the two members is not checked. That is exact for every line the loader
+/// accepts (its keys are unique, so the first `execution` is the only one); a line it refuses
+/// (a repeated key further on, broken JSON) only needs to reach exactly one shard, which
+/// reports it at its `file:line` as one load would.
 fn scan(line: &[u8]) -> Option<Members<'_>> {
     let mut i = skip_ws(line, 0);
     if line.get(i) != Some(&b'{') {
@@ -93,6 +98,9 @@ fn scan(line: &[u8]) -> Option<Members<'_>> {
         if let Some(slot) = slot {
             if slot.replace(&line[i..end]).is_some() {
                 return None;
+            }
+            if kind.is_some() && execution.is_some() {
+                return Some((kind, execution));
             }
         }
         i = skip_ws(line, end);
@@ -678,6 +686,13 @@ mod tests {
             };
             (route(line.as_bytes(), shards), Some(slow))
         };
+        // Lines the loader refuses need only reach one shard.
+        for line in [
+            r#"{"kind":"request","execution":"x1","execution":"x2"}"#,
+            r#"{"kind":"request","execution":"x5",]"#,
+        ] {
+            assert!(route(line.as_bytes(), 3).is_some());
+        }
         for line in [
             r#"{"kind":"request","execution":"x9","input":[1,[2,3]],"output":[]}"#,
             r#"{ "output" : [1, 2] , "execution" : 12 , "kind" : "closure" }"#,
@@ -687,11 +702,10 @@ mod tests {
             r#"{"kind":"request","execution":{"a":1}}"#,
             r#"{"kind":"request","execution":"a\"b\\c"}"#,
             r#"{"kind":"request","execu\u0074ion":"x9"}"#,
-            r#"{"kind":"request","execution":"x1","execution":"x2"}"#,
+            r#"{"kind":"request","kind":"closure","execution":"x1"}"#,
             r#"{"meta":{"execution":"inner"},"kind":"request","execution":"x3"}"#,
             r#"{"meta":"}{][","kind":"request","execution":"x4"}"#,
             r#"{"kind":"request","execution":-3}"#,
-            r#"{"kind":"request","execution":"x5""#,
             r#"[1,2]"#,
             r#"{}"#,
             "{not json",
