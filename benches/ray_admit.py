@@ -9,9 +9,10 @@ by execution with `gyre.split`), times
 
 each in a fresh driver process on one local Ray instance started beforehand (its start is not
 timed; each admission's actor starts are). Reports wall time, peak RSS of the driver and of
-every shard actor, bytes put in the object store (Ray's `cumulative_created_bytes`, every node),
-bytes of recordings the driver read (none: `gyre.files_read` there) and the shards read, and
-the load average.
+every shard actor, bytes the driver and the shards exchanged (`reports`' `driver_bytes`: the
+only data that crosses the object store or the driver; here, the rows gathered on the driver),
+bytes of recordings the driver read (none: `gyre.files_read` there) and the shards read, and the
+load average.
 
     PYTHONPATH=... python benches/ray_admit.py --gyre target/release/gyre --dir /tmp/bench \\
         --executions 256 --turns 40 --context 16000      # about 1.15 GB
@@ -31,18 +32,12 @@ import time
 CHILD = "--child"
 
 
-def store_bytes_created() -> int:
-    from ray._private.internal_api import get_memory_info_reply, get_state_from_address
-
-    return get_memory_info_reply(get_state_from_address()).store_stats.cumulative_created_bytes
-
-
 def child(args) -> None:
     """One measured admission in this (fresh) process; prints one JSON line."""
     import gyre
 
     files = json.loads(args.files)
-    out = {"what": args.what, "files": len(files), "shards": args.shards}
+    out = {"what": args.what, "files": len(files), "shards": args.shard_count}
     if args.what == "one process":
         t = time.perf_counter()
         table = gyre.load(files).admit().to_arrow()
@@ -55,12 +50,11 @@ def child(args) -> None:
         import gyre.ray
 
         ray.init(address=args.address, log_to_driver=False)
-        before = store_bytes_created()
         reports = []
         t = time.perf_counter()
-        table = gyre.ray.admit(files, shards=args.shards, reports=reports)
+        table = gyre.ray.admit(files, shards=args.shard_count, reports=reports)
         out["wall_s"] = time.perf_counter() - t
-        out["put_bytes"] = store_bytes_created() - before
+        out["put_bytes"] = sum(r["driver_bytes"] for r in reports)
         out["shards_rss"] = [r["peak_rss"] for r in reports]
         out["shards_read"] = sum(sum(r["files_read"].values()) for r in reports)
     out["rows"] = table.num_rows
@@ -71,7 +65,7 @@ def child(args) -> None:
 
 def run(args, what, files, shards=0, address=""):
     cmd = [sys.executable, __file__, CHILD, "--what", what, "--files", json.dumps(files),
-           "--shards", str(shards), "--address", address]
+           "--shard-count", str(shards), "--address", address]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{what} failed:\n{p.stderr}")
@@ -84,8 +78,9 @@ def main() -> None:
     ap.add_argument("--what", help=argparse.SUPPRESS)
     ap.add_argument("--files", help=argparse.SUPPRESS)
     ap.add_argument("--address", help=argparse.SUPPRESS)
+    ap.add_argument("--shard-count", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--gyre", default="target/release/gyre", help="the gyre binary (for synth)")
-    ap.add_argument("--dir", required=True, help="where the recordings are written")
+    ap.add_argument("--dir", help="where the recordings are written (required)")
     ap.add_argument("--executions", type=int, default=256)
     ap.add_argument("--turns", type=int, default=40)
     ap.add_argument("--context", type=int, default=16000)
@@ -94,6 +89,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.child:
         return child(args)
+    if not args.dir:
+        ap.error("--dir is required")
 
     import gyre
     import ray
@@ -129,7 +126,7 @@ def main() -> None:
 
     mb = lambda b: f"{b / 2**20:,.0f}"  # noqa: E731
     print(f"\n| files | path | shards | wall s | × one process | driver peak RSS MiB | shard peak RSS MiB "
-          f"| object store put MiB | driver read MiB | shards read MiB |")
+          f"| driver⇄shards MiB | driver read MiB | shards read MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         shard_rss = ", ".join(mb(x) for x in r["shards_rss"]) or "–"

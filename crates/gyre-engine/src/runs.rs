@@ -3,10 +3,10 @@
 //! An [`index`] pass over a recording routes each line as [`crate::shard::split`] does (to the
 //! shard of its execution; headers and lines naming no execution to shard 0) but keeps no
 //! bytes: it returns, per shard, the runs of consecutive lines that shard needs (byte ranges
-//! with their line numbers). A shard then loads its runs of every input ([`Part::stream`]):
-//! the ranges are read in place (a plain file is read with seeks, a compressed one decompressed
-//! and the rest discarded) and every other line is a blank line, so each line keeps its number
-//! and errors name `file:line` as one load of the whole file would.
+//! with their line numbers). A shard then loads its runs of every input ([`load_parts`]): the
+//! ranges are read in place ([`Part::open`]: a plain file with seeks, a compressed one
+//! decompressed with the rest discarded) and every other line is a blank line, so each line
+//! keeps its number and errors name `file:line` as one load of the whole file would.
 
 use std::borrow::Cow;
 use std::fs::File;
