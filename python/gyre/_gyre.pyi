@@ -30,6 +30,10 @@ __all__ = [
     "load_parts",
     "combine",
     "shard_of",
+    "Runs",
+    "index",
+    "load_runs",
+    "files_read",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]

@@ -190,7 +190,7 @@ def _plan(ray, named, shards):
     _shards_arg(count)
     if not any(placed):
         return [(None, list(range(len(named))), count)]
-    nodes: Dict[str, List[int]] = {}
+    nodes = {}
     for i, (_, _, node) in enumerate(named):
         nodes.setdefault(node, []).append(i)
     return [(node, files, count) for node, files in nodes.items()]
@@ -264,11 +264,11 @@ def _run(
         # Every shard loads every input, in order, so file indices and line numbers are those
         # of one load of all inputs; a recording outside its group is empty and never opened.
         empty = gyre.Runs()
-        loads = []
+        loads: List[Any] = []
         for actor, g, k in actors:
             _, files, count = plan[g]
             mine = set(files)
-            parts = []
+            parts: List[Tuple[str, Any, Optional[gyre.Runs]]] = []
             for i, name in enumerate(names):
                 if i not in mine:
                     parts.append((name, b"", empty))
