@@ -29,6 +29,8 @@ local disk, read only by shards placed on that node. ``(name, source)`` pairs na
 error messages. The driver never reads a path: the shards do. Each shard reserves one CPU
 (``num_cpus``; a share of one where there are more shards than CPUs, since every shard must be
 up at once) while it lives; its peak memory is its share of the loaded batch plus its rows.
+Shard actors are kept between calls (a trainer admits every step; a fresh actor is a fresh
+process to start) and end with ``release()`` or the Ray job.
 """
 
 from __future__ import annotations
@@ -114,6 +116,8 @@ class _Shard:
 
     def __init__(self):
         self.batch = None
+        # What this process had read before the current call (an actor serves many calls).
+        self.read_before: Dict[str, int] = {}
 
     def index(self, items, shards: int):
         return [(i, gyre.index(_resolve(source), shards)) for i, source in items]
@@ -132,17 +136,19 @@ class _Shard:
         batch, self.batch = self.batch, None
         rows = batch.admit(stats=stats, **settings)
         executions = len(rows.execution_ids)
-        if out is not None:
-            return rows.write(out, force=force), self.report(executions)
-        return rows.to_arrow(), self.report(executions)
+        result = rows.write(out, force=force) if out is not None else rows.to_arrow()
+        report = self.report(executions)
+        self.read_before = gyre.files_read()
+        return result, report
 
     def report(self, executions: int) -> Dict[str, Any]:
         import ray
 
+        read = {p: n - self.read_before.get(p, 0) for p, n in gyre.files_read().items()}
         return dict(
             node_id=ray.get_runtime_context().get_node_id(),
             pid=os.getpid(),
-            files_read=gyre.files_read(),
+            files_read={p: n for p, n in read.items() if n},
             peak_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             executions=executions,
         )
@@ -166,6 +172,26 @@ def _size(obj) -> int:
     import pickle
 
     return len(pickle.dumps(obj))
+
+
+# Idle shard actors, kept between calls (a trainer admits every step): per Ray job, node and
+# CPU reservation. `release()` ends them.
+_POOL: Dict[Tuple[str, Optional[str], float], List[Any]] = {}
+
+
+def _pool_key(ray, node: Optional[str], cpus: float) -> Tuple[str, Optional[str], float]:
+    return (ray.get_runtime_context().get_job_id(), node, cpus)
+
+
+def release() -> None:
+    """Ends the shard actors ``gyre.ray`` keeps between calls (each holds its CPU reservation
+    while it waits for the next call)."""
+    import ray
+
+    for key in list(_POOL):
+        for actor in _POOL.pop(key):
+            if ray.is_initialized():
+                ray.kill(actor)
 
 
 def _default_shards(ray) -> int:
@@ -236,12 +262,24 @@ def _run(
 
     shard_class = ray.remote(_Shard)
     actors = []  # (actor, group, shard within the group)
+    keys = []
+    reused = []
     for g, (node, _, count) in enumerate(plan):
-        strategy = "SPREAD" if node is None else NodeAffinitySchedulingStrategy(node, soft=False)
-        cpus = _cpus(ray, node, count)
+        key = _pool_key(ray, node, _cpus(ray, node, count))
+        idle = _POOL.get(key, [])
         for k in range(count):
-            actor = shard_class.options(num_cpus=cpus, scheduling_strategy=strategy).remote()
-            actors.append((actor, g, k))
+            reused.append(idle.pop() if idle else None)
+            actors.append((None, g, k))
+            keys.append(key)
+    # Idle actors this call does not use end first: they hold CPUs its new actors may need.
+    release()
+    for n, ((_, g, k), key, actor) in enumerate(zip(actors, keys, reused)):
+        node = plan[g][0]
+        if actor is None:
+            strategy = "SPREAD" if node is None else NodeAffinitySchedulingStrategy(node, soft=False)
+            actor = shard_class.options(num_cpus=key[2], scheduling_strategy=strategy).remote()
+        actors[n] = (actor, g, k)
+    done = False
     try:
         # A recording the shards of its group share is indexed by one of them (round robin).
         runs: Dict[int, list] = {}
@@ -316,10 +354,16 @@ def _run(
                         driver_bytes=traffic[n] + sent + _size(done),
                     )
                 )
+        done = True
         return [a for a, _ in admitted], outs, stats
     finally:
-        for actor, _, _ in actors:
-            ray.kill(actor)
+        # Actors that served the call wait for the next one; after a failure they end (a
+        # failed actor may be gone, a failed load may have left a batch behind).
+        for (actor, _, _), key in zip(actors, keys):
+            if done:
+                _POOL.setdefault(key, []).append(actor)
+            else:
+                ray.kill(actor)
 
 
 def admit(
@@ -347,7 +391,8 @@ def admit(
 
     ``reports``, when a list, receives one dict per shard (shard order): ``shard``, ``node_id``,
     ``pid`` (the actor's process), ``executions`` it loaded, ``files_read`` (bytes it read of
-    each recording file, ``gyre.files_read``), ``peak_rss`` (its peak resident memory, bytes)
+    each recording file in this call, ``gyre.files_read``), ``peak_rss`` (its process's peak
+    resident memory so far, bytes)
     and ``driver_bytes`` (what it and the driver exchanged: arguments and results, an Arrow
     table by its buffers; the only data that crosses the object store or the driver).
     """
