@@ -25,7 +25,6 @@ closing note, not here.
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -66,7 +65,9 @@ def child(args) -> None:
         out["shards_read"] = sum(sum(r["files_read"].values()) for r in reports)
     out["rows"] = table.num_rows
     out["driver_read"] = sum(gyre.files_read().values())
-    out["driver_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    from gyre.ray import _peak_rss
+
+    out["driver_rss"] = _peak_rss()
     print(json.dumps(out))
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os
 import resource
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -110,6 +111,20 @@ def _resolve(source):
     return ray.get(source)
 
 
+def _peak_rss() -> int:
+    """This process's peak resident memory, bytes: Linux's VmHWM (ru_maxrss survives exec, so
+    a worker would report its parent's peak), elsewhere ru_maxrss."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
 class _Shard:
     """One shard: indexes the recordings it is given, loads its runs of every recording once,
     and keeps the batch for the admission round."""
@@ -149,7 +164,7 @@ class _Shard:
             node_id=ray.get_runtime_context().get_node_id(),
             pid=os.getpid(),
             files_read={p: n for p, n in read.items() if n},
-            peak_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            peak_rss=_peak_rss(),
             executions=executions,
         )
 
