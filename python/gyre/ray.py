@@ -129,8 +129,8 @@ class _Shard:
     """One shard: indexes the recordings it is given, loads its runs of every recording once,
     and keeps the batch for the admission round."""
 
-    def __init__(self):
-        self.batch = None
+    def __init__(self) -> None:
+        self.batch: Any = None
         # What this process had read before the current call (an actor serves many calls).
         self.read_before: Dict[str, int] = {}
 
@@ -276,9 +276,9 @@ def _run(
     sources = [ray.put(s) if isinstance(s, bytes) else s for _, s, _ in named]
 
     shard_class = ray.remote(_Shard)
-    actors = []  # (actor, group, shard within the group)
+    actors: List[Tuple[Any, int, int]] = []  # (actor, group, shard within the group)
     keys = []
-    reused = []
+    reused: List[Any] = []
     for g, (node, _, count) in enumerate(plan):
         key = _pool_key(ray, node, _cpus(ray, node, count))
         idle = _POOL.get(key, [])
