@@ -16,6 +16,7 @@ mod batch;
 mod convert;
 mod follow;
 mod recorder;
+mod runs;
 mod shard;
 
 // Named `gyre.LoadError` (where the package exports it) so that pickle finds the class again:
@@ -66,5 +67,9 @@ fn _gyre(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard::load_parts, m)?)?;
     m.add_function(wrap_pyfunction!(shard::combine, m)?)?;
     m.add_function(wrap_pyfunction!(shard::shard_of, m)?)?;
+    m.add_class::<runs::Runs>()?;
+    m.add_function(wrap_pyfunction!(runs::index, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::load_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::files_read, m)?)?;
     Ok(())
 }

@@ -19,7 +19,7 @@ use crate::{guard, value_error};
 /// below what would exhaust memory (2^31 shards are 48 GiB of empty parts).
 const MAX_SHARDS: i64 = 1 << 16;
 
-fn shards_arg(shards: i64) -> PyResult<u32> {
+pub(crate) fn shards_arg(shards: i64) -> PyResult<u32> {
     if !(1..=MAX_SHARDS).contains(&shards) {
         return Err(value_error(format!(
             "shards must be an integer in 1..={MAX_SHARDS}, not {shards}"

@@ -1,8 +1,11 @@
 """gyre.ray on a local Ray (2 CPUs) over multi-file recordings: the rows are exactly the rows
 one `gyre admit` over all the files writes, for executions and groups spread over files and
-shards; errors name file:line as one load would."""
+shards; errors name file:line as one load would; the driver reads no recording and puts none
+in the object store; gyre.ray.follow admits a growing recording next to where it is written."""
 
 import random
+import re
+import sys
 
 import pyarrow.parquet as pq
 import pytest
@@ -10,8 +13,7 @@ import ray  # the suite fails, not skips, without Ray
 
 import gyre
 import gyre.ray
-from conftest import DEMO, cli_rows
-  # the suite fails, not skips, without Ray
+from conftest import DEMO, REPO, cli_rows
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -33,7 +35,7 @@ def chunks(path, n, out_dir):
     return files
 
 
-def rollout_workers(out_dir, workers=3, executions=18, seed=0):
+def rollout_workers(out_dir, workers=3, executions=18, seed=0, tokens=30):
     """Rollout workers, one recording each: GRPO groups of 3 land on different workers, and
     some executions are closed and assessed by a restarted worker, in a file of its own."""
     rng = random.Random(seed)
@@ -43,7 +45,7 @@ def rollout_workers(out_dir, workers=3, executions=18, seed=0):
         rec = recs[x % workers]
         ex = f"x{x:02d}"
         rec.execution(ex, group=f"g{x // 3}", t=0.0, budget_s=100.0)
-        context = [rng.randrange(1, 500) for _ in range(rng.randrange(3, 30))]
+        context = [rng.randrange(1, 500) for _ in range(rng.randrange(3, tokens))]
         for turn in range(rng.randrange(1, 5)):
             out = [rng.randrange(500, 1000) for _ in range(rng.randrange(1, 9))]
             agent = "main" if rng.random() < 0.8 else "sub-1"
@@ -139,3 +141,127 @@ def test_errors_name_file_and_line_across_shards(tmp_path, synth):
         gyre.ray.admit(files, shards=2**31)
     with pytest.raises(ValueError, match="shards"):
         gyre.split(files[0], 2**31)
+
+
+class DriverReadsNothing:
+    """Fails any read of `paths` by this (the driver's) process: gyre's readers refuse, and an
+    audit hook records every open of them."""
+
+    def __init__(self, monkeypatch, paths):
+        self.paths = {str(p) for p in paths}
+        self.opened = []
+        sys.addaudithook(self.hook)
+        for name in ("load", "index", "load_runs", "split"):
+            def refuse(*a, _name=name, **k):
+                raise AssertionError(f"the driver called gyre.{_name}")
+            monkeypatch.setattr(gyre, name, refuse)
+        self.active = True
+
+    def hook(self, event, args):
+        if self.active and event == "open" and args and str(args[0]) in self.paths:
+            self.opened.append(args[0])
+
+
+def test_runs_read_in_place_equal_one_load(tmp_path, synth):
+    """gyre.index + gyre.load_runs (what each actor runs): every shard reads only its runs."""
+    files = chunks(synth, 3, tmp_path) + [DEMO]
+    expected = cli_rows(files, tmp_path / "cli.jsonl")
+    shards = 3
+    index = [gyre.index(str(f), shards) for f in files]
+    assert all(len(ix) == shards for ix in index)
+    summaries, batches = [], []
+    for k in range(shards):
+        batch = gyre.load_runs([(str(f), str(f), ix[k]) for f, ix in zip(files, index)])
+        summaries.append(batch.summary())
+        batches.append(batch)
+    stats = gyre.combine(summaries)
+    rows = [r for b in batches for r in b.admit(stats=stats)]
+    rank = {e: i for i, e in enumerate(stats.order)}
+    assert sorted(rows, key=lambda r: (rank[r["execution"]], r["draw"])) == expected
+    # The runs of each file cover it once (blank lines aside); bytes and a path agree.
+    for f, ix in zip(files, index):
+        assert sum(r.bytes for r in ix) <= f.stat().st_size
+        assert sum(r.lines for r in ix) <= len(f.read_bytes().splitlines())
+        again = gyre.index(f.read_bytes(), shards)
+        assert [(r.bytes, r.lines, len(r)) for r in again] == [(r.bytes, r.lines, len(r)) for r in ix]
+    read = gyre.files_read()
+    assert all(read[str(f)] >= f.stat().st_size for f in files)
+    # A recording with no runs for a shard is not opened; None reads it whole.
+    missing = str(tmp_path / "not-here.jsonl")
+    b = gyre.load_runs([(missing, missing, gyre.Runs()), (str(files[0]), str(files[0]), None)])
+    assert b.files == [missing, str(files[0])]
+    import pickle
+
+    assert pickle.loads(pickle.dumps(index[0][1])).bytes == index[0][1].bytes
+
+
+@pytest.mark.parametrize("shards", [1, 2])
+def test_the_driver_reads_no_recording(tmp_path, monkeypatch, shards):
+    files = rollout_workers(tmp_path, workers=4, executions=24, tokens=3000)
+    expected = cli_rows(files, tmp_path / "cli.jsonl")
+    size = sum(f.stat().st_size for f in files)
+    executions = len(gyre.load(files).executions)
+    guard = DriverReadsNothing(monkeypatch, files)
+    reports = []
+    parts = gyre.ray.write_parquet([str(f) for f in files], tmp_path / "out", shards=shards, reports=reports)
+    guard.active = False
+    assert guard.opened == []
+    # What crossed between the driver and the shards (paths, runs, summaries, statistics) is a
+    # small fraction of the recordings: none of them went through.
+    exchanged = sum(r["driver_bytes"] for r in reports)
+    assert 0 < exchanged < size / 20, (exchanged, size)
+    got = [row for p in parts for row in pq.read_table(p).to_pylist()]
+    assert sorted(got, key=key) == sorted(expected, key=key)
+    # One shard reads each file whole, once; two read their runs after one of them indexed it.
+    assert len(reports) == shards and len({r["pid"] for r in reports}) == shards
+    for f in files:
+        read = [r["files_read"].get(str(f), 0) for r in reports]
+        if shards == 1:
+            assert read == [f.stat().st_size]
+        else:
+            assert f.stat().st_size <= sum(read) <= 2 * f.stat().st_size + 2 * 65536
+    assert sum(r["executions"] for r in reports) == executions
+    assert all(r["peak_rss"] > 0 for r in reports)
+
+
+def test_bytes_and_object_refs_are_indexed_too(tmp_path):
+    files = rollout_workers(tmp_path)
+    expected = cli_rows(files, tmp_path / "cli.jsonl")
+    sources = [(str(f), ray.put(f.read_bytes())) for f in files]
+    reports = []
+    assert gyre.ray.admit(sources, shards=2, order="input", reports=reports).to_pylist() == expected
+    assert all(r["files_read"] == {} for r in reports)
+
+
+def test_follow_next_to_the_recording(synth):
+    """gyre.ray.follow: the steps an actor admits where the recording is written equal
+    gyre.follow's in this process."""
+    path = synth
+
+    def steps(follower, table):
+        ready = []
+        while (step := follower.poll()) is not None:
+            ready.append(table(step).to_pylist())
+        return ready, [table(step).to_pylist() for step in follower.finish()]
+
+    follower = gyre.follow(path, executions=4, group_size=4, timeout_s=0)
+    local = steps(follower, lambda rows: rows.to_arrow())
+    assert len(local[0] + local[1]) >= 2 and all(local[0] + local[1])
+    with gyre.ray.follow(path, node_id=ray.get_runtime_context().get_node_id(), executions=4,
+                         group_size=4, timeout_s=0) as remote:
+        assert steps(remote, lambda table: table) == local
+        state = remote.state()
+    assert state["lines"] == follower.lines and state["open"] == follower.open
+
+
+def test_the_docs_ray_examples_run(tmp_path, monkeypatch):
+    doc = (REPO / "docs" / "python.md").read_text()
+    section = doc[doc.index("## Ray (`gyre.ray`)"):]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    # A module name no worker can import: Ray sends the example's classes by value.
+    namespace = {"__name__": "docs_python_md"}
+    for block in blocks:
+        exec(compile(block, "docs/python.md", "exec"), namespace)
+    assert len(list((tmp_path / "rows").glob("part-*.parquet"))) == 2

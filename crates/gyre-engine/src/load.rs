@@ -192,6 +192,36 @@ pub enum Input<'a> {
         /// Bytes to read.
         len: u64,
     },
+    /// A stream the caller opens, read as the file `name` (a shard's runs of a recording,
+    /// [`crate::runs`]).
+    Stream(&'a Stream<'a>),
+}
+
+/// Opens the bytes of an [`Input::Stream`] (possibly compressed).
+pub trait Opener: Sync {
+    /// A fresh reader of the bytes.
+    fn open(&self) -> io::Result<Box<dyn Read + Send + '_>>;
+}
+
+/// An input read through the caller's opener.
+pub struct Stream<'a> {
+    /// Name used in diagnostics.
+    pub name: &'a Path,
+    /// The directory relative paths in its header resolve against (a file's), if any.
+    pub dir: Option<&'a Path>,
+    /// Bytes the opener will yield, for progress.
+    pub size: u64,
+    /// Opens it.
+    pub open: &'a dyn Opener,
+}
+
+impl fmt::Debug for Stream<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("name", &self.name)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Input<'_> {
@@ -200,6 +230,7 @@ impl Input<'_> {
             Input::File(p) => p.to_path_buf(),
             Input::Memory { name, .. } => PathBuf::from(name),
             Input::Prefix { path, .. } => path.to_path_buf(),
+            Input::Stream(s) => s.name.to_path_buf(),
         }
     }
 
@@ -208,6 +239,7 @@ impl Input<'_> {
             Input::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
             Input::Memory { bytes, .. } => bytes.len() as u64,
             Input::Prefix { len, .. } => *len,
+            Input::Stream(s) => s.size,
         }
     }
 }
@@ -249,6 +281,7 @@ pub fn load_inputs(
                     Some(p.parent().unwrap_or(Path::new("")).to_path_buf())
                 }
                 Input::Memory { .. } => None,
+                Input::Stream(s) => s.dir.map(Path::to_path_buf),
             })
             .collect(),
         slots: Vec::new(),
@@ -338,6 +371,7 @@ fn open<'a>(input: &Input<'a>, done: &Arc<AtomicU64>) -> io::Result<Box<dyn BufR
         Input::File(path) => Box::new(File::open(path)?),
         Input::Memory { bytes, .. } => Box::new(bytes),
         Input::Prefix { path, len } => Box::new(File::open(path)?.take(len)),
+        Input::Stream(s) => s.open.open()?,
     };
     decompress(BufReader::with_capacity(
         1 << 16,

@@ -17,7 +17,6 @@
 //!
 //! Group members need not share a shard: their statistics travel in [`BatchStats`].
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
@@ -27,41 +26,11 @@ use serde::{Deserialize, Serialize};
 
 use super::admit::Settings;
 use super::load::Batch;
+pub use super::route::shard_of;
+use super::route::route;
 use super::score::{self, AdvantageMode};
 use crate::process::Results;
 use gyre_format::record::Id;
-
-/// The shard of execution `id` among `shards`: FNV-1a (64-bit) of its UTF-8 bytes, modulo
-/// `shards`. Stable across machines, runs and versions.
-pub fn shard_of(id: &str, shards: u32) -> u32 {
-    let h = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    });
-    (h % shards.max(1) as u64) as u32
-}
-
-/// The two fields that route a line. Everything else is skipped unread, so a line the loader
-/// accepts always yields the execution the loader files it under.
-#[derive(Deserialize)]
-struct Probe<'a> {
-    #[serde(borrow)]
-    kind: Option<Cow<'a, str>>,
-    execution: Option<Id>,
-}
-
-/// Shard of one line (`None` for a blank line, which every part keeps blank).
-fn route(line: &[u8], shards: u32) -> Option<u32> {
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return None;
-    }
-    Some(match serde_json::from_slice::<Probe>(line) {
-        Ok(Probe {
-            kind,
-            execution: Some(Id(id)),
-        }) if kind.as_deref() != Some("header") => shard_of(&id, shards),
-        _ => 0,
-    })
-}
 
 /// Lines routed per parallel step.
 const SPLIT_CHUNK: usize = 4 << 20;
