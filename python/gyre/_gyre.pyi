@@ -30,6 +30,7 @@ __all__ = [
     "load_parts",
     "combine",
     "shard_of",
+    "tree_pack",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -376,3 +377,5 @@ def split(source: Union[PathLike, bytes], shards: int) -> List[bytes]: ...
 def combine(summaries: Sequence[ShardSummary]) -> BatchStats: ...
 def shard_of(execution: str, shards: int) -> int: ...
 def merge_load_errors(files: Sequence[str], errors: Sequence[LoadError]) -> LoadError: ...
+def tree_pack(views: Sequence[Rows], *, max_tokens: Optional[int]) -> Dict[str, Any]:
+    """One step's rows laid out as prefix trees (``gyre.trainers.tree`` shapes the result)."""

@@ -17,6 +17,7 @@ mod convert;
 mod follow;
 mod recorder;
 mod shard;
+mod tree;
 
 // Named `gyre.LoadError` (where the package exports it) so that pickle finds the class again:
 // a Ray worker's error reaches the driver intact, message and `.diagnostics` included.
@@ -66,5 +67,6 @@ fn _gyre(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard::load_parts, m)?)?;
     m.add_function(wrap_pyfunction!(shard::combine, m)?)?;
     m.add_function(wrap_pyfunction!(shard::shard_of, m)?)?;
+    m.add_function(wrap_pyfunction!(tree::tree_pack, m)?)?;
     Ok(())
 }

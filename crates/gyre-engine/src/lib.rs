@@ -27,6 +27,7 @@ pub mod stats;
 pub mod steps;
 pub mod sweep;
 pub mod tree;
+pub mod tree_pack;
 pub mod why;
 
 pub mod demo;

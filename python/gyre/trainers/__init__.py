@@ -11,7 +11,9 @@ One module each, each callable (``gyre.trainers.verl(rows)``) and with the same 
 * ``prime_rl``: ``TrainingSample``-shaped dicts with ``rl_weights`` = ``weight · N / B``;
 * ``trl``: the inputs an overridden ``GRPOTrainer._generate_and_score_completions`` returns;
 * ``packing``: packed sequences under a token budget (``cu_seqlens``, per-row ``position_ids``,
-  coefficients aligned), with the prefix-repeat figure and a hook for prefix-shared forward passes.
+  coefficients aligned), with the prefix-repeat figure and a hook for prefix-shared forward passes;
+* ``tree``: tree packs, each shared prefix computed once (``parent``, per-target positions, the
+  tree's attention mask for SDPA, Hugging Face models and FlexAttention).
 
 Give each adapter one optimizer step's rows (``rows.steps(executions=N)``; a whole batch is one
 step) or one rank's shard of a step (``step.shard(world_size=K)[rank]``). docs/trainers.md has,
@@ -23,7 +25,7 @@ from typing import Any, Dict, List, Tuple, Union
 
 import numpy as np
 
-from . import _common
+from . import _common, tree
 from ._common import DUMMIES, SPLITS
 
 
@@ -56,4 +58,4 @@ def padding(rows: Any, *, split: Union[str, int] = "first_target", dummy: str = 
     }
 
 
-__all__ = ["DUMMIES", "SPLITS", "layout", "padding"]
+__all__ = ["DUMMIES", "SPLITS", "layout", "padding", "tree"]
