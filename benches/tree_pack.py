@@ -4,7 +4,7 @@ budget with what its cuts recompute), then CPU forward+backward wall time of a s
 model (random weights, fp32), tree packs vs flat rows, on one step.
 
 Run (after `cargo build --release` and installing the package, see HELPERS or python/README.md):
-    GYRE_BIN=target/release/gyre python benches/tree_pack.py [--budget 32768] [--timing-step 4]
+    GYRE_BIN=target/release/gyre python benches/tree_pack.py [--budget 32768] [--timing-step 2]
 
 Nothing here is asserted: the tests (python/tests/test_tree.py) check exactness; this measures.
 """
@@ -140,7 +140,7 @@ def timing(path, executions, budget, repeats=3):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=int, default=32768)
-    ap.add_argument("--timing-step", type=int, default=4, help="executions in the timed step")
+    ap.add_argument("--timing-step", type=int, default=2, help="executions in the timed step")
     ap.add_argument("--timing-budget", type=int, default=8192)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:

@@ -99,8 +99,11 @@ pub struct ExecutionSweep {
     pub uncapped: Vec<Figures>,
     /// Per seed, the uncapped run's chosen leaves in draw order (`None`: a draw without
     /// targets), for the batch's tree-pack tokens under each cap.
-    pub leaves: Vec<Vec<Option<u32>>>,
+    pub leaves: Leaves,
 }
+
+/// Per seed, an uncapped run's chosen leaves in draw order (`None`: a draw without targets).
+pub type Leaves = Vec<Vec<Option<u32>>>;
 
 /// A whole sweep.
 #[derive(Clone, Debug, PartialEq)]
@@ -328,7 +331,7 @@ fn scored_figures(
     options: &SweepOptions,
     trainable_tokens: u64,
     observe: &mut dyn FnMut(&Prepared, usize, &Drawn),
-) -> (Vec<Vec<Figures>>, Vec<Figures>, Vec<Vec<Option<u32>>>) {
+) -> (Vec<Vec<Figures>>, Vec<Figures>, Leaves) {
     let prepared = Prepared::new(exec);
     let drawable = drawable_nodes(exec, &prepared.candidates, &options.priority);
     // Trainable tokens some listed class can reach; the rest is left out by the priority.

@@ -173,13 +173,13 @@ pub fn sweep_text(s: &Sweep) -> String {
         "J_max",
         "rows",
         "fwd-bwd tokens",
-        "tree",
+        "tree packs",
         "targets",
         "coverage",
         "left out: J_max",
         "class",
         "cost vs uncapped",
-        "tree",
+        "tree packs",
     ];
     let base = per_seed(s, None);
     let mut table: Vec<[String; 10]> = Vec::new();
