@@ -59,10 +59,12 @@ def token_figures(name, paths, budget):
         rows = gyre.load(paths).admit(jmax=jmax)
         recs = [r for r in rows.iter(numpy=True) if r["loss_mask"].any()]
         whole = gyre.trainers.tree(rows)
-        cut = gyre.trainers.tree(rows, max_tokens=max(budget, max(len(r["tokens"]) for r in recs)))
+        # A budget below the longest row is an error: such a step gets the longest row's.
+        limit = max(budget, max(len(r["tokens"]) for r in recs))
+        cut = gyre.trainers.tree(rows, max_tokens=limit)
         repeat = _repeat([r["tokens"] for r in recs])
         print(f"  {jmax or 'uncapped':<9}{len(recs):>6}{whole.row_tokens:>10}{whole.packed_tokens:>10}"
-              f"{whole.token_ratio:>7.2f}×{repeat:>7.2f}×{budget:>9}{len(cut):>7}{cut.recomputed:>12}"
+              f"{whole.token_ratio:>7.2f}×{repeat:>7.2f}×{limit:>9}{len(cut):>7}{cut.recomputed:>12}"
               f"{cut.token_ratio:>7.2f}×")
 
 
