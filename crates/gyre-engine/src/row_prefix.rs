@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 use rayon::prelude::*;
 
 use super::Results;
+use super::execution::Execution;
 use super::export::dummy_leaf;
 use super::load::Batch;
 use super::score::Outcome;
@@ -80,16 +81,29 @@ fn exported_leaves(batch: &Batch, results: &Results, targets_only: bool) -> Vec<
 /// Prefix-tree figures of the rows ending at `leaves` (`(execution, leaf request)`), across
 /// executions.
 pub fn of_leaves(batch: &Batch, leaves: &[(usize, u32)]) -> RowPrefix {
-    let mut rows: Vec<RowPath> = leaves
-        .par_iter()
-        .map(|&(i, l)| {
-            let exec = &batch.executions[i];
-            RowPath {
-                tree: &exec.tree,
-                nodes: exec.tree.path_nodes(exec.requests[l as usize].output_node),
-            }
-        })
-        .collect();
+    prefix(
+        leaves
+            .par_iter()
+            .map(|&(i, l)| row_path(&batch.executions[i], l))
+            .collect(),
+    )
+}
+
+/// Prefix-tree figures of the rows of one execution ending at `leaves` (request indices).
+pub fn of_execution(exec: &Execution, leaves: &[u32]) -> RowPrefix {
+    prefix(leaves.iter().map(|&l| row_path(exec, l)).collect())
+}
+
+fn row_path(exec: &Execution, leaf: u32) -> RowPath<'_> {
+    RowPath {
+        tree: &exec.tree,
+        nodes: exec
+            .tree
+            .path_nodes(exec.requests[leaf as usize].output_node),
+    }
+}
+
+fn prefix(mut rows: Vec<RowPath>) -> RowPrefix {
     let row_tokens = rows
         .iter()
         .map(|r| {

@@ -352,23 +352,15 @@ fn scored_figures(
         };
         let drawn = prepared.run(exec, &settings);
         observe(&prepared, k as usize, &drawn);
-        let mut counted = vec![false; exec.tree.nodes.len()];
-        // Tree tokens of the first `j` draws with targets: their paths' nodes, each once.
-        let tree_tokens: Vec<u64> = std::iter::once(0)
-            .chain(drawn.draws.iter().scan(0u64, |acc, d| {
-                if d.target_tokens > 0 {
-                    for n in exec
-                        .tree
-                        .path_nodes(exec.requests[d.chosen as usize].output_node)
-                    {
-                        if !std::mem::replace(&mut counted[n as usize], true) {
-                            *acc += exec.tree.nodes[n as usize].len as u64;
-                        }
-                    }
-                }
-                Some(*acc)
-            }))
-            .collect();
+        // Tree-pack tokens of the first `j` draws: the prefix tree of those with targets.
+        let tree_tokens = |j: usize| {
+            let leaves: Vec<u32> = drawn.draws[..j]
+                .iter()
+                .filter(|d| d.target_tokens > 0)
+                .map(|d| d.chosen)
+                .collect();
+            row_prefix::of_execution(exec, &leaves).distinct_tokens
+        };
         let cut = |j: usize| {
             let taken = &drawn.draws[..j.min(drawn.draws.len())];
             let targets: u64 = taken.iter().map(|d| d.target_tokens).sum();
@@ -378,7 +370,7 @@ fn scored_figures(
             Figures {
                 rows: taken.len() as u64,
                 tokens: taken.iter().map(|d| d.path_tokens).sum(),
-                tree_tokens: tree_tokens[taken.len()],
+                tree_tokens: tree_tokens(taken.len()),
                 targets,
                 left_out_jmax: if capped { reachable - targets } else { 0 },
                 left_out_class: by_class + if capped { 0 } else { reachable - targets },
