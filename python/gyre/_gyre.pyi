@@ -34,6 +34,7 @@ __all__ = [
     "index",
     "load_runs",
     "files_read",
+    "tree_pack",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -396,3 +397,5 @@ def load_runs(
 ) -> Batch: ...
 def files_read() -> Dict[str, int]: ...
 def merge_load_errors(files: Sequence[str], errors: Sequence[LoadError]) -> LoadError: ...
+def tree_pack(views: Sequence[Rows], *, max_tokens: Optional[int]) -> Dict[str, Any]:
+    """One step's rows laid out as prefix trees (``gyre.trainers.tree`` shapes the result)."""

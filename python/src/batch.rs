@@ -305,6 +305,9 @@ pub struct Rows {
     /// whole step's for one rank's shard): the global counts a trainer normalises by.
     step_rows: usize,
     step_targets: u64,
+    /// The executions of the step these rows belong to (`execs` but for one rank's shard):
+    /// what tells rows of two steps apart (`gyre.trainers.tree`).
+    step_of: Arc<Vec<usize>>,
 }
 
 impl Rows {
@@ -340,6 +343,7 @@ impl Rows {
         Rows {
             batch,
             results,
+            step_of: Arc::clone(&execs),
             execs,
             whole,
             b,
@@ -352,14 +356,38 @@ impl Rows {
     /// A step (`shard` false) or one rank's shard of these rows: the executions
     /// `step.executions` with `step`'s `B`; a shard keeps these rows' step counts.
     fn sub(&self, step: steps::Step, shard: bool) -> Rows {
-        Rows::view(
+        let mut rows = Rows::view(
             Arc::clone(&self.batch),
             Arc::clone(&self.results),
             Arc::new(step.executions),
             step.batch_executions,
             false,
             shard.then_some((self.step_rows, self.step_targets)),
-        )
+        );
+        if shard {
+            rows.step_of = Arc::clone(&self.step_of);
+        }
+        rows
+    }
+
+    /// Every row of this view, in row order, with this view's `B`.
+    pub(crate) fn all_rows(&self) -> Vec<Row> {
+        (0..self.execs.len())
+            .flat_map(|k| self.exec_rows(k))
+            .collect()
+    }
+
+    /// Whether `other` holds rows of the same optimizer step (the same admission, the same
+    /// step's executions and `B`).
+    pub(crate) fn same_step(&self, other: &Rows) -> bool {
+        Arc::ptr_eq(&self.results, &other.results)
+            && self.b == other.b
+            && self.step_of == other.step_of
+    }
+
+    /// The batch's execution indices these rows come from.
+    pub(crate) fn execution_indices(&self) -> &[usize] {
+        &self.execs
     }
 
     fn len(&self) -> usize {

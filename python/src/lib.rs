@@ -18,6 +18,7 @@ mod follow;
 mod recorder;
 mod runs;
 mod shard;
+mod tree;
 
 // Named `gyre.LoadError` (where the package exports it) so that pickle finds the class again:
 // a Ray worker's error reaches the driver intact, message and `.diagnostics` included.
@@ -71,5 +72,6 @@ fn _gyre(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runs::index, m)?)?;
     m.add_function(wrap_pyfunction!(runs::load_runs, m)?)?;
     m.add_function(wrap_pyfunction!(runs::files_read, m)?)?;
+    m.add_function(wrap_pyfunction!(tree::tree_pack, m)?)?;
     Ok(())
 }

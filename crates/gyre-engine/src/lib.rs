@@ -31,6 +31,7 @@ pub mod steps;
 pub mod sweep;
 pub mod trained;
 pub mod tree;
+pub mod tree_pack;
 pub mod why;
 
 pub mod demo;

@@ -8,6 +8,8 @@ use std::cmp::Ordering;
 
 use rayon::prelude::*;
 
+use super::execution::Execution;
+use super::rows::dummy_leaf;
 use super::load::Batch;
 use super::score::Outcome;
 use super::tree::{NodeId, Tree};
@@ -42,26 +44,67 @@ struct RowPath<'a> {
 
 /// Rows' prefix-tree figures of a processed batch, for the rows `gyre admit` writes.
 pub fn row_prefix(batch: &Batch, results: &Results) -> RowPrefix {
-    let mut rows: Vec<RowPath> = batch
+    of_leaves(batch, &exported_leaves(batch, results, false))
+}
+
+/// The same figures over the rows a tree pack computes (`gyre.trainers.tree` with no budget,
+/// [`super::tree_pack`]): the rows that have targets, so dummies' placeholders are left out.
+/// `row_tokens` is then what flat rows of those rows compute, `distinct_tokens` what one tree
+/// pack per batch computes.
+pub fn tree_pack(batch: &Batch, results: &Results) -> RowPrefix {
+    of_leaves(batch, &exported_leaves(batch, results, true))
+}
+
+/// `(execution, leaf request)` of every exported row; with `targets_only`, of the rows with
+/// targets.
+fn exported_leaves(batch: &Batch, results: &Results, targets_only: bool) -> Vec<(usize, u32)> {
+    batch
         .executions
-        .par_iter()
+        .iter()
         .enumerate()
-        .flat_map_iter(|(i, exec)| {
+        .flat_map(|(i, exec)| {
             let leaves: Vec<u32> = match results.outcomes[i] {
                 Outcome::Excluded(_) => Vec::new(),
+                Outcome::Dummy if targets_only => Vec::new(),
                 Outcome::Dummy => dummy_leaf(exec).into_iter().collect(),
                 Outcome::Scored { .. } => results.admissions[i]
                     .draws
                     .iter()
+                    .filter(|d| !targets_only || d.target_tokens > 0)
                     .map(|d| d.chosen)
                     .collect(),
             };
-            leaves.into_iter().map(move |l| RowPath {
-                tree: &exec.tree,
-                nodes: exec.tree.path_nodes(exec.requests[l as usize].output_node),
-            })
+            leaves.into_iter().map(move |l| (i, l))
         })
-        .collect();
+        .collect()
+}
+
+/// Prefix-tree figures of the rows ending at `leaves` (`(execution, leaf request)`), across
+/// executions.
+pub fn of_leaves(batch: &Batch, leaves: &[(usize, u32)]) -> RowPrefix {
+    prefix(
+        leaves
+            .par_iter()
+            .map(|&(i, l)| row_path(&batch.executions[i], l))
+            .collect(),
+    )
+}
+
+/// Prefix-tree figures of the rows of one execution ending at `leaves` (request indices).
+pub fn of_execution(exec: &Execution, leaves: &[u32]) -> RowPrefix {
+    prefix(leaves.iter().map(|&l| row_path(exec, l)).collect())
+}
+
+fn row_path(exec: &Execution, leaf: u32) -> RowPath<'_> {
+    RowPath {
+        tree: &exec.tree,
+        nodes: exec
+            .tree
+            .path_nodes(exec.requests[leaf as usize].output_node),
+    }
+}
+
+fn prefix(mut rows: Vec<RowPath>) -> RowPrefix {
     let row_tokens = rows
         .iter()
         .map(|r| {
@@ -180,6 +223,25 @@ mod tests {
             );
             assert_eq!(got.distinct_tokens, trie_tokens(&rows), "seed {seed}");
             assert!(got.distinct_tokens < got.row_tokens, "rows share prefixes");
+            // The tree-pack figure is the layout's, over the rows with targets.
+            let all: Vec<_> = (0..batch.executions.len())
+                .flat_map(|i| execution_rows(&batch, &results, i))
+                .collect();
+            let packed: Vec<crate::tree_pack::PackRow> = all
+                .iter()
+                .map(|r| crate::tree_pack::PackRow {
+                    tokens: &r.tokens,
+                    prompt_len: r.prompt_len as usize,
+                    loss_mask: &r.loss_mask,
+                })
+                .collect();
+            let layout = crate::tree_pack::layout(&packed, usize::MAX).expect("packs");
+            let tree = tree_pack(&batch, &results);
+            assert_eq!(
+                (tree.row_tokens, tree.distinct_tokens),
+                (layout.row_tokens, layout.tree_tokens)
+            );
+            assert_eq!(layout.packed_tokens(), layout.tree_tokens);
         }
     }
 

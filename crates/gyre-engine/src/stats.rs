@@ -10,7 +10,7 @@ use super::admit::{Admission, Class, Stop, trainable_node};
 use super::branches;
 use super::execution::{Execution, Request};
 use super::load::Batch;
-use super::row_prefix::row_prefix;
+use super::row_prefix::{row_prefix, tree_pack};
 use super::score::Outcome;
 use super::trained::TrainedCounts;
 use super::tree::{NodeId, NodeKind};
@@ -69,6 +69,10 @@ pub struct Stats {
     /// `row_tokens / row_prefix_tokens`: how many times a plain forward pass over the rows
     /// computes each distinct token (1 without rows).
     pub prefix_repeat: f64,
+    /// Forward-backward tokens of the rows as one tree pack (`gyre.trainers.tree` with no
+    /// budget): the prefix tree of the rows that have targets ([`super::row_prefix::tree_pack`]).
+    /// Flat rows compute `row_tokens`.
+    pub tree_pack_tokens: u64,
     /// Executions whose draws stopped at J_max.
     pub jmax_reached: u64,
     /// Points where a later input departs from a recorded output: branches strictly inside an
@@ -181,6 +185,7 @@ pub fn stats(batch: &Batch, results: &Results) -> Stats {
     s.row_tokens = prefix.row_tokens;
     s.row_prefix_tokens = prefix.distinct_tokens;
     s.prefix_repeat = prefix.repeat();
+    s.tree_pack_tokens = tree_pack(batch, results).distinct_tokens;
     s.dedup_ratio = if s.tree_tokens == 0 {
         0.0
     } else {

@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::admit::{Class, Drawn, Prepared, Settings, drawable_nodes, trainable_node};
 use super::execution::Execution;
 use super::load::Batch;
+use super::row_prefix;
 use super::score::{self, Exclusion, Outcome};
 use crate::rows::dummy_leaf;
 
@@ -38,6 +39,9 @@ pub struct Figures {
     pub rows: u64,
     /// Forward-backward tokens: the sum of the rows' lengths.
     pub tokens: u64,
+    /// Forward-backward tokens as a tree pack (`gyre.trainers.tree`): the prefix tree of the
+    /// rows with targets. For a batch, shared prefixes across executions count once too.
+    pub tree_tokens: u64,
     /// Targets (Σ L_i).
     pub targets: u64,
     /// Trainable tokens of scored executions left out because J_max stopped the draws.
@@ -50,6 +54,7 @@ impl Figures {
     fn add(&mut self, o: &Figures) {
         self.rows += o.rows;
         self.tokens += o.tokens;
+        self.tree_tokens += o.tree_tokens;
         self.targets += o.targets;
         self.left_out_jmax += o.left_out_jmax;
         self.left_out_class += o.left_out_class;
@@ -92,7 +97,13 @@ pub struct ExecutionSweep {
     pub figures: Vec<Vec<Figures>>,
     /// The same under no cap, per seed (the cost baseline).
     pub uncapped: Vec<Figures>,
+    /// Per seed, the uncapped run's chosen leaves in draw order (`None`: a draw without
+    /// targets), for the batch's tree-pack tokens under each cap.
+    pub leaves: Leaves,
 }
+
+/// Per seed, an uncapped run's chosen leaves in draw order (`None`: a draw without targets).
+pub type Leaves = Vec<Vec<Option<u32>>>;
 
 /// A whole sweep.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,6 +116,11 @@ pub struct Sweep {
     pub trainable: Trainable,
     /// `B`: executions that count (scored + dummy); the same under every setting.
     pub batch_executions: u64,
+    /// The batch's tree-pack tokens, `tree[j][s]` at J_max index `j`, seed index `s`, shared
+    /// prefixes across executions counted once (the per-execution sum counts them per execution).
+    pub tree: Vec<Vec<u64>>,
+    /// The same under no cap, per seed.
+    pub tree_uncapped: Vec<u64>,
 }
 
 impl Sweep {
@@ -117,15 +133,46 @@ impl Sweep {
                 None => &e.uncapped[s],
             });
         }
+        total.tree_tokens = match j {
+            Some(j) => self.tree[j][s],
+            None => self.tree_uncapped[s],
+        };
         total
     }
 
     /// Mean over the seeds of the forward-backward tokens at J_max index `j` as a share of the
     /// uncapped run's (seeds whose uncapped run has none left out; `None` if all are).
     pub fn cost_vs_uncapped(&self, j: usize) -> Option<f64> {
+        self.cost_vs_uncapped_of(j, |f| f.tokens)
+    }
+
+    /// [`Sweep::cost_vs_uncapped`] in tree-pack tokens: capped tree packs against uncapped ones.
+    pub fn tree_cost_vs_uncapped(&self, j: usize) -> Option<f64> {
+        self.cost_vs_uncapped_of(j, |f| f.tree_tokens)
+    }
+
+    /// Mean over the seeds of the tree-pack tokens at J_max index `j` as a share of the uncapped
+    /// run's flat-row tokens: tree packs on the scale of [`Sweep::cost_vs_uncapped`].
+    pub fn tree_cost_vs_uncapped_rows(&self, j: usize) -> Option<f64> {
+        self.share(j, |f| f.tree_tokens, |f| f.tokens)
+    }
+
+    fn cost_vs_uncapped_of(&self, j: usize, cost: impl Fn(&Figures) -> u64) -> Option<f64> {
+        self.share(j, &cost, &cost)
+    }
+
+    fn share(
+        &self,
+        j: usize,
+        capped: impl Fn(&Figures) -> u64,
+        uncapped: impl Fn(&Figures) -> u64,
+    ) -> Option<f64> {
         mean((0..self.options.seeds as usize).filter_map(|s| {
-            let (capped, all) = (self.batch(Some(j), s).tokens, self.batch(None, s).tokens);
-            (all > 0).then(|| capped as f64 / all as f64)
+            let (part, all) = (
+                capped(&self.batch(Some(j), s)),
+                uncapped(&self.batch(None, s)),
+            );
+            (all > 0).then(|| part as f64 / all as f64)
         }))
     }
 
@@ -192,11 +239,37 @@ pub fn sweep_observing<T: Default + Send>(
         trainable.add(&e.trainable);
         batch_executions += (e.status != "excluded") as u64;
     }
+    // A cap `j` keeps each execution's first `j` draws of the uncapped run (usize::MAX: all).
+    let tree_at = |j: usize, s: usize| {
+        let leaves: Vec<(usize, u32)> = executions
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !e.leaves.is_empty())
+            .flat_map(|(i, e)| {
+                let drawn = &e.leaves[s];
+                drawn[..j.min(drawn.len())]
+                    .iter()
+                    .flatten()
+                    .map(move |&l| (i, l))
+            })
+            .collect();
+        row_prefix::of_leaves(batch, &leaves).distinct_tokens
+    };
+    let seeds = options.seeds as usize;
+    let cap = |j: u32| if j == 0 { usize::MAX } else { j as usize };
+    let tree: Vec<Vec<u64>> = options
+        .jmax
+        .iter()
+        .map(|&j| (0..seeds).map(|s| tree_at(cap(j), s)).collect())
+        .collect();
+    let tree_uncapped: Vec<u64> = (0..seeds).map(|s| tree_at(usize::MAX, s)).collect();
     let sweep = Sweep {
         options: options.clone(),
         executions,
         trainable,
         batch_executions,
+        tree,
+        tree_uncapped,
     };
     (sweep, observed)
 }
@@ -214,13 +287,14 @@ fn sweep_execution(
     let mut trainable = Trainable::default();
     let seeds = options.seeds as usize;
     let fixed = |f: Figures| (vec![vec![f; seeds]; options.jmax.len()], vec![f; seeds]);
-    let (figures, uncapped) = match outcome {
+    let (figures, uncapped, leaves) = match outcome {
         Outcome::Excluded(reason) => {
             match reason {
                 Exclusion::Open => trainable.excluded_open = trainable_tokens,
                 Exclusion::NoValidReward => trainable.excluded_no_reward = trainable_tokens,
             }
-            fixed(Figures::default())
+            let (f, u) = fixed(Figures::default());
+            (f, u, Vec::new())
         }
         Outcome::Dummy => {
             trainable.counted = trainable_tokens;
@@ -229,11 +303,12 @@ fn sweep_execution(
                 let r = &exec.requests[l as usize];
                 (r.input_len + r.output_len) as u64
             });
-            fixed(Figures {
+            let (f, u) = fixed(Figures {
                 rows: 1,
                 tokens,
                 ..Figures::default()
-            })
+            });
+            (f, u, Vec::new())
         }
         Outcome::Scored { .. } => {
             trainable.counted = trainable_tokens;
@@ -246,6 +321,7 @@ fn sweep_execution(
         trainable,
         figures,
         uncapped,
+        leaves,
     }
 }
 
@@ -255,7 +331,7 @@ fn scored_figures(
     options: &SweepOptions,
     trainable_tokens: u64,
     observe: &mut dyn FnMut(&Prepared, usize, &Drawn),
-) -> (Vec<Vec<Figures>>, Vec<Figures>) {
+) -> (Vec<Vec<Figures>>, Vec<Figures>, Leaves) {
     let prepared = Prepared::new(exec);
     let drawable = drawable_nodes(exec, &prepared.candidates, &options.priority);
     // Trainable tokens some listed class can reach; the rest is left out by the priority.
@@ -266,6 +342,7 @@ fn scored_figures(
     let by_class = trainable_tokens - reachable;
     let mut figures = vec![Vec::with_capacity(options.seeds as usize); options.jmax.len()];
     let mut uncapped = Vec::with_capacity(options.seeds as usize);
+    let mut leaves = Vec::with_capacity(options.seeds as usize);
     // Seeds wrap past u64::MAX, as `s` on a seed of 18446744073709551615 does.
     // Every other setting at its default, so a new one needs no change here.
     let uncapped_at = Settings {
@@ -280,6 +357,15 @@ fn scored_figures(
         };
         let drawn = prepared.run(exec, &settings);
         observe(&prepared, k as usize, &drawn);
+        // Tree-pack tokens of the first `j` draws: the prefix tree of those with targets.
+        let tree_tokens = |j: usize| {
+            let leaves: Vec<u32> = drawn.draws[..j]
+                .iter()
+                .filter(|d| d.target_tokens > 0)
+                .map(|d| d.chosen)
+                .collect();
+            row_prefix::of_execution(exec, &leaves).distinct_tokens
+        };
         let cut = |j: usize| {
             let taken = &drawn.draws[..j.min(drawn.draws.len())];
             let targets: u64 = taken.iter().map(|d| d.target_tokens).sum();
@@ -289,6 +375,7 @@ fn scored_figures(
             Figures {
                 rows: taken.len() as u64,
                 tokens: taken.iter().map(|d| d.path_tokens).sum(),
+                tree_tokens: tree_tokens(taken.len()),
                 targets,
                 left_out_jmax: if capped { reachable - targets } else { 0 },
                 left_out_class: by_class + if capped { 0 } else { reachable - targets },
@@ -302,6 +389,13 @@ fn scored_figures(
             });
         }
         uncapped.push(cut(usize::MAX));
+        leaves.push(
+            drawn
+                .draws
+                .iter()
+                .map(|d| (d.target_tokens > 0).then_some(d.chosen))
+                .collect(),
+        );
     }
-    (figures, uncapped)
+    (figures, uncapped, leaves)
 }

@@ -11,7 +11,9 @@ One module each, each callable (``gyre.trainers.verl(rows)``) and with the same 
 * ``prime_rl``: ``TrainingSample``-shaped dicts with ``rl_weights`` = ``weight · N / B``;
 * ``trl``: the inputs an overridden ``GRPOTrainer._generate_and_score_completions`` returns;
 * ``packing``: packed sequences under a token budget (``cu_seqlens``, per-row ``position_ids``,
-  coefficients aligned), with the prefix-repeat figure and a hook for prefix-shared forward passes.
+  coefficients aligned), with the prefix-repeat figure and a hook for prefix-shared forward passes;
+* ``tree``: tree packs, each shared prefix computed once (``parent``, per-target positions, the
+  tree's attention mask for SDPA, Hugging Face models and FlexAttention).
 
 Give each adapter one optimizer step's rows (``rows.steps(executions=N)``; a whole batch is one
 step) or one rank's shard of a step (``step.shard(world_size=K)[rank]``). docs/trainers.md has,
@@ -58,7 +60,7 @@ def padding(rows: Any, *, split: Union[str, int] = "first_target", dummy: str = 
 
 # Imported here so that every adapter is an attribute of the package (`gyre.trainers.verl(rows)`
 # after `import gyre`); each imports its trainer only when it runs.
-from . import packing, prime_rl, skyrl, slime, trl, verl  # noqa: E402
+from . import packing, prime_rl, skyrl, slime, tree, trl, verl  # noqa: E402
 
 __all__ = [
     "DUMMIES",
@@ -69,6 +71,7 @@ __all__ = [
     "prime_rl",
     "skyrl",
     "slime",
+    "tree",
     "trl",
     "verl",
 ]

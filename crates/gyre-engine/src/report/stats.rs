@@ -83,6 +83,19 @@ pub fn stats_table(s: &Stats, settings: &Settings) -> String {
         ),
     );
     line(
+        "  forward-backward",
+        format!(
+            "flat rows {} · tree packs {}  ({:.2}× fewer)",
+            s.row_tokens,
+            s.tree_pack_tokens,
+            if s.tree_pack_tokens == 0 {
+                1.0
+            } else {
+                s.row_tokens as f64 / s.tree_pack_tokens as f64
+            }
+        ),
+    );
+    line(
         "divergences in outputs",
         s.divergences_in_outputs.to_string(),
     );

@@ -7,7 +7,7 @@ use gyre_engine::provenance::{Reason, node_reason};
 use gyre_engine::recgen::{self, GenOptions};
 use gyre_engine::score::AdvantageMode;
 use gyre_engine::sweep::{SweepOptions, sweep};
-use gyre_engine::{admit::trainable_node, process, rows};
+use gyre_engine::{admit::trainable_node, process, row_prefix, rows, tree_pack};
 use gyre_synth::{SynthOptions, write_synth};
 
 fn check(batch: &Batch, priority: Vec<Class>) {
@@ -52,11 +52,23 @@ fn check(batch: &Batch, priority: Vec<Class>) {
                     }
                 }
                 assert_eq!((f.left_out_jmax, f.left_out_class), (by_jmax, by_class));
+                // Tree-pack tokens: the layout a trainer gets, over this execution's rows.
+                let with_targets: Vec<&[u32]> = rows
+                    .iter()
+                    .filter(|r| r.loss_mask.contains(&1))
+                    .map(|r| r.tokens.as_slice())
+                    .collect();
+                assert_eq!(f.tree_tokens, tree_pack::tree_tokens(&with_targets).1);
                 if jmax == 0 {
                     assert_eq!(f, e.uncapped[k]);
                 }
             }
             assert_eq!(s.batch_executions, results.batch_executions);
+            // The batch's tree-pack tokens share prefixes across executions, as `gyre stats`.
+            assert_eq!(
+                s.batch(Some(j), k).tree_tokens,
+                row_prefix::tree_pack(batch, &results).distinct_tokens
+            );
         }
     }
 }

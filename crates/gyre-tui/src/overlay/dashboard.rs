@@ -503,11 +503,19 @@ fn cost_chart(
     let cost: Vec<(f64, f64)> = (0..SWEEP_JMAX.len())
         .filter_map(|j| w.sweep.cost_vs_uncapped(j).map(|c| (x(j), c * 100.0)))
         .collect();
+    let tree: Vec<(f64, f64)> = (0..SWEEP_JMAX.len())
+        .filter_map(|j| {
+            w.sweep
+                .tree_cost_vs_uncapped_rows(j)
+                .map(|c| (x(j), c * 100.0))
+        })
+        .collect();
     let cover: Vec<(f64, f64)> = (0..SWEEP_JMAX.len())
         .filter_map(|j| w.sweep.coverage(Some(j)).map(|c| (x(j), c * 100.0)))
         .collect();
     let chosen: Vec<(f64, f64)> = cost
         .iter()
+        .chain(&tree)
         .chain(&cover)
         .filter(|p| p.0 == x(sel))
         .copied()
@@ -520,6 +528,14 @@ fn cost_chart(
             GraphType::Line,
             Some(Color::Yellow),
             &cost,
+        ),
+        series(
+            t,
+            "tree packs %",
+            Marker::Braille,
+            GraphType::Line,
+            Some(Color::Cyan),
+            &tree,
         ),
         series(
             t,
@@ -616,9 +632,12 @@ fn footer(ctx: &Ctx, b: &Breakdown, whatif: Option<&WhatIf>, d: &Dash) -> String
             };
             match whatif {
                 Some(w) => format!(
-                    "{name}: cost {} of the uncapped forward-backward tokens, coverage {} (mean of {} seeds from {}) · Enter re-runs with it",
+                    "{name}: cost {} of the uncapped forward-backward tokens as flat rows, {} as tree packs, coverage {} (mean of {} seeds from {}) · Enter re-runs with it",
                     w.sweep
                         .cost_vs_uncapped(at)
+                        .map_or("–".into(), |c| format!("{:.1}%", c * 100.0)),
+                    w.sweep
+                        .tree_cost_vs_uncapped_rows(at)
                         .map_or("–".into(), |c| format!("{:.1}%", c * 100.0)),
                     w.sweep
                         .coverage(Some(at))
