@@ -31,6 +31,7 @@ mod inspect;
 mod mini_swe_agent;
 mod openai;
 mod openhands;
+pub mod pickle;
 mod session;
 mod sniff;
 mod swe_agent;
