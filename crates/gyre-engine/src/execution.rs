@@ -9,6 +9,7 @@ use super::record::{
     Actor, AssessmentRecord, ClosureRecord, ExecutionRecord, LineError, Purpose, Record,
     RequestRecord, Source, Span, ToolCall,
 };
+use super::trained::Samples;
 use super::tree::{NodeId, NodeKind, ROOT, Tree};
 
 /// A place in the input: file index (in the order given) and 1-based line.
@@ -258,6 +259,8 @@ pub struct Execution {
     pub tree: Tree,
     /// Where the execution first appears.
     pub first_seen: LineRef,
+    /// The samples a trainer trained on (`trained` records, docs/format.md §9), in dump order.
+    pub trained: Samples,
     ids: HashMap<String, u32>,
     emitters: HashMap<Box<str>, Vec<u32>>,
     /// The path (`I + O`) of the latest request, while requests keep extending it and forks
@@ -276,6 +279,7 @@ impl Execution {
             closure: None,
             tree: Tree::default(),
             first_seen: at,
+            trained: Samples::default(),
             ids: HashMap::new(),
             emitters: HashMap::new(),
             path_cache: None,
@@ -360,6 +364,7 @@ impl Execution {
                 self.info = Some(info);
                 Ok(())
             }
+            Record::Trained(record) => Samples::add(self, *record, at),
             Record::Header(_) | Record::Unknown(_) => Ok(()),
         }
     }

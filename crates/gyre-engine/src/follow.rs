@@ -598,7 +598,7 @@ impl Follower {
             Record::Request(r) => r.t,
             Record::Assessment(r) => Some(r.t),
             Record::Closure(r) => Some(r.t),
-            Record::Header(_) | Record::Unknown(_) => None,
+            Record::Trained(_) | Record::Header(_) | Record::Unknown(_) => None,
         };
         let id = match &record {
             Record::Header(h) => {
@@ -868,7 +868,8 @@ impl Follower {
                 }
                 Ok(())
             }
-            Record::Header(_) | Record::Unknown(_) => Ok(()),
+            // A trainer's rows (docs/format.md §9) change no admission decision.
+            Record::Trained(_) | Record::Header(_) | Record::Unknown(_) => Ok(()),
         }
     }
 

@@ -26,6 +26,7 @@ pub mod shard;
 pub mod stats;
 pub mod steps;
 pub mod sweep;
+pub mod trained;
 pub mod tree;
 pub mod why;
 

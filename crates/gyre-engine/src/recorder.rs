@@ -22,7 +22,7 @@ use super::load::{self, LoadOptions};
 use super::record::{LineError, Record};
 use super::write::{
     AssessmentOut, ClosureOut, ExecutionOut, Gyre1, HeaderOut, Line, LineWriter, RequestOut,
-    SpanOut,
+    SpanOut, TrainedOut,
 };
 
 /// Why a record was not written.
@@ -133,17 +133,43 @@ impl<W: Write> Recorder<W> {
         tokenizer: Option<&Value>,
         meta: Option<&Map<String, Value>>,
     ) -> Result<(), RecordError> {
+        self.header_line(&HeaderOut {
+            format: Gyre1,
+            tokenizer,
+            trainer: None,
+            meta,
+        })
+    }
+
+    /// Writes a header line of any content (one naming its `trainer`, docs/format.md §9):
+    /// only as the first line.
+    pub fn header_line(&mut self, header: &HeaderOut) -> Result<(), RecordError> {
         if self.line > 0 {
             return Err(invalid(
                 "the header must be the first line of a recording",
                 "kind",
             ));
         }
-        self.emit(&Line::Header(HeaderOut {
-            format: Gyre1,
-            tokenizer,
-            meta,
-        }))
+        let line = Line::Header(header.clone());
+        line.check()?;
+        self.emit(&line)
+    }
+
+    /// Writes a `trained` record (docs/format.md §9). Its request pieces are checked against
+    /// the execution's requests, whose tree a closure releases: write an execution's
+    /// samples before its closure.
+    pub fn trained(&mut self, rec: &TrainedOut) -> Result<(), RecordError> {
+        if let Some(State::Closed(_)) = self.executions.get(rec.execution) {
+            return Err(invalid(
+                format!(
+                    "execution {:?} is already closed: a recorder writes an execution's \
+                     trained records before its closure",
+                    rec.execution
+                ),
+                "kind",
+            ));
+        }
+        self.apply_and_emit(rec.execution, &Line::Trained(rec.clone()))
     }
 
     /// Writes an `execution` line.

@@ -1,4 +1,4 @@
-//! gyre/1 on disk (docs/format.md §1): the record types and their per-line checks, the reader's
+//! gyre/1 on disk (docs/format.md §1, §9): the record types and their per-line checks, the reader's
 //! fast token-array path (and its prefix-skipping reader of full-form inputs), the one writer every producer uses, output files (atomic, compressed
 //! by name), and the one terminal sanitiser every string from a recording passes through.
 //!
@@ -13,6 +13,7 @@ pub mod prefix;
 pub mod record;
 pub mod sanitize;
 pub mod tokenizer_spec;
+pub mod trained;
 pub mod write;
 
 pub use sanitize::sanitize;

@@ -11,6 +11,8 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::trained::{TrainedRecord, Trainer, parse_trained};
+
 /// Where a context token came from, as labelled by a request's `spans` (docs/format.md §1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Source {
@@ -247,6 +249,8 @@ pub enum Record {
     Assessment(Box<AssessmentRecord>),
     /// A `closure` line.
     Closure(Box<ClosureRecord>),
+    /// A `trained` line: one sample a trainer trained on (docs/format.md §9).
+    Trained(Box<TrainedRecord>),
     /// A line whose `kind` the format does not define (a warning, not an error).
     Unknown(String),
 }
@@ -259,6 +263,7 @@ impl Record {
             Record::Request(r) => Some(&r.execution),
             Record::Assessment(r) => Some(&r.execution),
             Record::Closure(r) => Some(&r.execution),
+            Record::Trained(r) => Some(&r.execution),
             Record::Header(_) | Record::Unknown(_) => None,
         }
     }
@@ -274,7 +279,7 @@ pub struct LineError {
 }
 
 impl LineError {
-    fn new(message: impl Into<String>, field: impl Into<String>) -> Self {
+    pub(crate) fn new(message: impl Into<String>, field: impl Into<String>) -> Self {
         LineError {
             message: message.into(),
             field: Some(field.into()),
@@ -442,6 +447,7 @@ fn record_from(raw: RawLine, line: &[u8]) -> Result<Parsed, LineError> {
         "request" => Record::Request(Box::new(parse_request(raw, &mut warnings, false)?.0)),
         "assessment" => Record::Assessment(Box::new(parse_assessment(raw)?)),
         "closure" => Record::Closure(Box::new(parse_closure(raw)?)),
+        "trained" => Record::Trained(Box::new(parse_trained(line)?)),
         other => {
             warnings.push(format!("unknown kind \"{other}\": line ignored"));
             Record::Unknown(other.to_owned())
@@ -698,6 +704,7 @@ fn parse_header(format: Option<&Value>, line: &[u8]) -> Result<Record, LineError
     if let Some(spec) = header.get("tokenizer") {
         crate::tokenizer_spec::check_spec(spec).map_err(|e| LineError::new(e, "tokenizer"))?;
     }
+    Trainer::from_header(&header)?;
     Ok(Record::Header(header))
 }
 

@@ -12,7 +12,9 @@ use std::io::{self, Write};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use super::named::Named;
 use super::record::{Actor, ClosureStatus, LineError, Parsed, Purpose, Source, parse_line};
+use super::trained::LossAgg;
 
 /// One gyre/1 line.
 #[derive(Clone, Debug, Serialize)]
@@ -28,6 +30,8 @@ pub enum Line<'a> {
     Assessment(AssessmentOut<'a>),
     /// The end of an execution.
     Closure(ClosureOut<'a>),
+    /// One sample a trainer trained on (docs/format.md §9).
+    Trained(TrainedOut<'a>),
 }
 
 /// A `header` line.
@@ -38,9 +42,152 @@ pub struct HeaderOut<'a> {
     /// Tokenizer (docs/format.md §7): a bundled name, `{"path": …}` or `{"vocab": […]}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<&'a Value>,
+    /// What wrote the file's `trained` records (docs/format.md §9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trainer: Option<TrainerOut<'a>>,
     /// Free-form metadata.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meta: Option<&'a Map<String, Value>>,
+}
+
+/// The header's `trainer` object (docs/format.md §9).
+#[derive(Clone, Debug, Serialize)]
+pub struct TrainerOut<'a> {
+    /// The trainer's name (`prime-rl`, `gyre`, …).
+    pub name: &'a str,
+    /// Its version; written as `null` when the dump does not say.
+    pub version: Option<&'a str>,
+    /// How its loss aggregates tokens.
+    #[serde(serialize_with = "named")]
+    pub loss_agg: LossAgg,
+    /// What the importer inferred because the dump was silent.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub inferred: &'a [String],
+    /// Anything else worth keeping.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<&'a Map<String, Value>>,
+}
+
+/// A `trained` line: one training sample (docs/format.md §9).
+#[derive(Clone, Debug, Serialize)]
+pub struct TrainedOut<'a> {
+    /// The execution the sample belongs to.
+    pub execution: &'a str,
+    /// The trainer's own sample id, unique within the execution.
+    pub sample: &'a str,
+    /// GRPO group id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<&'a Value>,
+    /// Optimizer step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// Where the sample was in its dump.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceOut<'a>>,
+    /// Reward.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reward: Option<f64>,
+    /// Advantage, per sample or per response token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advantage: Option<AdvantageOut<'a>>,
+    /// The per-sample loss weight the trainer applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
+    /// Index of the first response token in `tokens`.
+    pub prompt_len: u32,
+    /// The full token sequence, as pieces in order.
+    pub tokens: &'a [PieceOut<'a>],
+    /// 0 or 1 per response token: the loss mask the trainer used.
+    pub loss_mask: &'a [u8],
+    /// Behaviour log-probs per response token (`None` = no value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behaviour_logprobs: Option<&'a [Option<f64>]>,
+    /// The trainer's recomputed log-probs per response token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trainer_logprobs: Option<&'a [Option<f64>]>,
+    /// The reference model's log-probs per response token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ref_logprobs: Option<&'a [Option<f64>]>,
+    /// The auxiliary loss's name (with `aux_mask`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aux_loss: Option<&'a str>,
+    /// 0 or 1 per response token: the auxiliary loss's mask.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aux_mask: Option<&'a [u8]>,
+    /// Anything else from the dump.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> TrainedOut<'a> {
+    /// A sample of the required fields, every optional one absent: producers set what they
+    /// have with struct update syntax, as with [`RequestOut::new`].
+    pub fn new(
+        execution: &'a str,
+        sample: &'a str,
+        tokens: &'a [PieceOut<'a>],
+        prompt_len: u32,
+        loss_mask: &'a [u8],
+    ) -> Self {
+        TrainedOut {
+            execution,
+            sample,
+            group: None,
+            step: None,
+            source: None,
+            reward: None,
+            advantage: None,
+            weight: None,
+            prompt_len,
+            tokens,
+            loss_mask,
+            behaviour_logprobs: None,
+            trainer_logprobs: None,
+            ref_logprobs: None,
+            aux_loss: None,
+            aux_mask: None,
+            meta: None,
+        }
+    }
+}
+
+/// A piece of a sample's tokens as written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum PieceOut<'a> {
+    /// Positions `start..end` of request `request`'s full path.
+    Request {
+        /// Request id.
+        request: &'a str,
+        /// First position.
+        start: u32,
+        /// Exclusive end.
+        end: u32,
+    },
+    /// Literal ids.
+    Ids {
+        /// The ids.
+        ids: &'a [u32],
+    },
+}
+
+/// An advantage as written: a number, or one value per response token.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AdvantageOut<'a> {
+    /// Sample-level.
+    Sample(f64),
+    /// Per response token.
+    PerToken(&'a [Option<f64>]),
+}
+
+/// Where a sample was in its dump.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SourceOut<'a> {
+    /// The dump file, as given on the command line.
+    pub file: &'a str,
+    /// The sample's position in it, from 0.
+    pub index: u64,
 }
 
 /// The format name, `gyre/1`.
@@ -278,6 +425,10 @@ fn validity_name<S: Serializer>(v: &Validity, s: S) -> Result<S::Ok, S::Error> {
         Validity::Valid => "valid",
         Validity::Failed => "failed",
     })
+}
+
+fn named<S: Serializer, N: Named>(v: &N, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(v.name())
 }
 
 fn closure_status_name<S: Serializer>(c: &ClosureStatus, s: S) -> Result<S::Ok, S::Error> {

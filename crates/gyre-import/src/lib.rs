@@ -49,7 +49,7 @@ pub use timestamp::parse_timestamp;
 use convo::Builder;
 use error::{Log, bad};
 use sniff::{Fit, Probe};
-use write::{Out, Sink};
+use write::{Out, Sink, Trainer};
 
 use gyre_text::{ChatTemplate, ModelAssets, TokenText};
 
@@ -108,6 +108,16 @@ pub struct Summary {
     pub warning_count: u64,
     /// Lines or elements skipped under `--lenient`.
     pub skipped: u64,
+    /// `trained` records written (docs/format.md §9).
+    pub samples: u64,
+    /// Σ of their mask-on tokens.
+    pub trained_tokens: u64,
+    /// Σ of their auxiliary-mask tokens.
+    pub aux_tokens: u64,
+    /// Mask-on tokens with a behaviour log-prob.
+    pub behaviour_logprobs: u64,
+    /// Mask-on tokens with a trainer log-prob.
+    pub trainer_logprobs: u64,
 }
 
 /// Progress of an import, for a progress bar.
@@ -195,6 +205,14 @@ pub trait Importer: Sync {
 
     /// Writes one item's records to `job.out`.
     fn records(&self, item: Self::Item, job: &mut Job) -> Result<()>;
+
+    /// For a trainer's dump: what the header says wrote its `trained` records (name,
+    /// version, loss aggregation, what the import infers), read from `inputs` where the dump
+    /// records it (docs/format.md §9). `None` for harness logs.
+    fn trainer(&self, inputs: &[PathBuf]) -> Result<Option<Trainer>> {
+        let _ = inputs;
+        Ok(None)
+    }
 }
 
 /// An [`Importer`] behind a reference: what the command line and [`import`] work with.
@@ -207,6 +225,8 @@ pub trait Source: Sync {
     fn files(&self, inputs: &[PathBuf]) -> Vec<PathBuf>;
     /// Reads the inputs and writes their records.
     fn run(&self, inputs: &[PathBuf], job: &mut Job) -> Result<()>;
+    /// What wrote a trainer's dump (see [`Importer::trainer`]).
+    fn trainer(&self, inputs: &[PathBuf]) -> Result<Option<Trainer>>;
 }
 
 impl<T: Importer> Source for T {
@@ -224,6 +244,10 @@ impl<T: Importer> Source for T {
 
     fn run(&self, inputs: &[PathBuf], job: &mut Job) -> Result<()> {
         self.read(inputs, job, &mut |job, item| self.records(item, job))
+    }
+
+    fn trainer(&self, inputs: &[PathBuf]) -> Result<Option<Trainer>> {
+        Importer::trainer(self, inputs)
     }
 }
 
@@ -356,7 +380,13 @@ pub fn import(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Summary> {
     check_inputs(source, inputs)?;
-    let out = Out::new(sink, tokenizer, &header_meta(source, opts, inputs))?;
+    let trainer = source.trainer(inputs)?;
+    let out = Out::new(
+        sink,
+        tokenizer,
+        &header_meta(source, opts, inputs),
+        trainer.as_ref(),
+    )?;
     let mut job = Job {
         opts,
         builder,

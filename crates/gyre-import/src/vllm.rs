@@ -28,7 +28,7 @@ use super::write::{At, ClosureOut, RequestOut, ToolCallOut, spans_out};
 use super::{About, Importer, Job, Progress};
 use gyre_engine::record::{Actor, Purpose, Record, Source, parse_line};
 use gyre_engine::report::plural;
-use gyre_format::copy::RequestCopy;
+use gyre_format::copy::{RequestCopy, TrainedCopy};
 use gyre_text::Message;
 use gyre_text::label::Span;
 
@@ -601,6 +601,7 @@ fn copy_record(rec: Record, raw: &Value, at: At, job: &mut Job) -> Result<()> {
             },
             at,
         ),
+        Record::Trained(t) => job.out.trained(&TrainedCopy::from(t.as_ref()).out(), at),
         Record::Header(_) | Record::Unknown(_) => Ok(()),
     }
 }

@@ -10,9 +10,11 @@ use eyre::{Result, WrapErr};
 use serde_json::{Map, Value};
 
 pub use gyre_engine::write::{
-    AssessmentOut, ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut, Validity,
+    AdvantageOut, AssessmentOut, ClosureOut, ExecutionOut, Gyre1, HeaderOut, PieceOut, RequestOut,
+    SourceOut, SpanOut, ToolCallOut, TrainedOut, TrainerOut, Validity,
 };
 pub use gyre_format::output::Sink;
+pub use gyre_format::trained::{LossAgg, Trainer};
 
 use super::Summary;
 use super::error::bad;
@@ -42,10 +44,21 @@ pub struct Out {
 
 impl Out {
     /// Writes to `sink`, starting with a header naming `tokenizer` and carrying `meta`.
-    pub fn new(sink: Sink, tokenizer: &Value, meta: &Map<String, Value>) -> Result<Self> {
+    /// With `trainer`, the header names what wrote the `trained` records (docs/format.md §9).
+    pub fn new(
+        sink: Sink,
+        tokenizer: &Value,
+        meta: &Map<String, Value>,
+        trainer: Option<&Trainer>,
+    ) -> Result<Self> {
         let mut rec = Recorder::new(sink);
-        rec.header(Some(tokenizer), Some(meta))
-            .map_err(|e| eyre::eyre!("writing the header: {e}"))?;
+        rec.header_line(&HeaderOut {
+            format: Gyre1,
+            tokenizer: Some(tokenizer),
+            trainer: trainer.map(TrainerOut::from),
+            meta: Some(meta),
+        })
+        .map_err(|e| eyre::eyre!("writing the header: {e}"))?;
         Ok(Self {
             rec,
             summary: Summary::default(),
@@ -99,6 +112,30 @@ impl Out {
     pub fn closure(&mut self, rec: &ClosureOut, at: At) -> Result<()> {
         self.rec.closure(rec).map_err(|e| Self::fail(e, at))?;
         self.seen(rec.execution);
+        Ok(())
+    }
+
+    /// Writes a `trained` record (before its execution's closure: see
+    /// [`Recorder::trained`]).
+    pub fn trained(&mut self, rec: &TrainedOut, at: At) -> Result<()> {
+        self.rec.trained(rec).map_err(|e| Self::fail(e, at))?;
+        self.seen(rec.execution);
+        let s = &mut self.summary;
+        s.samples += 1;
+        let on = |m: &[u8]| m.iter().filter(|&&v| v == 1).count() as u64;
+        s.trained_tokens += on(rec.loss_mask);
+        s.aux_tokens += rec.aux_mask.map_or(0, on);
+        let present = |lp: Option<&[Option<f64>]>| {
+            lp.map_or(0, |lp| {
+                rec.loss_mask
+                    .iter()
+                    .zip(lp)
+                    .filter(|(m, v)| **m == 1 && v.is_some())
+                    .count() as u64
+            })
+        };
+        s.behaviour_logprobs += present(rec.behaviour_logprobs);
+        s.trainer_logprobs += present(rec.trainer_logprobs);
         Ok(())
     }
 

@@ -341,6 +341,7 @@ impl<'w> Gen<'w> {
         self.line(&Line::Header(HeaderOut {
             format: Gyre1,
             tokenizer: Some(&tokenizer),
+            trainer: None,
             meta: Some(&meta),
         }))
     }

@@ -7,4 +7,5 @@ mod loader;
 mod properties;
 mod recorder;
 mod temperature;
+mod trained;
 mod tree_reference;
