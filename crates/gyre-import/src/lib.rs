@@ -10,7 +10,10 @@
 //! - `codex`: a Codex CLI rollout (`rollout-*.jsonl`);
 //! - `inspect`: an Inspect AI log (`.json` or `.eval`), one execution per sample;
 //! - `vllm`: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
-//!   exact records, not reconstructed.
+//!   exact records, not reconstructed;
+//! - `slime`, `skyrl`: what those trainers dumped (torch archives, pickles, read by
+//!   [`pickle`] without Python): exact requests plus one `trained` record per training
+//!   sample ([`dump`]).
 //!
 //! All but `vllm` have no token ids in their logs: their records are rebuilt by rendering the
 //! conversation through the tokenizer's chat template ([`convo`]), have no log-probs, and are
@@ -25,6 +28,7 @@
 mod claude_code;
 mod codex;
 pub mod convo;
+pub mod dump;
 pub mod error;
 pub mod input;
 mod inspect;
@@ -33,6 +37,8 @@ mod openai;
 mod openhands;
 pub mod pickle;
 mod session;
+mod skyrl;
+mod slime;
 mod sniff;
 mod swe_agent;
 mod timestamp;
@@ -252,7 +258,7 @@ impl<T: Importer> Source for T {
 }
 
 /// Every source, in `gyre import --help` order.
-pub static IMPORTERS: [&dyn Source; 7] = [
+pub static IMPORTERS: [&dyn Source; 9] = [
     &claude_code::ClaudeCode,
     &swe_agent::SweAgent,
     &mini_swe_agent::MiniSweAgent,
@@ -260,6 +266,8 @@ pub static IMPORTERS: [&dyn Source; 7] = [
     &openhands::Openhands,
     &inspect::Inspect,
     &vllm::Vllm,
+    &slime::Slime,
+    &skyrl::Skyrl,
 ];
 
 /// The source named `name` on the command line.

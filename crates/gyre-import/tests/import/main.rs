@@ -13,3 +13,4 @@ mod mini_swe_agent;
 mod openhands_instances;
 mod openhands_v1;
 mod real_logs;
+mod trainer_dumps;
