@@ -113,9 +113,12 @@ impl Importer for Skyrl {
         emit: &mut dyn FnMut(&mut Job, Batch) -> Result<()>,
     ) -> Result<()> {
         let files = self.files(inputs);
-        let total = files.len();
-        for (done, path) in files.iter().enumerate() {
-            (job.progress)(Progress::Requests { done, total });
+        let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+        let total = files.iter().map(|p| size(p)).sum();
+        let mut done = 0;
+        for path in &files {
+            (job.progress)(Progress::Reading { done, total });
+            done += size(path);
             let rows = read_file(path, job)?;
             emit(job, Batch(rows))?;
         }

@@ -152,9 +152,12 @@ impl Importer for Slime {
     ) -> Result<()> {
         let files = self.files(inputs);
         let mut steps: BTreeMap<u64, (Option<Rollout>, Option<Train>)> = BTreeMap::new();
-        let total = files.len();
-        for (done, path) in files.into_iter().enumerate() {
-            (job.progress)(Progress::Requests { done, total });
+        let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+        let total = files.iter().map(|p| size(p)).sum();
+        let mut done = 0;
+        for path in files {
+            (job.progress)(Progress::Reading { done, total });
+            done += size(&path);
             let evaluation = path
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("eval_"));
