@@ -277,7 +277,14 @@ fn run_inner(cmd: &ImportCommand) -> Result<()> {
         pb.finish_and_clear();
     }
     let summary = result?;
-    report(source, &summary, &c.out);
+    // What a trainer dump's import inferred (the header's `trainer.inferred`).
+    let inferred = source
+        .trainer(&c.inputs)
+        .ok()
+        .flatten()
+        .map(|t| t.inferred)
+        .unwrap_or_default();
+    report(source, &summary, &inferred, &c.out);
     Ok(())
 }
 
@@ -286,13 +293,16 @@ fn say(line: &str) {
     let _ = writeln!(io::stderr(), "{line}");
 }
 
-fn report(source: &dyn Source, s: &Summary, out: &Path) {
+fn report(source: &dyn Source, s: &Summary, inferred: &[String], out: &Path) {
     for w in &s.warnings {
         say(&format!("warning: {}", sanitize(w)));
     }
     let more = s.warning_count.saturating_sub(s.warnings.len() as u64);
     if more > 0 {
         say(&format!("warning: … and {more} more"));
+    }
+    for i in inferred {
+        say(&format!("gyre: inferred: {}", sanitize(i)));
     }
     if s.skipped > 0 {
         say(&format!(
@@ -321,8 +331,19 @@ fn report(source: &dyn Source, s: &Summary, out: &Path) {
             )
         })
         .collect();
+    let trained = if s.samples > 0 {
+        format!(
+            ", {} ({} mask-on tokens: {} with a behaviour log-prob, {} with the trainer's)",
+            plural(s.samples as usize, "trained sample"),
+            s.trained_tokens,
+            s.behaviour_logprobs,
+            s.trainer_logprobs
+        )
+    } else {
+        String::new()
+    };
     say(&format!(
-        "gyre: imported {}: {}, {}, {} input + {} output tokens{delta}{untrained}, {}{}",
+        "gyre: imported {}: {}, {}, {} input + {} output tokens{delta}{untrained}{trained}, {}{}",
         source.about().name,
         plural(s.executions as usize, "execution"),
         plural(s.requests as usize, "request"),

@@ -19,6 +19,7 @@ mod diff;
 mod doc_blocks;
 mod import_atif;
 mod import_cli;
+mod import_dumps;
 mod lens;
 mod parquet_rows;
 mod readme;

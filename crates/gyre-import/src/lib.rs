@@ -14,6 +14,9 @@
 //! - `atif`: a Harbor / Terminus-Bench ATIF trajectory (`trajectory.json`) with its sub-agents:
 //!   exact when its steps hold their token ids and log-probs, reconstructed when not;
 //! - `verl`: a verl `rollout_data_dir` dump (decoded text only): reconstructed.
+//! - `slime`, `skyrl`: what those trainers dumped (torch archives, pickles, read by
+//!   [`pickle`] without Python): exact requests plus one `trained` record per training
+//!   sample ([`dump`]).
 //!
 //! All but `vllm` have no token ids in their logs: their records are rebuilt by rendering the
 //! conversation through the tokenizer's chat template ([`convo`]), have no log-probs, and are
@@ -29,13 +32,17 @@ mod atif;
 mod claude_code;
 mod codex;
 pub mod convo;
+pub mod dump;
 pub mod error;
 pub mod input;
 mod inspect;
 mod mini_swe_agent;
 mod openai;
 mod openhands;
+pub mod pickle;
 mod session;
+mod skyrl;
+mod slime;
 mod sniff;
 mod swe_agent;
 mod timestamp;
@@ -268,7 +275,7 @@ impl<T: Importer> Source for T {
 }
 
 /// Every source, in `gyre import --help` order.
-pub static IMPORTERS: [&dyn Source; 9] = [
+pub static IMPORTERS: [&dyn Source; 11] = [
     &claude_code::ClaudeCode,
     &swe_agent::SweAgent,
     &mini_swe_agent::MiniSweAgent,
@@ -278,6 +285,8 @@ pub static IMPORTERS: [&dyn Source; 9] = [
     &vllm::Vllm,
     &atif::Atif,
     &verl::Verl,
+    &slime::Slime,
+    &skyrl::Skyrl,
 ];
 
 /// The source named `name` on the command line.

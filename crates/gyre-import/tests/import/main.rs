@@ -15,4 +15,5 @@ mod openhands_instances;
 mod openhands_timestamps;
 mod openhands_v1;
 mod real_logs;
+mod trainer_dumps;
 mod verl;
