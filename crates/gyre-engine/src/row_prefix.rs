@@ -14,7 +14,6 @@ use super::load::Batch;
 use super::score::Outcome;
 use super::tree::{NodeId, Tree};
 use crate::process::Results;
-use crate::rows::dummy_leaf;
 
 /// Row tokens and the distinct tokens of their prefix tree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
