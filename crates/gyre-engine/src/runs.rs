@@ -8,7 +8,6 @@
 //! decompressed with the rest discarded) and every other line is a blank line, so each line
 //! keeps its number and errors name `file:line` as one load of the whole file would.
 
-use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -464,6 +463,7 @@ impl Read for RunsReader<'_> {
 mod tests {
     use super::*;
     use crate::load::{LoadOptions, load_inputs};
+    use crate::route::shard_of;
     use crate::shard::{self, combine, process_shard, summarize};
     use crate::{admit::Settings, rows::execution_rows, score::AdvantageMode};
     use std::collections::HashMap;

@@ -30,7 +30,6 @@ pub use super::route::shard_of;
 use super::route::route;
 use super::score::{self, AdvantageMode};
 use crate::process::Results;
-use gyre_format::record::Id;
 
 /// Lines routed per parallel step.
 const SPLIT_CHUNK: usize = 4 << 20;

@@ -316,6 +316,7 @@ impl Importer for Verl {
                     evaluator: Some(&evaluator),
                     error: None,
                     critique: None,
+                    meta: None,
                 },
                 at,
             )?;

@@ -112,7 +112,7 @@ fn checks_that_need_the_requests_name_file_and_line() {
 fn admitted_rows_read_back_as_the_same_trained_records() {
     use gyre_engine::admit::Settings;
     use gyre_engine::score::AdvantageMode;
-    use gyre_engine::{export, process, trained};
+    use gyre_engine::{export, process, rows, trained};
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../assets/demo/example.jsonl"
@@ -124,7 +124,7 @@ fn admitted_rows_read_back_as_the_same_trained_records() {
     let mut direct = Vec::new();
     let n = trained::write_trained(&batch, &results, &mut direct).unwrap();
     let mut rows = Vec::new();
-    assert_eq!(export::write_rows(&batch, &results, &mut rows).unwrap(), n);
+    assert_eq!(export::jsonl::write_rows(&batch, &results, &mut rows).unwrap(), n);
     let mut imported = Vec::new();
     let done = trained::import_admitted(&batch, &rows[..], "rows.jsonl", &mut imported).unwrap();
     assert_eq!((done.rows, done.unmatched), (n, 0));
@@ -148,7 +148,7 @@ fn admitted_rows_read_back_as_the_same_trained_records() {
     .map_err(|e| format!("{:?}", e.diagnostics))
     .unwrap();
     let targets: u64 = (0..batch.executions.len())
-        .flat_map(|i| export::execution_rows(&batch, &results, i))
+        .flat_map(|i| rows::execution_rows(&batch, &results, i))
         .map(|r| r.loss_mask.iter().filter(|&&m| m == 1).count() as u64)
         .sum();
     assert_eq!(both.trained_counts().trained_tokens, targets);
