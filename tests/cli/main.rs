@@ -17,6 +17,7 @@ mod cli_edges;
 mod cli_errors;
 mod diff;
 mod import_cli;
+mod import_nemo_rl;
 mod lens;
 mod parquet_rows;
 mod readme;

@@ -10,7 +10,9 @@
 //! - `codex`: a Codex CLI rollout (`rollout-*.jsonl`);
 //! - `inspect`: an Inspect AI log (`.json` or `.eval`), one execution per sample;
 //! - `vllm`: logged OpenAI-compatible traffic with the token ids and log-probs vLLM returns:
-//!   exact records, not reconstructed.
+//!   exact records, not reconstructed;
+//! - `nemo-rl`: a NeMo-RL training dump (`train_data_step{N}.jsonl`): exact requests and the
+//!   trainer's rows as `trained` records.
 //!
 //! All but `vllm` have no token ids in their logs: their records are rebuilt by rendering the
 //! conversation through the tokenizer's chat template ([`convo`]), have no log-probs, and are
@@ -29,6 +31,7 @@ pub mod error;
 pub mod input;
 mod inspect;
 mod mini_swe_agent;
+mod nemo_rl;
 mod openai;
 mod openhands;
 mod session;
@@ -251,7 +254,7 @@ impl<T: Importer> Source for T {
 }
 
 /// Every source, in `gyre import --help` order.
-pub static IMPORTERS: [&dyn Source; 7] = [
+pub static IMPORTERS: [&dyn Source; 8] = [
     &claude_code::ClaudeCode,
     &swe_agent::SweAgent,
     &mini_swe_agent::MiniSweAgent,
@@ -259,6 +262,7 @@ pub static IMPORTERS: [&dyn Source; 7] = [
     &openhands::Openhands,
     &inspect::Inspect,
     &vllm::Vllm,
+    &nemo_rl::NemoRl,
 ];
 
 /// The source named `name` on the command line.

@@ -10,6 +10,7 @@ mod common;
 mod formats;
 mod inspect;
 mod mini_swe_agent;
+mod nemo_rl;
 mod openhands_instances;
 mod openhands_v1;
 mod real_logs;
