@@ -20,6 +20,7 @@ mod doc_blocks;
 mod import_atif;
 mod import_cli;
 mod import_dumps;
+mod import_nemo_rl;
 mod lens;
 mod parquet_rows;
 mod readme;

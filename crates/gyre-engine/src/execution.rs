@@ -5,12 +5,12 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::trained::Samples;
 use super::tree::{NodeId, NodeKind, ROOT, Tree};
 use gyre_format::record::{
     Actor, AssessmentRecord, ClosureRecord, ExecutionRecord, LineError, Purpose, Record,
     RequestRecord, Source, Span, ToolCall,
 };
-use super::trained::Samples;
 
 /// A place in the input: file index (in the order given) and 1-based line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

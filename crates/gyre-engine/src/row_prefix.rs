@@ -9,8 +9,8 @@ use std::cmp::Ordering;
 use rayon::prelude::*;
 
 use super::execution::Execution;
-use super::rows::dummy_leaf;
 use super::load::Batch;
+use super::rows::dummy_leaf;
 use super::score::Outcome;
 use super::tree::{NodeId, Tree};
 use crate::process::Results;

@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 
 use super::admit::Settings;
 use super::load::Batch;
-pub use super::route::shard_of;
 use super::route::route;
+pub use super::route::shard_of;
 use super::score::{self, AdvantageMode};
 use crate::process::Results;
 

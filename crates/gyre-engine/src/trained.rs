@@ -16,10 +16,10 @@ use gyre_format::write::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::process::Results;
 use super::execution::{Execution, LineRef};
-use super::rows::{Row, execution_rows};
 use super::load::Batch;
+use super::process::Results;
+use super::rows::{Row, execution_rows};
 
 /// One training sample of an execution, its pieces checked against the execution's requests.
 #[derive(Clone, Debug)]

@@ -13,12 +13,15 @@
 //!   exact records, not reconstructed;
 //! - `atif`: a Harbor / Terminus-Bench ATIF trajectory (`trajectory.json`) with its sub-agents:
 //!   exact when its steps hold their token ids and log-probs, reconstructed when not;
-//! - `verl`: a verl `rollout_data_dir` dump (decoded text only): reconstructed.
+//! - `verl`: a verl `rollout_data_dir` dump (decoded text only): reconstructed;
 //! - `slime`, `skyrl`: what those trainers dumped (torch archives, pickles, read by
 //!   [`pickle`] without Python): exact requests plus one `trained` record per training
 //!   sample ([`dump`]).
+//! - `nemo-rl`: a NeMo-RL training dump (`train_data_step{N}.jsonl`): exact requests and the
+//!   trainer's rows as `trained` records.
 //!
-//! All but `vllm` have no token ids in their logs: their records are rebuilt by rendering the
+//! The harness logs (all of the above but `vllm`, ATIF with ids and the trainers' dumps) have no
+//! token ids: their records are rebuilt by rendering the
 //! conversation through the tokenizer's chat template ([`convo`]), have no log-probs, and are
 //! marked `meta.reconstructed: true` (header and every request). By default a later context
 //! reuses the recorded output tokens of the earlier responses it contains (payload
@@ -37,6 +40,7 @@ pub mod error;
 pub mod input;
 mod inspect;
 mod mini_swe_agent;
+mod nemo_rl;
 mod openai;
 mod openhands;
 pub mod pickle;
@@ -275,7 +279,7 @@ impl<T: Importer> Source for T {
 }
 
 /// Every source, in `gyre import --help` order.
-pub static IMPORTERS: [&dyn Source; 11] = [
+pub static IMPORTERS: [&dyn Source; 12] = [
     &claude_code::ClaudeCode,
     &swe_agent::SweAgent,
     &mini_swe_agent::MiniSweAgent,
@@ -287,6 +291,7 @@ pub static IMPORTERS: [&dyn Source; 11] = [
     &verl::Verl,
     &slime::Slime,
     &skyrl::Skyrl,
+    &nemo_rl::NemoRl,
 ];
 
 /// The source named `name` on the command line.

@@ -124,7 +124,10 @@ fn admitted_rows_read_back_as_the_same_trained_records() {
     let mut direct = Vec::new();
     let n = trained::write_trained(&batch, &results, &mut direct).unwrap();
     let mut rows = Vec::new();
-    assert_eq!(export::jsonl::write_rows(&batch, &results, &mut rows).unwrap(), n);
+    assert_eq!(
+        export::jsonl::write_rows(&batch, &results, &mut rows).unwrap(),
+        n
+    );
     let mut imported = Vec::new();
     let done = trained::import_admitted(&batch, &rows[..], "rows.jsonl", &mut imported).unwrap();
     assert_eq!((done.rows, done.unmatched), (n, 0));

@@ -11,6 +11,7 @@ mod common;
 mod formats;
 mod inspect;
 mod mini_swe_agent;
+mod nemo_rl;
 mod openhands_instances;
 mod openhands_timestamps;
 mod openhands_v1;
