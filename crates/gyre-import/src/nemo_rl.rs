@@ -468,6 +468,7 @@ impl Importer for NemoRl {
                     evaluator: Some(&evaluator),
                     error: None,
                     critique: None,
+                    meta: None,
                 },
                 at,
             )?;
