@@ -257,7 +257,7 @@ def test_follow_next_to_the_recording(synth):
 def test_the_docs_ray_examples_run(tmp_path, monkeypatch):
     doc = (REPO / "docs" / "python.md").read_text()
     section = doc[doc.index("## Ray (`gyre.ray`)"):]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    blocks = re.findall(r"```python ray\n(.*?)```", section, re.S)
     assert len(blocks) == 2
     monkeypatch.chdir(tmp_path)
     # A module name no worker can import: Ray sends the example's classes by value.

@@ -2,6 +2,8 @@
 //! how:
 //! - `console`: run, and the lines shown must be what the binary prints (`readme.rs`);
 //! - `python`: run by pytest (`python/tests/test_docs.py`);
+//! - `python ray`: run in order, in one namespace, against a local Ray cluster
+//!   (`python/tests/test_ray.py`);
 //! - `python no-run` (needs a trainer, a model, a GPU or a cluster): compiled by pytest, its
 //!   imports and every `gyre.…` name it uses resolved;
 //! - `sh no-run` (installs, servers, agents): parsed by `sh -n`, and every `gyre` command in it
@@ -165,6 +167,7 @@ fn every_documented_block_says_how_it_is_tested() {
         "console",
         "python",
         "python no-run",
+        "python ray",
         "sh no-run",
         "text",
         "json",
