@@ -189,13 +189,20 @@ def _size(obj) -> int:
     return len(pickle.dumps(obj))
 
 
-# Idle shard actors, kept between calls (a trainer admits every step): per Ray job, node and
-# CPU reservation. `release()` ends them.
+# Idle shard actors, kept between calls (a trainer admits every step): per Ray session and job,
+# node and CPU reservation. `release()` ends them.
 _POOL: Dict[Tuple[str, Optional[str], float], List[Any]] = {}
 
 
+def _session(ray) -> str:
+    """The Ray session and job the driver is in. The job id alone repeats across sessions (every
+    fresh `ray.init()` starts job 01000000), and an actor handle is only valid in its session."""
+    context = ray.get_runtime_context()
+    return f"{context.gcs_address}/{context.get_job_id()}"
+
+
 def _pool_key(ray, node: Optional[str], cpus: float) -> Tuple[str, Optional[str], float]:
-    return (ray.get_runtime_context().get_job_id(), node, cpus)
+    return (_session(ray), node, cpus)
 
 
 def release() -> None:
@@ -203,9 +210,11 @@ def release() -> None:
     while it waits for the next call)."""
     import ray
 
+    current = _session(ray) if ray.is_initialized() else None
     for key in list(_POOL):
         for actor in _POOL.pop(key):
-            if ray.is_initialized():
+            # Actors of an earlier session ended with it; their handles are no longer valid.
+            if key[0] == current:
                 ray.kill(actor)
 
 

@@ -1,7 +1,8 @@
 """The Python, JSON and TOML blocks of README.md, ARCHITECTURE.md and docs/*.md are tested (the
 binary's tests/cli/doc_blocks.rs says which info string means what, and checks the others):
 
-- ``python`` runs as written, in a scratch folder (``python ray`` blocks run in test_ray.py);
+- ``python`` runs as written, in a scratch folder (``python ray`` blocks run in test_ray.py,
+  ``python model`` blocks in test_tree.py);
 - ``python no-run`` (it needs a trainer, a model, a GPU or a cluster) is compiled, every import
   in it resolves, and so does every ``gyre.…`` name it uses (``gyre.trainers.verl``);
 - ``json`` and ``toml`` parse (``...`` marks what an excerpt leaves out)."""

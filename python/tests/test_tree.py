@@ -278,7 +278,7 @@ def write_small_run(path):
 def test_the_reference_loop_in_docs_trainers_runs(tmp_path, monkeypatch):
     doc = (REPO / "docs" / "trainers.md").read_text()
     section = doc[doc.index("## Tree packs") :]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    code = re.search(r"```python model\n(.*?)```", section, re.S).group(1)
     lines = code.strip().splitlines()
     assert 15 <= len(lines) <= 25, len(lines)
     monkeypatch.chdir(tmp_path)

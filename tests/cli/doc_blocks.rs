@@ -4,6 +4,8 @@
 //! - `python`: run by pytest (`python/tests/test_docs.py`);
 //! - `python ray`: run in order, in one namespace, against a local Ray cluster
 //!   (`python/tests/test_ray.py`);
+//! - `python model`: run with `model` (a small Qwen3-architecture `transformers` model), its
+//!   `optimizer` and a recording `run.jsonl` (`python/tests/test_tree.py`);
 //! - `python no-run` (needs a trainer, a model, a GPU or a cluster): compiled by pytest, its
 //!   imports and every `gyre.…` name it uses resolved;
 //! - `sh no-run` (installs, servers, agents): parsed by `sh -n`, and every `gyre` command in it
@@ -168,6 +170,7 @@ fn every_documented_block_says_how_it_is_tested() {
         "python",
         "python no-run",
         "python ray",
+        "python model",
         "sh no-run",
         "text",
         "json",
