@@ -16,10 +16,11 @@ use serde_json::{Map, Value, json};
 
 use super::error::{bad, diag};
 use super::input::{Counter, Lines, file_name, line_values, typed};
+use super::session::{self, Closure};
 use super::sniff::{Fit, Probe, Shape};
 use super::write::{
-    AdvantageOut, AssessmentOut, At, ClosureOut, ExecutionOut, LossAgg, PieceOut, RequestOut,
-    SourceOut, SpanOut, TrainedOut, Trainer, Validity,
+    AdvantageOut, At, ExecutionOut, LossAgg, PieceOut, RequestOut, SourceOut, SpanOut, TrainedOut,
+    Trainer,
 };
 use super::{About, Importer, Job, Progress};
 use gyre_engine::record::{ClosureStatus, Source};
@@ -451,40 +452,15 @@ impl Importer for NemoRl {
             },
             at,
         )?;
-        let artifact = json!("output");
-        let version = json!(1);
-        if let Some(reward) = row.rewards.map(|r| r[0]) {
-            let evaluator = json!("nemo-rl reward");
-            job.out.assessment(
-                &AssessmentOut {
-                    execution: &c.execution,
-                    artifact: &artifact,
-                    version: &version,
-                    status: Validity::Valid,
-                    score: Some(reward),
-                    t: 0.0,
-                    branch: None,
-                    attempt: None,
-                    evaluator: Some(&evaluator),
-                    error: None,
-                    critique: None,
-                    meta: None,
-                },
-                at,
-            )?;
-        }
-        job.out.closure(
-            &ClosureOut {
-                execution: &c.execution,
-                t: 0.0,
-                status: ClosureStatus::Completed,
-                committed: None,
-                artifact: Some(&artifact),
-                version: Some(&version),
-                meta: None,
-            },
-            at,
-        )
+        let closure = Closure {
+            t: 0.0,
+            status: ClosureStatus::Completed,
+            artifact: json!("output"),
+            version: Some(json!(1)),
+            meta: Map::new(),
+        };
+        let score = row.rewards.map(|r| r[0]);
+        session::write_end(job, &c.execution, &closure, score, "nemo-rl reward", at)
     }
 }
 

@@ -285,7 +285,7 @@ pub fn records_with(s: Session, extras: &Extras, job: &mut Job) -> Result<()> {
         ));
     }
     let score = job.opts.score.filter(|_| s.scored);
-    write_end(job, &s.execution, &closure, score, start)?;
+    write_end(job, &s.execution, &closure, score, SCORE_EVALUATOR, start)?;
     write_logged(job, &s.execution, &closure, &extras.assessments, start)
 }
 
@@ -325,17 +325,21 @@ fn write_logged(
     Ok(())
 }
 
-/// The closure (and, with a score, a valid assessment of the closure's artifact).
+/// The evaluator a `--score` assessment names.
+pub(crate) const SCORE_EVALUATOR: &str = "gyre import --score";
+
+/// The closure (and, with a score, a valid assessment of the closure's artifact by `evaluator`).
 pub(crate) fn write_end(
     job: &mut Job,
     execution: &str,
     c: &Closure,
     score: Option<f64>,
+    evaluator: &str,
     at: At,
 ) -> Result<()> {
     if let (Some(score), false) = (score, c.artifact.is_null()) {
         let version = c.version.clone().unwrap_or(Value::Null);
-        let evaluator = Value::from("gyre import --score");
+        let evaluator = Value::from(evaluator);
         job.out.assessment(
             &AssessmentOut {
                 execution,

@@ -18,8 +18,9 @@ use serde_json::{Map, Value, json};
 
 use super::error::{bad, diag};
 use super::input::{Counter, Lines, file_name, line_values, typed};
+use super::session::{self, Closure};
 use super::sniff::{Fit, Probe, Shape};
-use super::write::{AssessmentOut, At, ClosureOut, ExecutionOut, RequestOut, SpanOut, Validity};
+use super::write::{At, ExecutionOut, RequestOut, SpanOut};
 use super::{About, Importer, Job, Options, Progress};
 use gyre_engine::record::{ClosureStatus, Source};
 use gyre_engine::report::plural;
@@ -299,38 +300,20 @@ impl Importer for Verl {
             },
             at,
         )?;
-        let artifact = json!("output");
-        let version = json!(1);
-        if let Some(score) = c.row.score.as_ref().and_then(Value::as_f64) {
-            let evaluator = json!("verl reward (score)");
-            job.out.assessment(
-                &AssessmentOut {
-                    execution: &c.execution,
-                    artifact: &artifact,
-                    version: &version,
-                    status: Validity::Valid,
-                    score: Some(score),
-                    t: 0.0,
-                    branch: None,
-                    attempt: None,
-                    evaluator: Some(&evaluator),
-                    error: None,
-                    critique: None,
-                    meta: None,
-                },
-                at,
-            )?;
-        }
-        job.out.closure(
-            &ClosureOut {
-                execution: &c.execution,
-                t: 0.0,
-                status: ClosureStatus::Completed,
-                committed: None,
-                artifact: Some(&artifact),
-                version: Some(&version),
-                meta: None,
-            },
+        let closure = Closure {
+            t: 0.0,
+            status: ClosureStatus::Completed,
+            artifact: json!("output"),
+            version: Some(json!(1)),
+            meta: Map::new(),
+        };
+        let score = c.row.score.as_ref().and_then(Value::as_f64);
+        session::write_end(
+            job,
+            &c.execution,
+            &closure,
+            score,
+            "verl reward (score)",
             at,
         )
     }

@@ -330,5 +330,12 @@ fn write_exact(imp: Imported, job: &mut Job) -> Result<()> {
         ));
     }
     let score = job.opts.score.filter(|_| s.scored);
-    session::write_end(job, &s.execution, &s.closure, score, start)
+    session::write_end(
+        job,
+        &s.execution,
+        &s.closure,
+        score,
+        session::SCORE_EVALUATOR,
+        start,
+    )
 }
