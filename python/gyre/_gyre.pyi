@@ -13,8 +13,13 @@ import pyarrow
 import pandas
 
 __version__: str
+SETTINGS: Tuple[Tuple[str, str, str, str], ...]
+"""The admission settings (the engine's ``admit::SETTINGS``): per setting its keyword, its
+Python type, its default as a Python literal and its help; ``Batch.admit`` and ``follow`` take
+each as a keyword argument."""
 __all__ = [
     "__version__",
+    "SETTINGS",
     "LoadError",
     "Recorder",
     "Batch",
@@ -220,11 +225,13 @@ class Batch:
     def admit(
         self,
         *,
-        seed: int = 0,
-        jmax: int = 5,
-        priority: Union[None, str, Sequence[ClassName]] = None,
         advantage: Advantage = "drgrpo",
         stats: Optional["BatchStats"] = None,
+        # admission settings: generated from gyre.SETTINGS (GYRE_WRITE_STUB=1 pytest python/tests/test_stubs.py)
+        seed: int = 0,
+        jmax: int = 5,
+        priority: Union[None, str, Sequence[ClassName]] = "main,main-summary,sub,sub-summary",
+        # end of admission settings
     ) -> "Rows":
         """Scores and admits every execution (docs/format.md §4-§6)."""
     def summary(self) -> "ShardSummary": ...
@@ -376,13 +383,15 @@ def follow(
     *,
     executions: int,
     group_size: int,
-    seed: int = 0,
-    jmax: int = 5,
-    priority: Union[None, str, Sequence[ClassName]] = None,
     advantage: Advantage = "drgrpo",
     grace_s: float = 0.0,
     poll_s: float = 0.5,
     timeout_s: Optional[float] = 600.0,
+    # admission settings: generated from gyre.SETTINGS (GYRE_WRITE_STUB=1 pytest python/tests/test_stubs.py)
+    seed: int = 0,
+    jmax: int = 5,
+    priority: Union[None, str, Sequence[ClassName]] = "main,main-summary,sub,sub-summary",
+    # end of admission settings
 ) -> Follower:
     """Follows a recording as it is written; yields ``Rows`` of ``executions`` executions
     (``executions // group_size`` whole, settled groups), each equal to ``gyre admit`` over

@@ -263,9 +263,7 @@ def _run(
     inputs,
     *,
     shards: Optional[int],
-    seed: int,
-    jmax: int,
-    priority,
+    settings: Dict[str, Any],
     advantage: str,
     lenient: bool,
     out_dir: Optional[str],
@@ -278,7 +276,7 @@ def _run(
     named = _named(inputs)
     names = [n for n, _, _ in named]
     plan = _plan(ray, named, shards)
-    settings = dict(seed=seed, jmax=jmax, priority=priority, advantage=advantage)
+    settings = dict(settings, advantage=advantage)
     # Bad settings fail here, on an empty batch, before any actor starts.
     gyre.load_parts([("settings", b"")]).admit(**settings)
     # Bytes given to the driver go to the object store once, for every shard to read.
@@ -394,13 +392,11 @@ def admit(
     inputs: Sequence[Union[Source, Tuple[str, Source]]],
     *,
     shards: Optional[int] = None,
-    seed: int = 0,
-    jmax: int = 5,
-    priority: Union[None, str, Sequence[str]] = None,
     advantage: str = "drgrpo",
     lenient: bool = False,
     order: str = "shard",
     reports: Optional[list] = None,
+    **settings: Any,
 ) -> "pyarrow.Table":
     """Admits the batch made of ``inputs`` (read in the order given) on Ray.
 
@@ -412,6 +408,8 @@ def admit(
     together, nodes in the order of their first input); ``order="input"`` sorts them into the
     order ``gyre admit`` writes (execution order, then draw order). Invalid input raises
     ``gyre.LoadError`` naming ``file:line`` of every problem, as one load of all inputs would.
+    The admission settings are keywords, as for ``Batch.admit`` (``gyre.SETTINGS``: ``seed``,
+    ``jmax``, ``priority``, …).
 
     ``reports``, when a list, receives one dict per shard (shard order): ``shard``, ``node_id``,
     ``pid`` (the actor's process), ``executions`` it loaded, ``files_read`` (bytes it read of
@@ -427,9 +425,7 @@ def admit(
     tables, _, stats = _run(
         inputs,
         shards=shards,
-        seed=seed,
-        jmax=jmax,
-        priority=priority,
+        settings=settings,
         advantage=advantage,
         lenient=lenient,
         out_dir=None,
@@ -455,13 +451,11 @@ def write_parquet(
     out_dir: Union[str, "os.PathLike[str]"],
     *,
     shards: Optional[int] = None,
-    seed: int = 0,
-    jmax: int = 5,
-    priority: Union[None, str, Sequence[str]] = None,
     advantage: str = "drgrpo",
     lenient: bool = False,
     force: bool = False,
     reports: Optional[list] = None,
+    **settings: Any,
 ) -> List[str]:
     """Admits ``inputs`` on Ray and writes each shard's rows as ``out_dir/part-NNNNN.parquet``
     from the actor that admitted them (nothing passes through the driver).
@@ -475,9 +469,7 @@ def write_parquet(
     _, outs, _ = _run(
         inputs,
         shards=shards,
-        seed=seed,
-        jmax=jmax,
-        priority=priority,
+        settings=settings,
         advantage=advantage,
         lenient=lenient,
         out_dir=os.fspath(out_dir),

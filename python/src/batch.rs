@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gyre_engine::admit::Settings;
 use gyre_engine::export;
 use gyre_engine::load::{self as engine_load, LoadError as EngineLoadError, LoadOptions};
 use gyre_engine::report;
@@ -21,6 +20,7 @@ use serde_json::json;
 
 use crate::arrow::stream_capsule;
 use crate::convert::from_json;
+use crate::settings;
 use crate::shard::{BatchStats, ShardSummary};
 use crate::{LoadError, guard, value_error};
 
@@ -152,32 +152,6 @@ impl Batch {
     }
 }
 
-/// Admission settings from the Python keyword arguments, each named by its key in the engine's
-/// table of settings (`admit::SETTINGS`) and read by that table's parser: a number as its
-/// digits, a list of class names joined by commas, a string as it is.
-pub(crate) fn settings(
-    seed: i128,
-    jmax: i128,
-    priority: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Settings> {
-    let mut out = Settings::default();
-    let mut set = |key: &str, text: &str| out.set(key, text).map_err(value_error);
-    set("seed", &seed.to_string())?;
-    set("jmax", &jmax.to_string())?;
-    if let Some(p) = priority.filter(|p| !p.is_none()) {
-        let text = if let Ok(s) = p.cast::<PyString>() {
-            s.to_str()?.to_owned()
-        } else {
-            let names: Vec<String> = p.extract().map_err(|_| {
-                value_error("priority must be a list of class names or \"main,sub,…\"")
-            })?;
-            names.join(",")
-        };
-        set("priority", &text)?;
-    }
-    Ok(out)
-}
-
 pub(crate) fn advantage_mode(s: &str) -> PyResult<AdvantageMode> {
     AdvantageMode::parse(s).ok_or_else(|| {
         value_error(format!(
@@ -191,23 +165,22 @@ pub(crate) fn advantage_mode(s: &str) -> PyResult<AdvantageMode> {
 impl Batch {
     /// Scores and admits every execution (docs/format.md §4–§6) and returns the admitted rows.
     ///
-    /// `seed` keys each execution's draws; `jmax` caps draws per execution (0 = uncapped);
-    /// `priority` lists classes highest first (`["main", "sub"]` or `"main,sub"`; classes left
-    /// out are never drawn); `advantage` is `"drgrpo"` (reward − group mean), `"grpo"` (÷ std +
+    /// Each admission setting is a keyword (`gyre.SETTINGS`, the engine's table): `seed` keys
+    /// each execution's draws; `jmax` caps draws per execution (0 = uncapped); `priority` lists
+    /// classes highest first (`["main", "sub"]` or `"main,sub"`; classes left out are never
+    /// drawn). `advantage` is `"drgrpo"` (reward − group mean), `"grpo"` (÷ std +
     /// 1e-6) or `"none"` (no advantage field). `stats` (from `gyre.combine`) admits this batch
     /// as one shard of a larger one: `B` and group advantages are then the whole batch's.
-    #[pyo3(signature = (*, seed=0, jmax=5, priority=None, advantage="drgrpo", stats=None))]
+    #[pyo3(signature = (*, advantage="drgrpo", stats=None, **settings))]
     fn admit(
         &self,
         py: Python<'_>,
-        seed: i128,
-        jmax: i128,
-        priority: Option<&Bound<'_, PyAny>>,
         advantage: &str,
         stats: Option<PyRef<'_, BatchStats>>,
+        settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Rows> {
         guard(|| {
-            let settings = settings(seed, jmax, priority)?;
+            let settings = settings::from_kwargs("admit()", settings)?;
             let mode = advantage_mode(advantage)?;
             let batch = Arc::clone(&self.inner);
             let results = match stats {

@@ -13,8 +13,10 @@ use gyre_engine::score::AdvantageMode;
 use gyre_engine::{self as eng, admit::Settings};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyRuntimeError, PyUserWarning};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
-use crate::batch::{Rows, advantage_mode, load_error, settings};
+use crate::batch::{Rows, advantage_mode, load_error};
+use crate::settings;
 use crate::{guard, value_error};
 
 /// A problem at a line is `gyre.LoadError` (as `gyre.load` raises it); one with the file as a
@@ -122,24 +124,22 @@ impl Follower {
 /// truncated or rewritten under the follower `OSError`.
 #[pyfunction]
 #[pyo3(
-    signature = (path, *, executions, group_size, seed=0, jmax=5, priority=None, advantage="drgrpo", grace_s=0.0, poll_s=0.5, timeout_s=Some(600.0)),
-    text_signature = "(path, *, executions, group_size, seed=0, jmax=5, priority=None, advantage='drgrpo', grace_s=0.0, poll_s=0.5, timeout_s=600.0)"
+    signature = (path, *, executions, group_size, advantage="drgrpo", grace_s=0.0, poll_s=0.5, timeout_s=Some(600.0), **settings),
+    text_signature = "(path, *, executions, group_size, advantage='drgrpo', grace_s=0.0, poll_s=0.5, timeout_s=600.0, **settings)"
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn follow(
     path: PathBuf,
     executions: i64,
     group_size: i64,
-    seed: i128,
-    jmax: i128,
-    priority: Option<&Bound<'_, PyAny>>,
     advantage: &str,
     grace_s: f64,
     poll_s: f64,
     timeout_s: Option<f64>,
+    settings: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Follower> {
     guard(|| {
-        let settings = settings(seed, jmax, priority)?;
+        let settings = settings::from_kwargs("follow()", settings)?;
         let mode = advantage_mode(advantage)?;
         let positive = |v: i64, name: &str| {
             usize::try_from(v)

@@ -17,6 +17,7 @@ mod convert;
 mod follow;
 mod recorder;
 mod runs;
+mod settings;
 mod shard;
 mod tree;
 
@@ -54,6 +55,7 @@ pub(crate) fn value_error(message: impl Into<String>) -> PyErr {
 fn _gyre(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("LoadError", m.py().get_type::<LoadError>())?;
+    m.add("SETTINGS", settings::table(m.py())?)?;
     m.add_class::<recorder::Recorder>()?;
     m.add_class::<batch::Batch>()?;
     m.add_class::<batch::Rows>()?;

@@ -33,6 +33,8 @@ def stub_params(fn: ast.FunctionDef):
 
 
 def runtime_params(obj):
+    """The parameters as the stub writes them: `**settings` (the admission settings, taken
+    through the engine's table) stands for one keyword per entry of `gyre.SETTINGS`."""
     kinds = {
         inspect.Parameter.POSITIONAL_ONLY: "positional",
         inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional",
@@ -43,9 +45,37 @@ def runtime_params(obj):
     for p in inspect.signature(obj).parameters.values():
         if p.name in ("self", "cls", "$self"):
             continue
+        if p.kind == inspect.Parameter.VAR_KEYWORD:
+            assert p.name == "settings", p
+            out += [(key, "keyword", ast.literal_eval(default)) for key, _, default, _ in gyre.SETTINGS]
+            continue
         default = None if p.default is inspect.Parameter.empty else p.default
         out.append((p.name, kinds[p.kind], default))
     return out
+
+
+SETTINGS_BEGIN = "# admission settings: generated from gyre.SETTINGS"
+SETTINGS_END = "# end of admission settings"
+
+
+def stub_settings_lines(indent: str) -> str:
+    return "".join(f"{indent}{key}: {ty} = {default},\n" for key, ty, default, _ in gyre.SETTINGS)
+
+
+def regenerate_stub_settings(text: str) -> str:
+    """The stub with every generated block of admission keywords written from `gyre.SETTINGS`."""
+    out, lines, i = [], text.splitlines(keepends=True), 0
+    while i < len(lines):
+        out.append(lines[i])
+        if lines[i].strip().startswith(SETTINGS_BEGIN):
+            indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+            i += 1
+            while not lines[i].strip().startswith(SETTINGS_END):
+                i += 1
+            out.append(stub_settings_lines(indent))
+            continue
+        i += 1
+    return "".join(out)
 
 
 def stub_names():
@@ -175,25 +205,53 @@ def test_numpy_overloads_give_arrays_to_the_type_checker(tmp_path):
     assert wrong.stdout.count("Incompatible types in assignment") == 2, wrong.stdout
 
 
+def test_the_stubs_admission_keywords_are_generated_from_the_engines_table():
+    """The stub's keywords of `Batch.admit` and `follow` are generated from `gyre.SETTINGS` (the
+    engine's `admit::SETTINGS`): a new setting is an entry there, and
+    `GYRE_WRITE_STUB=1 pytest python/tests/test_stubs.py` writes its keyword into the stub."""
+    path = Path(__file__).resolve().parents[1] / "gyre" / "_gyre.pyi"
+    installed = Path(gyre.__file__).parent / "_gyre.pyi"
+    committed = path.read_text()
+    generated = regenerate_stub_settings(committed)
+    assert committed.count(SETTINGS_BEGIN) == 2
+    if os.environ.get("GYRE_WRITE_STUB"):
+        path.write_text(generated)
+        committed = generated
+    assert committed == generated, "run GYRE_WRITE_STUB=1 pytest python/tests/test_stubs.py"
+    assert installed.read_text() == committed, "the installed stub is not the source's: reinstall"
+
+
 def test_the_admission_keywords_are_the_engines_settings():
     """`Batch.admit` and `follow` take one keyword per entry of the engine's table of settings
-    (`admit::SETTINGS`, whose keys and defaults `Rows.settings` gives), with its default: a new
-    setting fails here until the signatures and the stub name it."""
+    (`gyre.SETTINGS`, whose keys and defaults `Rows.settings` gives back), with its default."""
     from conftest import DEMO
 
     defaults = gyre.load(DEMO).admit(advantage="none").settings
     del defaults["advantage"]
-    stub = stub_names()
-    for name, runtime, stubbed in [
-        ("Batch.admit", gyre.Batch.admit, next(n for n in stub["Batch"].body if getattr(n, "name", "") == "admit")),
-        ("follow", gyre.follow, stub["follow"]),
-    ]:
-        params = {p: d for p, kind, d in runtime_params(runtime) if kind == "keyword"}
-        stub_params_ = {p for p, kind, _ in stub_params(stubbed) if kind == "keyword"}
-        for key, default in defaults.items():
-            assert key in params, f"{name} has no keyword {key}"
-            assert key in stub_params_, f"the stub's {name} has no keyword {key}"
-            # `priority=None` stands for the table's default list.
-            assert params[key] in (default, None), f"{name}({key}={params[key]!r}), table {default!r}"
-        explicit = gyre.load(DEMO).admit(advantage="none", **defaults).settings
-        assert explicit == {**defaults, "advantage": "none"}
+    assert [key for key, *_ in gyre.SETTINGS] == list(defaults)
+    for key, _, default, _ in gyre.SETTINGS:
+        literal = ast.literal_eval(default)
+        # The table's text form (`"main,sub"`) reads back as the JSON value (`["main", "sub"]`).
+        explicit = gyre.load(DEMO).admit(advantage="none", **{key: literal}).settings
+        assert explicit == {**defaults, "advantage": "none"}, key
+    explicit = gyre.load(DEMO).admit(advantage="none", **defaults).settings
+    assert explicit == {**defaults, "advantage": "none"}
+
+
+def test_settings_keywords_are_checked_by_the_engines_parsers():
+    import pytest
+    from conftest import DEMO
+
+    batch = gyre.load(DEMO)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'jmx'.*seed, jmax, priority"):
+        batch.admit(jmx=3)
+    with pytest.raises(ValueError, match="is not a count"):
+        batch.admit(jmax=-1)
+    with pytest.raises(ValueError, match="not a bool"):
+        batch.admit(jmax=True)
+    with pytest.raises(ValueError, match="a number, a string or a list of strings, not float"):
+        batch.admit(seed=1.5)
+    assert batch.admit(priority=["sub", "main"]).settings["priority"] == ["sub", "main"]
+    assert batch.admit(priority="sub>main", seed=None).settings == batch.admit(priority="sub,main").settings
+    with pytest.raises(TypeError, match="unexpected keyword argument 'jmx'"):
+        gyre.follow(DEMO, executions=1, group_size=1, jmx=3)

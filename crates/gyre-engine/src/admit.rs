@@ -111,6 +111,9 @@ pub struct Setting {
     pub text: fn(&Settings) -> String,
     /// Its value in JSON reports.
     pub json: fn(&Settings) -> serde_json::Value,
+    /// The Python type of its keyword argument, as the stub (`python/gyre/_gyre.pyi`) writes it:
+    /// the package takes each setting as a keyword and its stub is generated from this table.
+    pub python: &'static str,
 }
 
 impl fmt::Debug for Setting {
@@ -156,6 +159,7 @@ pub const SETTINGS: [Setting; 3] = [
         value: |s| s.seed.to_string(),
         text: |s| s.seed.to_string(),
         json: |s| s.seed.into(),
+        python: "int",
     },
     Setting {
         key: "jmax",
@@ -175,6 +179,7 @@ pub const SETTINGS: [Setting; 3] = [
         value: |s| s.jmax.to_string(),
         text: |s| jmax_text(s.jmax),
         json: |s| s.jmax.into(),
+        python: "int",
     },
     Setting {
         key: "priority",
@@ -201,6 +206,7 @@ pub const SETTINGS: [Setting; 3] = [
                 .collect::<Vec<_>>()
                 .into()
         },
+        python: "Union[None, str, Sequence[ClassName]]",
     },
 ];
 

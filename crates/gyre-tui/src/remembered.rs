@@ -374,6 +374,11 @@ mod tests {
     use super::*;
     use crate::theme::Theme;
 
+    /// Settings from `key=value` pairs, the rest default (so a new setting changes no test).
+    fn with(pairs: &str) -> Settings {
+        Settings::default().with_overrides(pairs).unwrap()
+    }
+
     fn opts(input: Input, settings: Settings, remember: Remember) -> Options {
         Options {
             input,
@@ -438,11 +443,7 @@ mod tests {
     #[test]
     fn what_is_remembered_reads_back_the_same() {
         let r = Remembered {
-            settings: Settings {
-                seed: 3,
-                jmax: 0,
-                priority: vec![Class::Main, Class::Sub],
-            },
+            settings: with("seed=3, jmax=0, priority=main>sub"),
             advantage: AdvantageMode::Grpo,
             colour: ColorMode::Lens,
             sort: SortKey::Targets,
@@ -518,25 +519,13 @@ mod tests {
 
     #[test]
     fn settings_given_on_the_command_line_win_one_by_one() {
-        let remembered = Settings {
-            seed: 2,
-            jmax: 6,
-            priority: vec![Class::Sub],
-        };
-        let given = Settings {
-            seed: 0,
-            jmax: 3,
-            priority: vec![Class::Main],
-        };
+        let remembered = with("seed=2, jmax=6, priority=sub");
+        let given = with("seed=0, jmax=3, priority=main");
         let seed_only = Explicit::given(|k| k == "seed");
         // `--seed 0` is explicit even though 0 is the default.
         assert_eq!(
             merge(&given, seed_only, &remembered),
-            Settings {
-                seed: 0,
-                jmax: 6,
-                priority: vec![Class::Sub]
-            }
+            with("seed=0, jmax=6, priority=sub")
         );
         let all = Explicit::given(|_| true);
         assert_eq!(merge(&given, all, &remembered), given);
