@@ -1,6 +1,7 @@
 """gyre.trainers.tree: tree packs give a causal LM the same target log-probs, step loss and parameter
 gradient as flat rows (a Qwen3-architecture transformers model, random weights, fp32, CPU), over
-`gyre synth` batches and real Claude Code imports at J_max 1, 5 and uncapped; the layout (every
+`gyre synth` batches and real Claude Code imports at J_max 1, 5 and uncapped (among them a session
+with a sub-agent and one with a compaction and a resumed session); the layout (every
 target's path is its row's prefix, positions are offsets); the masks for SDPA, Hugging Face's 4-D
 path and FlexAttention; the budget's split and its reported cost; bad input; and the reference loop
 of docs/trainers.md, run as written."""
@@ -140,6 +141,27 @@ def test_tree_packs_match_flat_rows_on_claude_code_imports(claude_paths, jmax):
     rows = gyre.load([claude_paths["short"], claude_paths["tool_heavy"]]).admit(jmax=jmax)
     packs = assert_exact(rows, max_tokens=None)
     assert packs.tree_tokens < packs.row_tokens, "the two sessions share Claude Code's system prompt"
+
+
+@pytest.mark.parametrize(
+    "name, jmax, budget",
+    [
+        # A sub-agent (inline sidechains): 1, 3 and 3 rows of up to 6,541 tokens; a budget of
+        # 8,192 splits the uncapped tree in two packs.
+        ("dk-5c0375b4-57a5-4f26-b12d-d022ee4e51b7", 1, 8192),
+        ("dk-5c0375b4-57a5-4f26-b12d-d022ee4e51b7", 5, 8192),
+        ("dk-5c0375b4-57a5-4f26-b12d-d022ee4e51b7", 0, None),
+        # A compaction, a `<synthetic>` message and a resumed session: 2 rows (20,138 and 2,562
+        # tokens) sharing the system prompt; J_max 5 admits what uncapped does.
+        ("entire-a6_e4c2a0fbd1_0", 5, None),
+    ],
+)
+def test_tree_packs_match_flat_rows_on_real_sessions_with_a_subagent_and_a_compaction(tmp_path, name, jmax, budget):
+    path = tmp_path / f"{name}.jsonl"
+    run_gyre("import", "claude-code", REPO / "tests" / "fixtures" / "tree-pack" / f"{name}.jsonl", "--score", "1", "--out", path)
+    rows = gyre.load(path).admit(jmax=jmax)
+    packs = assert_exact(rows, max_tokens=budget)
+    assert packs.tree_tokens <= packs.row_tokens
 
 
 @pytest.mark.parametrize("jmax", [1, 5, 0])
