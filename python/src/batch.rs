@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gyre_engine::export;
-use gyre_engine::load::{self as engine_load, LoadError as EngineLoadError, LoadOptions};
+use gyre_engine::load::{self as engine_load, Input, LoadError as EngineLoadError, LoadOptions};
 use gyre_engine::report;
 use gyre_engine::rows::{self, Row};
 use gyre_engine::score::{AdvantageMode, Outcome};
@@ -15,35 +15,18 @@ use gyre_format::output::ExistsError;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyFileNotFoundError, PyIndexError, PyKeyError, PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use serde_json::json;
 
 use crate::arrow::stream_capsule;
 use crate::convert::from_json;
+use crate::errors::load_error;
 use crate::settings;
 use crate::shard::{BatchStats, ShardSummary};
-use crate::{LoadError, guard, value_error};
+use crate::{guard, value_error};
 
 /// POSIX `ENOENT` (2 on every platform Python runs on), the errno of a missing input.
 const ENOENT: i32 = 2;
-
-/// The engine's load error as `gyre.LoadError` (a `ValueError`), `file:line` per problem.
-pub fn load_error(e: &EngineLoadError) -> PyErr {
-    let err = LoadError::new_err(e.to_string());
-    Python::attach(|py| {
-        let diagnostics = PyList::empty(py);
-        for d in &e.diagnostics {
-            let item = PyDict::new(py);
-            item.set_item("file", d.file.display().to_string())?;
-            item.set_item("line", d.line)?;
-            item.set_item("message", &d.message)?;
-            item.set_item("field", d.field.as_deref())?;
-            diagnostics.append(item)?;
-        }
-        err.value(py).setattr("diagnostics", diagnostics)
-    })
-    .map_or_else(|e| e, |()| err)
-}
 
 /// One `LoadError` holding the diagnostics of several (one per shard), in the order of
 /// `files` then line: what one load of all inputs would have raised.
@@ -868,4 +851,36 @@ impl RowIter {
             }
         })
     }
+}
+
+/// Loads recordings held in memory, `[(name, bytes), …]` in order, each read as if it were
+/// the file `name` (errors name it with its line numbers): one shard's parts from
+/// `gyre.split`.
+#[pyfunction]
+#[pyo3(signature = (parts, *, lenient=false))]
+pub fn load_parts(
+    py: Python<'_>,
+    parts: Vec<(String, Bound<'_, PyBytes>)>,
+    lenient: bool,
+) -> PyResult<Batch> {
+    guard(|| {
+        if parts.is_empty() {
+            return Err(value_error("no parts to load"));
+        }
+        let inputs: Vec<Input> = parts
+            .iter()
+            .map(|(name, bytes)| Input::Memory {
+                name,
+                bytes: bytes.as_bytes(),
+            })
+            .collect();
+        let options = LoadOptions {
+            lenient,
+            ..LoadOptions::default()
+        };
+        let batch = py
+            .detach(|| engine_load::load_inputs(&inputs, &options, &|_, _| {}))
+            .map_err(|e| load_error(&e))?;
+        Ok(Batch::new(batch))
+    })
 }

@@ -15,7 +15,8 @@ use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyRuntimeError, PyUserWar
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::batch::{Rows, advantage_mode, load_error};
+use crate::batch::{Rows, advantage_mode};
+use crate::errors::load_error;
 use crate::settings;
 use crate::{guard, value_error};
 

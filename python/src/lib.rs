@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 mod arrow;
 mod batch;
 mod convert;
+mod errors;
 mod follow;
 mod recorder;
 mod runs;
@@ -67,7 +68,7 @@ fn _gyre(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(follow::follow, m)?)?;
     m.add_function(wrap_pyfunction!(batch::merge_load_errors, m)?)?;
     m.add_function(wrap_pyfunction!(shard::split, m)?)?;
-    m.add_function(wrap_pyfunction!(shard::load_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::load_parts, m)?)?;
     m.add_function(wrap_pyfunction!(shard::combine, m)?)?;
     m.add_function(wrap_pyfunction!(shard::shard_of, m)?)?;
     m.add_class::<runs::Runs>()?;

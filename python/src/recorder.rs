@@ -10,33 +10,14 @@ use gyre_engine::recorder::{self as rec, AppendError, RecordError};
 use gyre_engine::write::{
     AssessmentOut, ClosureOut, ExecutionOut, RequestOut, SpanOut, ToolCallOut, Validity,
 };
-use pyo3::exceptions::{PyIsADirectoryError, PyOSError};
+use pyo3::exceptions::PyIsADirectoryError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
 
-use crate::batch::load_error;
 use crate::convert::{floats, opt_json, opt_map, to_json, token_ids};
+use crate::errors::{load_error, os_error};
 use crate::{guard, value_error};
-
-/// An `OSError` (the subclass Python picks for the errno, with the system's message) naming
-/// `path`.
-pub fn os_error(e: &io::Error, path: &std::path::Path, hint: &str) -> PyErr {
-    let Some(errno) = e.raw_os_error() else {
-        return PyOSError::new_err(format!("{}: {e}{hint}", path.display()));
-    };
-    let strerror = Python::attach(|py| -> PyResult<String> {
-        py.import("os")?
-            .call_method1("strerror", (errno,))?
-            .extract()
-    })
-    .unwrap_or_else(|_| e.kind().to_string());
-    PyOSError::new_err((
-        errno,
-        format!("{strerror}{hint}"),
-        path.display().to_string(),
-    ))
-}
 
 /// A time or duration argument: finite (JSON has no NaN or infinity).
 fn finite(v: f64, field: &str) -> PyResult<f64> {

@@ -15,8 +15,8 @@ use gyre_engine::runs::{self, Part, Run, Source};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::batch::{Batch, load_error};
-use crate::recorder::os_error;
+use crate::batch::Batch;
+use crate::errors::{load_error, os_error};
 use crate::shard::shards_arg;
 use crate::{guard, value_error};
 

@@ -1,17 +1,16 @@
 //! Sharded admission (`engine::shard`) for schedulers such as Ray: split recordings by
-//! execution, load each shard's parts, combine the shards' summaries into batch statistics,
-//! admit each shard with them. `gyre.ray` drives these; any other scheduler can too.
+//! execution, combine the shards' summaries into batch statistics, admit each shard with them
+//! (each shard's parts load with `load_parts`, beside `load` in `batch.rs`). `gyre.ray` drives
+//! these; any other scheduler can too.
 
 use std::fs::File;
 use std::path::PathBuf;
 
-use gyre_engine::load::{Input, LoadOptions, load_inputs};
 use gyre_engine::shard;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use crate::batch::{Batch, load_error};
-use crate::recorder::os_error;
+use crate::errors::os_error;
 use crate::{guard, value_error};
 
 /// Most shards a batch is split into. `split` returns one part per shard, each at least one
@@ -60,38 +59,6 @@ pub fn split<'py>(
                 .map_err(|e| os_error(&e, &path, ""))?
         };
         Ok(parts.iter().map(|p| PyBytes::new(py, p)).collect())
-    })
-}
-
-/// Loads recordings held in memory, `[(name, bytes), …]` in order, each read as if it were
-/// the file `name` (errors name it with its line numbers): one shard's parts from
-/// `gyre.split`.
-#[pyfunction]
-#[pyo3(signature = (parts, *, lenient=false))]
-pub fn load_parts(
-    py: Python<'_>,
-    parts: Vec<(String, Bound<'_, PyBytes>)>,
-    lenient: bool,
-) -> PyResult<Batch> {
-    guard(|| {
-        if parts.is_empty() {
-            return Err(value_error("no parts to load"));
-        }
-        let inputs: Vec<Input> = parts
-            .iter()
-            .map(|(name, bytes)| Input::Memory {
-                name,
-                bytes: bytes.as_bytes(),
-            })
-            .collect();
-        let options = LoadOptions {
-            lenient,
-            ..LoadOptions::default()
-        };
-        let batch = py
-            .detach(|| load_inputs(&inputs, &options, &|_, _| {}))
-            .map_err(|e| load_error(&e))?;
-        Ok(Batch::new(batch))
     })
 }
 

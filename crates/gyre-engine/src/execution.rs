@@ -5,21 +5,13 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::trained::Samples;
+pub use super::line_ref::LineRef;
+use super::samples::Samples;
 use super::tree::{NodeId, NodeKind, ROOT, Tree};
 use gyre_format::record::{
     Actor, AssessmentRecord, ClosureRecord, ExecutionRecord, LineError, Purpose, Record,
     RequestRecord, Source, Span, ToolCall,
 };
-
-/// A place in the input: file index (in the order given) and 1-based line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct LineRef {
-    /// Index into the loaded file list.
-    pub file: u32,
-    /// 1-based line number.
-    pub line: u64,
-}
 
 /// A request as kept after insertion: metadata only, its tokens live in the tree.
 #[derive(Clone, Debug)]
@@ -364,7 +356,14 @@ impl Execution {
                 self.info = Some(info);
                 Ok(())
             }
-            Record::Trained(record) => Samples::add(self, *record, at),
+            Record::Trained(record) => {
+                let (requests, ids) = (&self.requests, &self.ids);
+                self.trained.add(&self.id, *record, at, |id| {
+                    let idx = *ids.get(id)?;
+                    let r = &requests[idx as usize];
+                    Some((idx, r.input_len as u64 + r.output_len as u64))
+                })
+            }
             Record::Header(_) | Record::Unknown(_) => Ok(()),
         }
     }

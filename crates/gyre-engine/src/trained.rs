@@ -4,92 +4,21 @@
 //! admitted rows as `trained` records (`gyre admit --format trained`, and read back from
 //! `gyre/admitted-1` JSONL).
 
-use std::collections::HashSet;
 use std::io::{self, BufRead, Write};
 
 use gyre_format::named::Named;
-use gyre_format::record::LineError;
-use gyre_format::trained::{LossAgg, Piece, TrainedRecord, Trainer};
+use gyre_format::trained::{LossAgg, Piece, Trainer};
 use gyre_format::write::{
     AdvantageOut, Gyre1, HeaderOut, Line, LineWriter, PieceOut, TrainedOut, TrainerOut,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::execution::{Execution, LineRef};
+use super::execution::Execution;
 use super::load::Batch;
 use super::process::Results;
 use super::rows::{Row, execution_rows};
-
-/// One training sample of an execution, its pieces checked against the execution's requests.
-#[derive(Clone, Debug)]
-pub struct Sample {
-    /// The record as read.
-    pub record: TrainedRecord,
-    /// Per piece of `record.tokens`: the index of the request a `request` piece names
-    /// (`None` for literal ids).
-    pub requests: Vec<Option<u32>>,
-    /// Where it is.
-    pub at: LineRef,
-}
-
-/// The samples of one execution, in dump order, with their ids.
-#[derive(Clone, Debug, Default)]
-pub struct Samples {
-    /// In dump order.
-    pub list: Vec<Sample>,
-    ids: HashSet<String>,
-}
-
-impl Samples {
-    /// Checks `record` against `exec`'s requests seen so far (each request piece names one,
-    /// within its path `I + O`; the sample id is new) and keeps it.
-    pub fn add(exec: &mut Execution, record: TrainedRecord, at: LineRef) -> Result<(), LineError> {
-        if exec.trained.ids.contains(&record.sample) {
-            return Err(LineError {
-                message: format!(
-                    "sample id \"{}\" is already used in execution \"{}\"",
-                    record.sample, exec.id
-                ),
-                field: Some("sample".into()),
-            });
-        }
-        let mut requests = Vec::with_capacity(record.tokens.len());
-        for (i, piece) in record.tokens.iter().enumerate() {
-            let Piece::Request { request, end, .. } = piece else {
-                requests.push(None);
-                continue;
-            };
-            let Some(idx) = exec.request_index(request) else {
-                return Err(LineError {
-                    message: format!(
-                        "request \"{request}\" is not an earlier request of execution \"{}\"",
-                        exec.id
-                    ),
-                    field: Some(format!("tokens[{i}].request")),
-                });
-            };
-            let r = &exec.requests[idx as usize];
-            let path = r.input_len as u64 + r.output_len as u64;
-            if *end as u64 > path {
-                return Err(LineError {
-                    message: format!(
-                        "piece end {end} is past request \"{request}\"'s path ({path} tokens: input + output)"
-                    ),
-                    field: Some(format!("tokens[{i}].end")),
-                });
-            }
-            requests.push(Some(idx));
-        }
-        exec.trained.ids.insert(record.sample.clone());
-        exec.trained.list.push(Sample {
-            record,
-            requests,
-            at,
-        });
-        Ok(())
-    }
-}
+pub use super::samples::{Sample, Samples};
 
 impl Execution {
     /// The token ids of sample `s` of this execution (its pieces, concatenated).

@@ -8,7 +8,9 @@
 //! or terminals beyond making text safe to print.
 
 pub mod copy;
+pub mod id;
 pub mod input;
+pub mod line_error;
 pub mod named;
 pub mod note;
 pub mod output;

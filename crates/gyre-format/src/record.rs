@@ -11,6 +11,8 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use crate::id::Id;
+pub use crate::line_error::LineError;
 use crate::trained::{TrainedRecord, Trainer, parse_trained};
 
 /// Where a context token came from, as labelled by a request's `spans` (docs/format.md §1).
@@ -269,61 +271,12 @@ impl Record {
     }
 }
 
-/// A problem with one line: what is wrong and, when known, which field.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LineError {
-    /// What is wrong.
-    pub message: String,
-    /// The field at fault (a JSON path such as `input[3]`).
-    pub field: Option<String>,
-}
-
-impl LineError {
-    pub(crate) fn new(message: impl Into<String>, field: impl Into<String>) -> Self {
-        LineError {
-            message: message.into(),
-            field: Some(field.into()),
-        }
-    }
-}
-
 /// Outcome of parsing one line: the record plus warnings that do not reject it.
 pub struct Parsed {
     /// The record.
     pub record: Record,
     /// Non-fatal remarks (unknown source names, unknown kinds, …).
     pub warnings: Vec<String>,
-}
-
-/// An id as gyre/1 reads it: a string, or an integer written as its decimal text (the one id
-/// deserializer: the reader and the shard router both use it, so they file a line under the
-/// same execution).
-#[derive(Debug)]
-pub struct Id(pub String);
-
-impl<'de> Deserialize<'de> for Id {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Id;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string or integer id")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Id, E> {
-                Ok(Id(v.to_owned()))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Id, E> {
-                Ok(Id(v))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Id, E> {
-                Ok(Id(v.to_string()))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Id, E> {
-                Ok(Id(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
-    }
 }
 
 #[derive(Deserialize)]
@@ -678,7 +631,7 @@ fn not_an_object(line: &[u8]) -> Option<&'static str> {
 }
 
 fn missing(field: &str) -> LineError {
-    LineError::new(format!("missing field `{field}`"), field)
+    LineError::missing(field)
 }
 
 fn required_id(id: Option<Id>, field: &str) -> Result<String, LineError> {

@@ -10,8 +10,9 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::id::Id;
+use crate::line_error::LineError;
 use crate::named::Named;
-use crate::record::{Id, LineError};
 
 /// How a trainer's loss aggregates its tokens (the header's `trainer.loss_agg`): one spelling
 /// per mode, as in verl's `loss_agg_mode`.
@@ -362,7 +363,7 @@ pub fn parse_trained(line: &[u8]) -> Result<TrainedRecord, LineError> {
             field: (path != "." && path != "?" && !path.is_empty()).then_some(path),
         }
     })?;
-    let missing = |f: &str| LineError::new(format!("missing field `{f}`"), f);
+    let missing = LineError::missing;
     let execution = raw.execution.ok_or_else(|| missing("execution"))?.0;
     let sample = raw.sample.ok_or_else(|| missing("sample"))?.0;
     let raw_tokens = raw.tokens.ok_or_else(|| missing("tokens"))?;
