@@ -157,3 +157,44 @@ fn hostile_files_are_one_line_exit_2_and_nothing_written() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn an_all_file_is_rollouts_and_an_eval_file_is_not_training_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("all.jsonl");
+    let steps = fixture("prime-rl/run/rollouts/step_1");
+    let effective = steps.join("train/effective/traces.jsonl");
+    let all = steps.join("train/all/traces.jsonl");
+    // `all` after `effective`: the episodes it repeats are read once, and what only `all`
+    // holds (an errored rollout) is requests, never a trained record.
+    let (code, _, err) = gyre(&[
+        "import",
+        "prime-rl",
+        effective.to_str().unwrap(),
+        all.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("already read"), "{err}");
+    let recs = records(&out);
+    let of = |kind: &str, execution: &str| {
+        recs.iter()
+            .filter(|r| r["kind"] == kind && r["execution"] == execution)
+            .count()
+    };
+    assert_eq!((of("request", "ep-e"), of("trained", "ep-e")), (1, 0));
+    assert_eq!(of("trained", "ep-c"), 2);
+    let (code, _, err) = gyre(&[
+        "import",
+        "prime-rl",
+        steps.join("eval/all/traces.jsonl").to_str().unwrap(),
+        "--out",
+        dir.path().join("eval.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("evaluation rollouts (not training data)"),
+        "{err}"
+    );
+}

@@ -497,18 +497,26 @@ impl Importer for PrimeRl {
             ));
         }
         let mut files = Vec::new();
+        let mut first_left_out = None;
         for f in all {
-            match left_out(&f, inputs) {
-                Some(why) => {
-                    if let File::Traces { path, .. } = &f {
-                        job.log.warn_grouped(
-                            "prime-rl-left-out",
-                            format!("{}: left out: {why}", path.display()),
-                        );
-                    }
+            match (left_out(&f, inputs), &f) {
+                (Some(why), File::Traces { path, .. }) => {
+                    job.log.warn_grouped(
+                        "prime-rl-left-out",
+                        format!("{}: left out: {why}", path.display()),
+                    );
+                    first_left_out.get_or_insert((path.clone(), why));
                 }
-                None => files.push(f),
+                _ => files.push(f),
             }
+        }
+        if let (true, Some((path, why))) = (files.is_empty(), first_left_out) {
+            return Err(bad(
+                &path,
+                0,
+                format!("nothing to import: these are {why}, which are left out"),
+                None,
+            ));
         }
         let total: u64 = files
             .iter()
