@@ -541,83 +541,53 @@ impl Importer for PrimeRl {
             let File::Traces { path, step, cohort } = f else {
                 continue;
             };
-            let mut lines = Lines::open(path, &counter)?;
             let mut index = 0u64;
-            while let Some(line) = lines.next_line() {
-                let (n, text) = match line {
-                    Ok(l) => l,
-                    Err(d) => {
-                        job.log.problem(d);
-                        continue;
+            typed_lines(path, &counter, total, job, &mut |job, n, ep: Episode| {
+                let at = Place {
+                    file: path,
+                    line: n,
+                    index,
+                    step: *step,
+                };
+                index += 1;
+                let eval = ep.run.as_ref().is_some_and(|r| {
+                    r.kind == "eval" || r.work.as_ref().is_some_and(|w| w.kind == "eval")
+                });
+                if eval {
+                    tally.eval_episodes += 1;
+                    return Ok(());
+                }
+                if !seen.insert(ep.id.clone()) {
+                    job.log.warn_grouped(
+                        "prime-rl-repeat",
+                        format!(
+                            "{}:{n}: episode {} was already read (an `all` file repeats the \
+                             `effective` one): read once",
+                            path.display(),
+                            gyre_format::sanitize::sanitize(&ep.id)
+                        ),
+                    );
+                    return Ok(());
+                }
+                let trained = matches!(cohort, Cohort::Effective | Cohort::Unplaced);
+                let mut item = match episode_rows(&ep, &at, trained) {
+                    Ok(item) => item,
+                    Err((msg, field)) => {
+                        job.log.problem(diag(path, n, msg, Some(&field)));
+                        return Ok(());
                     }
                 };
-                (job.progress)(Progress::Reading {
-                    done: counter.get(),
-                    total,
-                });
-                if text.trim().is_empty() {
-                    continue;
+                join(&mut item, &exports, &by_key, &mut used, &mut tally);
+                tally.untrained_traces += item
+                    .meta
+                    .get("untrained_traces")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                if job.log.has_problems() {
+                    return Ok(());
                 }
-                let (values, err) = line_values(text);
-                if let Some(e) = err {
-                    job.log.problem(diag(path, n, e, None));
-                    continue;
-                }
-                for v in values {
-                    let ep: Episode = match typed(&v) {
-                        Ok(e) => e,
-                        Err((msg, field)) => {
-                            job.log.problem(diag(path, n, msg, Some(&field)));
-                            continue;
-                        }
-                    };
-                    let at = Place {
-                        file: path,
-                        line: n,
-                        index,
-                        step: *step,
-                    };
-                    index += 1;
-                    let eval = ep.run.as_ref().is_some_and(|r| {
-                        r.kind == "eval" || r.work.as_ref().is_some_and(|w| w.kind == "eval")
-                    });
-                    if eval {
-                        tally.eval_episodes += 1;
-                        continue;
-                    }
-                    if !seen.insert(ep.id.clone()) {
-                        job.log.warn_grouped(
-                            "prime-rl-repeat",
-                            format!(
-                                "{}:{n}: episode {} was already read (an `all` file repeats the \
-                                 `effective` one): read once",
-                                path.display(),
-                                gyre_format::sanitize::sanitize(&ep.id)
-                            ),
-                        );
-                        continue;
-                    }
-                    let trained = matches!(cohort, Cohort::Effective | Cohort::Unplaced);
-                    let item = match episode_rows(&ep, &at, trained) {
-                        Ok(mut item) => {
-                            join(&mut item, &exports, &by_key, &mut used, &mut tally);
-                            item
-                        }
-                        Err((msg, field)) => {
-                            job.log.problem(diag(path, n, msg, Some(&field)));
-                            continue;
-                        }
-                    };
-                    tally.untrained_traces += item
-                        .meta
-                        .get("untrained_traces")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0);
-                    if !job.log.has_problems() {
-                        emit(job, item)?;
-                    }
-                }
-            }
+                emit(job, item)
+            })?;
         }
         // Export rows no branch matched: each is its own execution.
         let mut groups: HashMap<(Option<u64>, Vec<u32>), usize> = HashMap::new();
@@ -742,6 +712,47 @@ fn first_verifiers_version(path: &Path) -> Option<String> {
     Some(head.traces.into_iter().next()?.verifiers?.version)
 }
 
+/// Reads a JSON Lines file value by value into `T`: a line that cannot be read, malformed JSON
+/// and a value of the wrong shape are problems at their line (with the field path); `each`
+/// gets the line number and each value read.
+fn typed_lines<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    counter: &Counter,
+    total: u64,
+    job: &mut Job,
+    each: &mut dyn FnMut(&mut Job, u64, T) -> Result<()>,
+) -> Result<()> {
+    let mut lines = Lines::open(path, counter)?;
+    while let Some(line) = lines.next_line() {
+        let (n, text) = match line {
+            Ok(l) => l,
+            Err(d) => {
+                job.log.problem(d);
+                continue;
+            }
+        };
+        (job.progress)(Progress::Reading {
+            done: counter.get(),
+            total,
+        });
+        if text.trim().is_empty() {
+            continue;
+        }
+        let (values, err) = line_values(text);
+        if let Some(e) = err {
+            job.log.problem(diag(path, n, e, None));
+            continue;
+        }
+        for v in values {
+            match typed(&v) {
+                Ok(t) => each(job, n, t)?,
+                Err((msg, field)) => job.log.problem(diag(path, n, msg, Some(&field))),
+            }
+        }
+    }
+    Ok(())
+}
+
 fn read_exports(
     files: &[File],
     job: &mut Job,
@@ -753,51 +764,23 @@ fn read_exports(
         let File::Export { path, step, rank } = f else {
             continue;
         };
-        let mut lines = Lines::open(path, counter)?;
         let mut index = 0;
-        while let Some(line) = lines.next_line() {
-            let (n, text) = match line {
-                Ok(l) => l,
-                Err(d) => {
-                    job.log.problem(d);
-                    continue;
-                }
-            };
-            (job.progress)(Progress::Reading {
-                done: counter.get(),
-                total,
+        typed_lines(path, counter, total, job, &mut |job, n, row: Export| {
+            if let Err((msg, field)) = row.check() {
+                job.log.problem(diag(path, n, msg, Some(field)));
+                return Ok(());
+            }
+            out.push(ExportRow {
+                file: path.clone(),
+                line: n,
+                index,
+                rank: *rank,
+                step: row.step.or(*step),
+                row,
             });
-            if text.trim().is_empty() {
-                continue;
-            }
-            let (values, err) = line_values(text);
-            if let Some(e) = err {
-                job.log.problem(diag(path, n, e, None));
-                continue;
-            }
-            for v in values {
-                let row: Export = match typed(&v) {
-                    Ok(r) => r,
-                    Err((msg, field)) => {
-                        job.log.problem(diag(path, n, msg, Some(&field)));
-                        continue;
-                    }
-                };
-                if let Err((msg, field)) = row.check() {
-                    job.log.problem(diag(path, n, msg, Some(field)));
-                    continue;
-                }
-                out.push(ExportRow {
-                    file: path.clone(),
-                    line: n,
-                    index,
-                    rank: *rank,
-                    step: row.step.or(*step),
-                    row,
-                });
-                index += 1;
-            }
-        }
+            index += 1;
+            Ok(())
+        })?;
     }
     Ok(out)
 }
@@ -1334,18 +1317,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_shared_node_trains_in_the_first_branch_only() {
-        // 0 user → 1 answer (shared) → {2 user → 3 answer, 4 user → 5 answer}.
-        let t = trace(vec![
-            node(None, 2, false),
-            node(Some(0), 3, true),
-            node(Some(1), 1, false),
-            node(Some(2), 2, true),
-            node(Some(1), 1, false),
-            node(Some(4), 4, true),
-        ]);
-        assert_eq!(branches(&t), [vec![0, 1, 2, 3], vec![0, 1, 4, 5]]);
+    /// The rows of a trained episode holding `t` alone.
+    fn rows_of(t: Trace) -> Item {
         let ep = Episode {
             id: "e".into(),
             group: None,
@@ -1360,7 +1333,22 @@ mod tests {
             index: 0,
             step: Some(1),
         };
-        let item = episode_rows(&ep, &at, true).unwrap();
+        episode_rows(&ep, &at, true).unwrap()
+    }
+
+    #[test]
+    fn a_shared_node_trains_in_the_first_branch_only() {
+        // 0 user → 1 answer (shared) → {2 user → 3 answer, 4 user → 5 answer}.
+        let t = trace(vec![
+            node(None, 2, false),
+            node(Some(0), 3, true),
+            node(Some(1), 1, false),
+            node(Some(2), 2, true),
+            node(Some(1), 1, false),
+            node(Some(4), 4, true),
+        ]);
+        assert_eq!(branches(&t), [vec![0, 1, 2, 3], vec![0, 1, 4, 5]]);
+        let item = rows_of(t);
         let masks: Vec<&[u8]> = item.rows.iter().map(|r| r.loss_mask.as_slice()).collect();
         assert_eq!(masks, [&[1, 1, 1, 0, 1, 1][..], &[0, 0, 0, 0, 1, 1, 1, 1]]);
         // Both branches sample the shared node: the second holds it as context.
@@ -1372,21 +1360,7 @@ mod tests {
     fn zero_advantages_and_loops_are_seen() {
         let mut t = trace(vec![node(None, 2, false), node(Some(0), 3, true)]);
         t.nodes[1].advantages = Some(vec![Some(0.0), None, Some(0.5)]);
-        let ep = Episode {
-            id: "e".into(),
-            group: None,
-            run: None,
-            ok: true,
-            is_timeout: false,
-            traces: vec![t],
-        };
-        let at = Place {
-            file: Path::new("traces.jsonl"),
-            line: 1,
-            index: 0,
-            step: None,
-        };
-        let item = episode_rows(&ep, &at, true).unwrap();
+        let item = rows_of(t);
         assert_eq!(item.rows[0].loss_mask, [0, 0, 1]);
         let looped = trace(vec![node(Some(1), 1, false), node(Some(0), 1, true)]);
         let err = check_trace(&looped, 0).unwrap_err();
