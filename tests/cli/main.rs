@@ -21,6 +21,7 @@ mod import_atif;
 mod import_cli;
 mod import_dumps;
 mod import_nemo_rl;
+mod import_prime_rl;
 mod lens;
 mod parquet_rows;
 mod readme;

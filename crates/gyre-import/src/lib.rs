@@ -14,6 +14,8 @@
 //! - `atif`: a Harbor / Terminus-Bench ATIF trajectory (`trajectory.json`) with its sub-agents:
 //!   exact when its steps hold their token ids and log-probs, reconstructed when not;
 //! - `verl`: a verl `rollout_data_dir` dump (decoded text only): reconstructed;
+//! - `prime-rl`: a prime-rl run's rollouts (verifiers v1 Episodes) and token exports: exact
+//!   requests and one `trained` record per branch prime-rl trained ([`dump`]);
 //! - `slime`, `skyrl`: what those trainers dumped (torch archives, pickles, read by
 //!   [`pickle`] without Python): exact requests plus one `trained` record per training
 //!   sample ([`dump`]).
@@ -44,6 +46,7 @@ mod nemo_rl;
 mod openai;
 mod openhands;
 pub mod pickle;
+mod prime_rl;
 mod session;
 mod skyrl;
 mod slime;
@@ -279,7 +282,7 @@ impl<T: Importer> Source for T {
 }
 
 /// Every source, in `gyre import --help` order.
-pub static IMPORTERS: [&dyn Source; 12] = [
+pub static IMPORTERS: [&dyn Source; 13] = [
     &claude_code::ClaudeCode,
     &swe_agent::SweAgent,
     &mini_swe_agent::MiniSweAgent,
@@ -289,6 +292,7 @@ pub static IMPORTERS: [&dyn Source; 12] = [
     &vllm::Vllm,
     &atif::Atif,
     &verl::Verl,
+    &prime_rl::PrimeRl,
     &slime::Slime,
     &skyrl::Skyrl,
     &nemo_rl::NemoRl,

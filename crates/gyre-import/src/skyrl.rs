@@ -428,6 +428,7 @@ fn rows(path: &Path, d: &Decoded, job: &mut Job) -> Result<Vec<Row>, Fault> {
             advantage: opt("advantages")?.map(|v| Advantage::PerToken(all(v))),
             reward: None,
             meta,
+            ..Row::default()
         });
     }
     Ok(out)

@@ -541,6 +541,7 @@ fn row(
             .and_then(|r| r.reward)
             .or_else(|| t.and_then(|t| t.raw_reward)),
         meta,
+        ..Row::default()
     };
     row.check()
         .map_err(|(msg, field)| bad(file, 0, msg, Some(&format!("samples[{index}].{field}"))))?;

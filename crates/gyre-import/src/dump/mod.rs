@@ -1,4 +1,4 @@
-//! What the trainer-dump importers (slime, SkyRL) share: one [`Row`] per training sample, as
+//! What the trainer-dump importers (slime, SkyRL, prime-rl) share: one [`Row`] per training sample, as
 //! the trainer saw it, cut into the requests the policy sampled and written as those requests
 //! plus one `trained` record (docs/format.md §9, docs/import.md "Trainer dumps").
 //!
@@ -15,7 +15,30 @@ pub use write::Rows;
 
 use std::ops::Range;
 
+use gyre_engine::record::Source;
 use serde_json::{Map, Value};
+
+/// Where the tokens of a row up to `end` (exclusive, an offset into [`Row::tokens`]) came
+/// from: the requests' spans (docs/format.md §1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    /// Exclusive end offset into the row's tokens.
+    pub end: usize,
+    /// Where the tokens came from.
+    pub source: Source,
+    /// For `tool` tokens: the call the result answers.
+    pub call_id: Option<String>,
+}
+
+/// An auxiliary loss on other tokens than the policy-gradient mask (prime-rl's ECHO
+/// cross-entropy on tool output).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Aux {
+    /// The loss's name (`echo-ce`).
+    pub loss: String,
+    /// 0 or 1 per response token.
+    pub mask: Vec<u8>,
+}
 
 /// An advantage as the dump holds it.
 #[derive(Clone, Debug, PartialEq)]
@@ -61,6 +84,15 @@ pub struct Row {
     pub reward: Option<f64>,
     /// Anything else worth keeping.
     pub meta: Map<String, Value>,
+    /// Labels of the tokens, in order (empty: every input token is `context`).
+    pub labels: Vec<Label>,
+    /// The agent that sampled the row's runs (`None`: `main`).
+    pub agent: Option<String>,
+    /// An auxiliary loss beside the policy-gradient mask.
+    pub aux: Option<Aux>,
+    /// The trainer did not train the row: its sampled runs are written as requests (what
+    /// the policy sampled), and no `trained` record.
+    pub requests_only: bool,
 }
 
 impl Row {
@@ -118,6 +150,9 @@ impl Row {
         }
         if let Some(Advantage::PerToken(v)) = &self.advantage {
             len("advantages", v.len())?;
+        }
+        if let Some(aux) = &self.aux {
+            len("aux mask", aux.mask.len())?;
         }
         Ok(())
     }

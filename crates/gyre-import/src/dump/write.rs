@@ -8,9 +8,11 @@ use std::path::Path;
 use eyre::Result;
 use serde_json::{Map, Value};
 
-use super::{Advantage, Row};
+use super::{Advantage, Label, Row};
 use crate::Job;
-use crate::write::{AdvantageOut, At, ExecutionOut, PieceOut, RequestOut, SourceOut, TrainedOut};
+use crate::write::{
+    AdvantageOut, At, ExecutionOut, PieceOut, RequestOut, SourceOut, SpanOut, TrainedOut,
+};
 
 /// A request written for an execution: its id and where its output ends in the full path.
 struct Written {
@@ -67,15 +69,16 @@ impl Rows {
                             .behaviour
                             .as_ref()
                             .map(|b| b[rel].iter().map(|v| v.unwrap_or(0.0)).collect());
+                        let spans = spans(&row.labels, seg.start);
                         let rec = RequestOut {
                             logprobs: logprobs.as_deref(),
                             meta: logprobs.is_none().then_some(&no_logprobs),
                             ..RequestOut::new(
                                 &row.execution,
                                 &id,
-                                "main",
+                                row.agent.as_deref().unwrap_or("main"),
                                 &row.tokens[..seg.start],
-                                &[],
+                                &spans,
                                 &row.tokens[seg.clone()],
                             )
                         };
@@ -89,6 +92,9 @@ impl Rows {
                     }
                 };
                 last = Some((k, seg.end));
+            }
+            if row.requests_only {
+                continue;
             }
             let mut pieces = Vec::with_capacity(2);
             let literal_from = match last {
@@ -124,6 +130,8 @@ impl Rows {
                 behaviour_logprobs: row.behaviour.as_deref(),
                 trainer_logprobs: row.trainer.as_deref(),
                 ref_logprobs: row.reference.as_deref(),
+                aux_loss: row.aux.as_ref().map(|a| a.loss.as_str()),
+                aux_mask: row.aux.as_ref().map(|a| a.mask.as_slice()),
                 meta: (!row.meta.is_empty()).then_some(&row.meta),
                 ..TrainedOut::new(
                     &row.execution,
@@ -136,5 +144,59 @@ impl Rows {
             job.out.trained(&rec, at)?;
         }
         Ok(())
+    }
+}
+
+/// The spans of the first `len` tokens of a row from its labels (none when it has none).
+fn spans(labels: &[Label], len: usize) -> Vec<SpanOut<'_>> {
+    let mut out: Vec<SpanOut> = Vec::new();
+    for l in labels {
+        let end = l.end.min(len);
+        if out.last().is_some_and(|s| s.end as usize >= end) {
+            continue;
+        }
+        out.push(SpanOut {
+            end: end as u32,
+            source: l.source,
+            call_id: l.call_id.as_deref(),
+        });
+        if end == len {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gyre_engine::record::Source;
+
+    #[test]
+    fn spans_are_the_labels_cut_at_the_input() {
+        let label = |end, source| Label {
+            end,
+            source,
+            call_id: None,
+        };
+        let labels = [
+            label(3, Source::System),
+            label(5, Source::Template),
+            label(9, Source::Tool),
+        ];
+        let ends: Vec<(u32, Source)> = spans(&labels, 7)
+            .iter()
+            .map(|s| (s.end, s.source))
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                (3, Source::System),
+                (5, Source::Template),
+                (7, Source::Tool)
+            ]
+        );
+        assert_eq!(spans(&labels, 5).len(), 2);
+        assert!(spans(&[], 5).is_empty());
     }
 }
