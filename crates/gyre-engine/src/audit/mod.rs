@@ -13,10 +13,14 @@ use serde::ser::SerializeMap;
 use crate::load::Batch;
 use crate::trained::TrainedCounts;
 use gyre_format::named::Named;
+use gyre_format::trained::LossAgg;
 
+pub mod against;
 mod finding;
+pub mod gap;
 pub mod layout;
 mod twice;
+pub mod weight;
 
 pub use finding::{Evidence, Finding, Kind, Options, Scope, Source, Turns};
 pub use layout::{Key, Layout, Place, SampleLayout};
@@ -44,6 +48,10 @@ pub struct Audit {
     pub by_kind: BTreeMap<Kind, u64>,
     /// The duplication factor.
     pub duplication: Duplication,
+    /// The log-prob gap on mask-on tokens (`None`: no mask-on token has both log-probs).
+    pub gap: Option<gap::GapSummary>,
+    /// Each execution's weight under the trainer's `loss_agg` (`None`: `unknown`).
+    pub weights: Option<weight::WeightSummary>,
     /// What was inferred or could not be checked, each said once.
     pub notes: Vec<String>,
     /// Every finding, ordered by (execution, sample, start, kind).
@@ -64,12 +72,19 @@ fn by_kind_json<S: serde::Serializer>(m: &BTreeMap<Kind, u64>, s: S) -> Result<S
 struct ExecFindings {
     findings: Vec<Finding>,
     trained: twice::Trained,
+    gap: gap::GapAccumulator,
 }
 
 /// Every kind over one execution.
 fn execution(scope: &Scope) -> ExecFindings {
-    let (findings, trained) = twice::trained_twice(scope);
-    ExecFindings { findings, trained }
+    let (mut findings, trained) = twice::trained_twice(scope);
+    let (gaps, gap) = gap::logprob_gap(scope);
+    findings.extend(gaps);
+    ExecFindings {
+        findings,
+        trained,
+        gap,
+    }
 }
 
 /// Audits every execution of `batch` holding samples (in parallel; each on its own).
@@ -111,7 +126,9 @@ pub fn audit_with_progress(
     let mut findings = Vec::new();
     let (mut tokens, mut distinct) = (0u64, 0u64);
     let mut max: Option<(f64, usize)> = None;
+    let mut gaps = gap::GapAccumulator::default();
     for (i, e) in per_exec.into_iter().enumerate() {
+        gaps.merge(&e.gap);
         tokens += e.trained.tokens;
         distinct += e.trained.distinct;
         if e.trained.distinct > 0 {
@@ -121,6 +138,12 @@ pub fn audit_with_progress(
             }
         }
         findings.extend(e.findings);
+    }
+    let trainer = batch.trainer();
+    let loss_agg = trainer.as_ref().map_or(LossAgg::Unknown, |t| t.loss_agg);
+    let weights = weight::weights(&batch.executions, loss_agg, options.weight_bound);
+    if let Some(w) = &weights {
+        findings.extend(w.findings(&batch.executions));
     }
     findings.sort_by_key(Finding::order_key);
     for f in &findings {
@@ -135,16 +158,36 @@ pub fn audit_with_progress(
             .map(|(_, i)| batch.executions[i].id.clone()),
     };
     let mut notes = Vec::new();
-    if let Some(t) = batch.trainer() {
+    let gap = gaps.summary(gap::GapBound {
+        nats: options.gap_bound,
+        ratio: options.ratio_bounds,
+    });
+    if gap.is_some() {
+        notes.push(format!("log-prob gap: computed on {} only", gap::SCOPE));
+    }
+    if weights.is_none() && loss_agg == LossAgg::Unknown && counts_samples(batch) {
+        notes.push(
+            "weights: the trainer's loss_agg is unknown, so no execution weight was computed"
+                .to_owned(),
+        );
+    }
+    if let Some(t) = trainer {
         notes.extend(t.inferred);
     }
     Audit {
         counts: batch.trained_counts(),
         by_kind,
         duplication,
+        gap,
+        weights,
         notes,
         findings,
     }
+}
+
+/// Whether any execution of `batch` holds a sample.
+fn counts_samples(batch: &Batch) -> bool {
+    batch.executions.iter().any(|e| !e.trained.list.is_empty())
 }
 
 impl Audit {
