@@ -232,3 +232,51 @@ pub fn ids_text(ids: &[u32]) -> String {
     }
     format!("[{}]", s.join(", "))
 }
+
+/// The stretch of `a` that differs from `b` (both starting where two token sequences part):
+/// up to where `a` re-syncs with `b` (the first 4 tokens of `a` found together in `b`) and
+/// then as long as the two go on in step, so that a rewritten copy of `b`'s tokens is inside
+/// it. Returns its length (at least 1, at most `a.len()` unless `a` is empty) and whether `a`
+/// re-synced. Linear: one pass over each, through a map of `b`'s 4-grams (of its first 64k
+/// tokens).
+pub fn stretch(a: &[u32], b: &[u32]) -> (usize, bool) {
+    const GRAM: usize = 4;
+    const WINDOW: usize = 1 << 16;
+    let b = &b[..b.len().min(WINDOW)];
+    let mut grams: std::collections::HashMap<&[u32], usize> = std::collections::HashMap::new();
+    for (j, w) in b.windows(GRAM).enumerate() {
+        grams.entry(w).or_insert(j);
+    }
+    let found = a
+        .windows(GRAM)
+        .enumerate()
+        .find_map(|(q, w)| grams.get(w).map(|&j| (q, j)));
+    match found {
+        Some((q, j)) => {
+            let step = a[q..]
+                .iter()
+                .zip(&b[j..])
+                .take_while(|(x, y)| x == y)
+                .count();
+            ((q + step).max(1), true)
+        }
+        None => (a.len().max(1), false),
+    }
+}
+
+impl Scope<'_> {
+    /// Whether the execution's requests come from a recording apart from its samples (no
+    /// request is in a file that holds one of its samples): `gyre record`, `gyre synth` or a
+    /// harness's log beside a trainer's rows. The requests then say what the policy was
+    /// called with, and samples that part where they part follow the rollout. In a trainer's
+    /// import the requests are rebuilt from the trainer's own rows, in the same file, and
+    /// carry its rendering.
+    pub fn recorded_apart(&self) -> bool {
+        let samples: std::collections::HashSet<u32> =
+            self.exec.trained.list.iter().map(|s| s.at.file).collect();
+        self.exec
+            .requests
+            .iter()
+            .all(|r| !samples.contains(&r.at.file))
+    }
+}

@@ -17,13 +17,18 @@ use gyre_format::trained::LossAgg;
 
 pub mod against;
 mod finding;
+mod fork;
 pub mod gap;
 pub mod layout;
+mod mask;
+mod retoken;
 mod twice;
 pub mod weight;
 
 pub use finding::{Evidence, Finding, Kind, Options, Scope, Source, Turns};
+pub use fork::ForkCost;
 pub use layout::{Key, Layout, Place, SampleLayout};
+pub use mask::Untrained;
 
 /// How many times over the samples train their distinct mask-on tokens.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -52,6 +57,17 @@ pub struct Audit {
     pub gap: Option<gap::GapSummary>,
     /// Each execution's weight under the trainer's `loss_agg` (`None`: `unknown`).
     pub weights: Option<weight::WeightSummary>,
+    /// What false forks cost.
+    #[serde(serialize_with = "forks_json")]
+    pub forks: ForkCost,
+    /// Partings and rewrites the recording holds (not findings: see [`Recorded`]).
+    pub recorded: Recorded,
+    /// Policy tokens no sample trains that are not findings: the recording or the
+    /// admission says why.
+    #[serde(serialize_with = "untrained_json")]
+    pub untrained: Untrained,
+    /// Sample tokens off the recorded tree (literal ids no request holds).
+    pub off_tree_tokens: u64,
     /// What was inferred or could not be checked, each said once.
     pub notes: Vec<String>,
     /// Every finding, ordered by (execution, sample, start, kind).
@@ -67,23 +83,85 @@ fn by_kind_json<S: serde::Serializer>(m: &BTreeMap<Kind, u64>, s: S) -> Result<S
     map.end()
 }
 
+/// What a recording apart from the samples (see [`Scope::recorded_apart`]) holds: the harness
+/// rewrote a context the policy was then called with, and the samples follow the rollout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// Samples parting where the recorded requests part, and their recomputed prefixes.
+    pub forks: ForkCost,
+    /// Requests whose recorded context rewrites an earlier call's path.
+    pub rewrites: u64,
+}
+
+impl Serialize for Recorded {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("fork_samples", &self.forks.samples)?;
+        map.serialize_entry("fork_prefix_tokens", &self.forks.tokens)?;
+        map.serialize_entry("rewrites", &self.rewrites)?;
+        map.end()
+    }
+}
+
+fn forks_json<S: serde::Serializer>(c: &ForkCost, s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(2))?;
+    map.serialize_entry("extra_samples", &c.samples)?;
+    map.serialize_entry("recomputed_tokens", &c.tokens)?;
+    map.end()
+}
+
+fn untrained_json<S: serde::Serializer>(u: &Untrained, s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(3))?;
+    map.serialize_entry("in_no_sample", &u.in_no_sample)?;
+    map.serialize_entry("placeholder", &u.placeholder)?;
+    map.serialize_entry("not_trainable", &u.not_trainable)?;
+    map.end()
+}
+
 /// What one execution's kinds found.
 #[derive(Default)]
 struct ExecFindings {
     findings: Vec<Finding>,
     trained: twice::Trained,
     gap: gap::GapAccumulator,
+    forks: ForkCost,
+    recorded: Recorded,
+    untrained: Untrained,
+    off_tree: u64,
+    unclassified: u64,
 }
 
-/// Every kind over one execution.
+/// Every kind over one execution: one function per kind, each over the execution's layout.
 fn execution(scope: &Scope) -> ExecFindings {
     let (mut findings, trained) = twice::trained_twice(scope);
+    let (not_sampled, unclassified) = mask::trained_not_sampled(scope);
+    let (not_trained, untrained) = mask::sampled_not_trained(scope);
+    let (forks, cost, recorded_forks) = fork::false_fork(scope);
+    let (rewritten, recorded_rewrites) = retoken::retokenized(scope);
+    findings.extend(not_sampled);
+    findings.extend(not_trained);
+    findings.extend(forks);
+    findings.extend(rewritten);
     let (gaps, gap) = gap::logprob_gap(scope);
     findings.extend(gaps);
+    let off_tree = scope
+        .layout
+        .samples
+        .iter()
+        .map(|s| (s.keys.len() - s.leaves_tree as usize) as u64)
+        .sum();
     ExecFindings {
         findings,
         trained,
         gap,
+        forks: cost,
+        recorded: Recorded {
+            forks: recorded_forks,
+            rewrites: recorded_rewrites,
+        },
+        untrained,
+        off_tree,
+        unclassified,
     }
 }
 
@@ -107,7 +185,19 @@ pub fn audit_with_progress(
         .enumerate()
         .map(|(i, exec)| {
             let found = if exec.trained.list.is_empty() {
-                ExecFindings::default()
+                // No sample holds any of its policy tokens.
+                let layout = Layout::of(exec);
+                let (_, untrained) = mask::sampled_not_trained(&Scope {
+                    exec,
+                    index: i as u32,
+                    layout: &layout,
+                    options,
+                    turns,
+                });
+                ExecFindings {
+                    untrained,
+                    ..ExecFindings::default()
+                }
             } else {
                 let layout = Layout::of(exec);
                 execution(&Scope {
@@ -127,8 +217,21 @@ pub fn audit_with_progress(
     let (mut tokens, mut distinct) = (0u64, 0u64);
     let mut max: Option<(f64, usize)> = None;
     let mut gaps = gap::GapAccumulator::default();
+    let (mut forks, mut untrained) = (ForkCost::default(), Untrained::default());
+    let mut recorded = Recorded::default();
+    let (mut off_tree_tokens, mut unclassified) = (0u64, 0u64);
     for (i, e) in per_exec.into_iter().enumerate() {
         gaps.merge(&e.gap);
+        forks.samples += e.forks.samples;
+        forks.tokens += e.forks.tokens;
+        recorded.forks.samples += e.recorded.forks.samples;
+        recorded.forks.tokens += e.recorded.forks.tokens;
+        recorded.rewrites += e.recorded.rewrites;
+        untrained.in_no_sample += e.untrained.in_no_sample;
+        untrained.placeholder += e.untrained.placeholder;
+        untrained.not_trainable += e.untrained.not_trainable;
+        off_tree_tokens += e.off_tree;
+        unclassified += e.unclassified;
         tokens += e.trained.tokens;
         distinct += e.trained.distinct;
         if e.trained.distinct > 0 {
@@ -174,12 +277,30 @@ pub fn audit_with_progress(
     if let Some(t) = trainer {
         notes.extend(t.inferred);
     }
+    if unclassified > 0 {
+        let how = if turns.is_some() {
+            "the tokenizer's turns put them inside assistant turns and they carry behaviour \
+             log-probs"
+        } else {
+            "no tokenizer is known for their turn structure (--tokenizer) and they carry \
+             behaviour log-probs"
+        };
+        notes.push(format!(
+            "{} mask-on {} off the recorded tree could not be judged sampled or not: {how}",
+            unclassified,
+            if unclassified == 1 { "token" } else { "tokens" }
+        ));
+    }
     Audit {
         counts: batch.trained_counts(),
         by_kind,
         duplication,
         gap,
         weights,
+        forks,
+        recorded,
+        untrained,
+        off_tree_tokens,
         notes,
         findings,
     }

@@ -98,3 +98,65 @@ fn a_prefix_trained_twice_is_found_in_the_later_sample() {
     assert_eq!(a.duplication.factor, 1.5);
     assert_eq!(a.duplication.max_execution.as_deref(), Some("e1"));
 }
+
+/// `gyre admit`'s rows written as `trained` records, audited beside their recording.
+fn own_rows(name: &str, recording: &[u8], settings: &str) -> Audit {
+    use gyre_engine::admit::Settings;
+    use gyre_engine::score::AdvantageMode;
+    use gyre_engine::{process, trained};
+    let input = [Input::Memory {
+        name,
+        bytes: recording,
+    }];
+    let batch = load_inputs(&input, &LoadOptions::default(), &|_, _| {}).unwrap();
+    let settings = Settings::default().with_overrides(settings).unwrap();
+    let results = process(&batch, &settings, AdvantageMode::DrGrpo);
+    let mut rows = Vec::new();
+    trained::write_trained(&batch, &results, &mut rows).unwrap();
+    let both = load_inputs(
+        &[
+            input[0],
+            Input::Memory {
+                name: "trained.jsonl",
+                bytes: &rows,
+            },
+        ],
+        &LoadOptions::default(),
+        &|_, _| {},
+    )
+    .unwrap();
+    audit::audit(&both, &Options::default(), None)
+}
+
+/// The admission's own guarantee, checked independently: each policy token trained once,
+/// no context a target, on every bundled demo and under several settings.
+#[test]
+fn gyre_admit_rows_audit_clean_on_every_demo() {
+    use gyre_engine::demo;
+    use gyre_format::named::Named;
+    let mut recordings = vec![(demo::NAME, demo::RECORDING)];
+    recordings.extend(demo::Demo::ALL.iter().map(|d| (d.file_name(), d.bytes())));
+    for (name, bytes) in recordings {
+        for settings in ["", "jmax=0", "jmax=1,seed=3", "priority=main"] {
+            let a = own_rows(name, bytes, settings);
+            assert!(a.counts.samples > 0, "{name} {settings}: no rows");
+            let first: Vec<String> = a
+                .findings
+                .iter()
+                .take(5)
+                .map(|f| {
+                    format!(
+                        "{:?} e{} s{:?} {}..{}: {}",
+                        f.kind, f.execution, f.sample, f.start, f.end, f.detail
+                    )
+                })
+                .collect();
+            assert!(
+                a.clean(),
+                "{name} [{settings}]: {} findings, first {first:#?}",
+                a.findings.len()
+            );
+            assert_eq!(a.duplication.factor, 1.0, "{name} {settings}");
+        }
+    }
+}
