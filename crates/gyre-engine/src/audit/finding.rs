@@ -25,6 +25,8 @@ pub enum Kind {
     LogprobGap,
     /// Executions weighing far from equally under the trainer's loss aggregation.
     WeightSpread,
+    /// `--against`: a behaviour log-prob in the dump that differs from what the server returned.
+    BehaviourMismatch,
 }
 
 impl Named for Kind {
@@ -36,6 +38,7 @@ impl Named for Kind {
         Kind::Retokenized,
         Kind::LogprobGap,
         Kind::WeightSpread,
+        Kind::BehaviourMismatch,
     ];
 
     fn name(self) -> &'static str {
@@ -47,6 +50,7 @@ impl Named for Kind {
             Kind::Retokenized => "retokenized",
             Kind::LogprobGap => "logprob_gap",
             Kind::WeightSpread => "weight_spread",
+            Kind::BehaviourMismatch => "behaviour_mismatch",
         }
     }
 
@@ -59,6 +63,7 @@ impl Named for Kind {
             Kind::Retokenized => "a context that rewrites the previous call's tokens",
             Kind::LogprobGap => "trainer − behaviour log-prob beyond the bound",
             Kind::WeightSpread => "executions weighing unequally under the loss",
+            Kind::BehaviourMismatch => "a dump's behaviour log-prob differs from the server's",
         }
     }
 }

@@ -13,13 +13,17 @@ use serde::ser::SerializeMap;
 use crate::load::Batch;
 use crate::trained::TrainedCounts;
 use gyre_format::named::Named;
+use gyre_format::trained::LossAgg;
 
+pub mod against;
 mod finding;
 mod fork;
+pub mod gap;
 pub mod layout;
 mod mask;
 mod retoken;
 mod twice;
+pub mod weight;
 
 pub use finding::{Evidence, Finding, Kind, Options, Scope, Source, Turns};
 pub use fork::ForkCost;
@@ -49,6 +53,10 @@ pub struct Audit {
     pub by_kind: BTreeMap<Kind, u64>,
     /// The duplication factor.
     pub duplication: Duplication,
+    /// The log-prob gap on mask-on tokens (`None`: no mask-on token has both log-probs).
+    pub gap: Option<gap::GapSummary>,
+    /// Each execution's weight under the trainer's `loss_agg` (`None`: `unknown`).
+    pub weights: Option<weight::WeightSummary>,
     /// What false forks cost.
     #[serde(serialize_with = "forks_json")]
     pub forks: ForkCost,
@@ -115,6 +123,7 @@ fn untrained_json<S: serde::Serializer>(u: &Untrained, s: S) -> Result<S::Ok, S:
 struct ExecFindings {
     findings: Vec<Finding>,
     trained: twice::Trained,
+    gap: gap::GapAccumulator,
     forks: ForkCost,
     recorded: Recorded,
     untrained: Untrained,
@@ -133,6 +142,8 @@ fn execution(scope: &Scope) -> ExecFindings {
     findings.extend(not_trained);
     findings.extend(forks);
     findings.extend(rewritten);
+    let (gaps, gap) = gap::logprob_gap(scope);
+    findings.extend(gaps);
     let off_tree = scope
         .layout
         .samples
@@ -142,6 +153,7 @@ fn execution(scope: &Scope) -> ExecFindings {
     ExecFindings {
         findings,
         trained,
+        gap,
         forks: cost,
         recorded: Recorded {
             forks: recorded_forks,
@@ -204,10 +216,12 @@ pub fn audit_with_progress(
     let mut findings = Vec::new();
     let (mut tokens, mut distinct) = (0u64, 0u64);
     let mut max: Option<(f64, usize)> = None;
+    let mut gaps = gap::GapAccumulator::default();
     let (mut forks, mut untrained) = (ForkCost::default(), Untrained::default());
     let mut recorded = Recorded::default();
     let (mut off_tree_tokens, mut unclassified) = (0u64, 0u64);
     for (i, e) in per_exec.into_iter().enumerate() {
+        gaps.merge(&e.gap);
         forks.samples += e.forks.samples;
         forks.tokens += e.forks.tokens;
         recorded.forks.samples += e.recorded.forks.samples;
@@ -228,6 +242,12 @@ pub fn audit_with_progress(
         }
         findings.extend(e.findings);
     }
+    let trainer = batch.trainer();
+    let loss_agg = trainer.as_ref().map_or(LossAgg::Unknown, |t| t.loss_agg);
+    let weights = weight::weights(&batch.executions, loss_agg, options.weight_bound);
+    if let Some(w) = &weights {
+        findings.extend(w.findings(&batch.executions));
+    }
     findings.sort_by_key(Finding::order_key);
     for f in &findings {
         *by_kind.entry(f.kind).or_default() += 1;
@@ -241,7 +261,20 @@ pub fn audit_with_progress(
             .map(|(_, i)| batch.executions[i].id.clone()),
     };
     let mut notes = Vec::new();
-    if let Some(t) = batch.trainer() {
+    let gap = gaps.summary(gap::GapBound {
+        nats: options.gap_bound,
+        ratio: options.ratio_bounds,
+    });
+    if gap.is_some() {
+        notes.push(format!("log-prob gap: computed on {} only", gap::SCOPE));
+    }
+    if weights.is_none() && loss_agg == LossAgg::Unknown && counts_samples(batch) {
+        notes.push(
+            "weights: the trainer's loss_agg is unknown, so no execution weight was computed"
+                .to_owned(),
+        );
+    }
+    if let Some(t) = trainer {
         notes.extend(t.inferred);
     }
     if unclassified > 0 {
@@ -262,6 +295,8 @@ pub fn audit_with_progress(
         counts: batch.trained_counts(),
         by_kind,
         duplication,
+        gap,
+        weights,
         forks,
         recorded,
         untrained,
@@ -269,6 +304,11 @@ pub fn audit_with_progress(
         notes,
         findings,
     }
+}
+
+/// Whether any execution of `batch` holds a sample.
+fn counts_samples(batch: &Batch) -> bool {
+    batch.executions.iter().any(|e| !e.trained.list.is_empty())
 }
 
 impl Audit {
