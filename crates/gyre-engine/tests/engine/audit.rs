@@ -384,3 +384,36 @@ fn a_trainer_row_that_drifts_from_the_recording_is_retokenized() {
     );
     assert_eq!(a.off_tree_tokens, 8);
 }
+
+/// The same guarantee on random recordings: small vocabularies (accidental matches), retries,
+/// sub-agents, compaction, full and delta encodings, several admission settings.
+#[test]
+fn gyre_admit_rows_audit_clean_on_random_recordings() {
+    use gyre_engine::recgen::{self, GenOptions};
+    for seed in 0..24u64 {
+        let opts = GenOptions {
+            seed,
+            vocab: [4, 32, 1000][seed as usize % 3],
+            executions: 6,
+            ..GenOptions::default()
+        };
+        let mut bytes = Vec::new();
+        recgen::write_recording(&recgen::generate(&opts), seed % 2 == 1, &mut bytes).unwrap();
+        for settings in ["", "jmax=0", "jmax=1,seed=5"] {
+            let a = own_rows("random.jsonl", &bytes, settings);
+            assert!(a.counts.samples > 0, "seed {seed}: no rows");
+            let first: Vec<String> = a
+                .findings
+                .iter()
+                .take(3)
+                .map(|f| {
+                    format!(
+                        "{:?} e{} s{:?} {}..{}: {}",
+                        f.kind, f.execution, f.sample, f.start, f.end, f.detail
+                    )
+                })
+                .collect();
+            assert!(a.clean(), "seed {seed} [{settings}]: {first:#?}");
+        }
+    }
+}
