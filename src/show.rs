@@ -228,7 +228,10 @@ pub fn render_sample(
                 };
                 format!("{} {what}", sanitize(&r.id))
             }
-            Some(TokenIdentity::Context { source, .. }) => format!("context:{}", source.name()),
+            Some(TokenIdentity::Context { source, .. }) => match source {
+                gyre_format::record::Source::Context => "context".to_owned(),
+                s => format!("context:{}", s.name()),
+            },
             None => "off the recorded tree".into(),
         };
         let kinds: Vec<&str> = findings
