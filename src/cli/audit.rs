@@ -3,6 +3,7 @@
 //! it; `--json` for scripts; exit 1 when there are findings (a CI gate).
 
 use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -38,6 +39,11 @@ pub struct AuditArgs {
     /// header's).
     #[arg(long, value_name = "NAME|DIR|FILE")]
     tokenizer: Option<String>,
+    /// A gyre recording of the same run: every trained token is matched, by its ids, to the
+    /// recorded request it came from; ids that differ, behaviour log-probs that differ from
+    /// the server's and recorded outputs no sample holds are findings.
+    #[arg(long, value_name = "RECORDING")]
+    against: Option<PathBuf>,
 }
 
 /// One `--bound`.
@@ -100,14 +106,36 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         .map(gyre_text::resolve::from_arg)
         .transpose()
         .map_err(|e| Invalid::from_report(&e))?;
-    let batch = load_with_progress(&args.input)?;
+    let (batch, recording, files) = match &args.against {
+        None => (
+            load_with_progress(&args.input)?,
+            None,
+            args.input.files.clone(),
+        ),
+        Some(rec) => load_against(&args.input, rec)?,
+    };
     let text: TokenText = match arg_text {
         Some(t) => t,
         None => gyre_text::resolve::from_header(batch.tokenizer_spec())
             .map_err(|e| Invalid::from_report(&e))?,
     };
     let turns = ChatMl::new(&text).map(TemplateTurns);
-    let audit = audit_with_bar(&args.input.files, &batch, &options, turns.as_ref());
+    let mut audit = audit_with_bar(&files, &batch, &options, turns.as_ref());
+    if args.against.is_some() {
+        let (rec, recorded) = match &recording {
+            Some(r) => (r, vec![true; r.executions.len()]),
+            // One batch: the recording's executions are the ones with its requests (file 0).
+            None => (
+                &batch,
+                batch
+                    .executions
+                    .iter()
+                    .map(|e| e.requests.iter().any(|r| r.at.file == 0))
+                    .collect(),
+            ),
+        };
+        audit.with_against(audit::against::against(&batch, rec, &recorded));
+    }
     let sources = audit::sources(&batch);
     let mut out = io::stdout().lock();
     if args.json {
@@ -115,7 +143,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         let findings: Vec<Value> = audit
             .findings
             .iter()
-            .map(|f| finding_json(&batch, &sources, &args.input.files, f))
+            .map(|f| finding_json(&batch, &sources, &files, f))
             .collect();
         if let Value::Object(map) = &mut json {
             map.insert("findings".into(), Value::Array(findings));
@@ -134,7 +162,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         write!(
             out,
             "{}",
-            report(&batch, &audit, &sources, &args.input.files, &text, &note)
+            report(&batch, &audit, &sources, &files, &text, &note)
         )?;
     }
     Ok(if audit.clean() {
@@ -142,6 +170,35 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--against RECORDING`: the dump alone when it holds the requests its samples name (an
+/// importer's output), with the recording loaded beside it; else (gyre's own rows, which name
+/// the recording's requests) the recording and the dump read as one batch, as
+/// `gyre audit REC TRAINED` reads them. Returns the batch, the recording when apart, and the
+/// files the batch was read from.
+fn load_against(
+    input: &InputArgs,
+    rec: &std::path::Path,
+) -> Result<(Batch, Option<Batch>, Vec<PathBuf>)> {
+    let recording = InputArgs {
+        files: vec![rec.to_path_buf()],
+        lenient: input.lenient,
+    };
+    if let Ok(batch) = load_with_progress(input) {
+        return Ok((
+            batch,
+            Some(load_with_progress(&recording)?),
+            input.files.clone(),
+        ));
+    }
+    let mut files = recording.files;
+    files.extend(input.files.iter().cloned());
+    let both = InputArgs {
+        files: files.clone(),
+        lenient: input.lenient,
+    };
+    Ok((load_with_progress(&both)?, None, files))
 }
 
 /// The audit, with a progress bar on stderr when it is a terminal and the input is large.
@@ -274,6 +331,97 @@ fn finding_ids(batch: &Batch, f: &Finding) -> Vec<u32> {
     }
 }
 
+/// The report's lines on the log-prob gap, the executions' weights and the comparison with a
+/// recording (each when there is one).
+fn gap_weights_against(out: &mut String, audit: &Audit) {
+    use std::fmt::Write as _;
+    if let Some(g) = &audit.gap {
+        let a = &g.all;
+        let _ = writeln!(
+            out,
+            "log-prob gap on {} ({}): mean |Δ| {:.4} · k3 {:.5} · beyond the bound {:.2}% \
+             (|Δ| > {} or ratio outside [{}, {}]) · max |Δ| {:.3}",
+            plural(a.tokens, "token"),
+            audit::gap::SCOPE,
+            a.mean_abs,
+            a.k3,
+            100.0 * a.share_beyond,
+            g.bound.nats,
+            g.bound.ratio.0,
+            g.bound.ratio.1,
+            a.max_abs,
+        );
+        for (name, buckets) in [
+            ("role", &g.by_role),
+            ("turn", &g.by_turn),
+            ("position", &g.by_position),
+        ] {
+            let cells: Vec<String> = buckets
+                .iter()
+                .map(|b| {
+                    format!(
+                        "{} {:.4} ({}, {:.1}% beyond)",
+                        b.label,
+                        b.mean_abs,
+                        b.tokens,
+                        100.0 * b.share_beyond
+                    )
+                })
+                .collect();
+            let _ = writeln!(out, "  mean |Δ| by {name}: {}", cells.join(" · "));
+        }
+    }
+    if let Some(w) = &audit.weights {
+        let worst = w.worst_step.map(|s| &w.steps[s as usize]);
+        let named = |i: Option<u32>| {
+            i.map_or(String::new(), |i| {
+                let e = &w.executions[i as usize];
+                format!("{} {:.2}×", sanitize(&e.id), e.relative)
+            })
+        };
+        let _ = writeln!(
+            out,
+            "weights under {}: spread {:.2} (bound {}){}{}",
+            w.loss_agg,
+            w.spread,
+            w.bound,
+            worst.map_or(String::new(), |s| format!(
+                "{}: heaviest {}, lightest {} of the mean",
+                s.step.map_or(String::new(), |n| format!(" in step {n}")),
+                named(s.heaviest),
+                named(s.lightest)
+            )),
+            if w.unweighted > 0 {
+                format!(
+                    " · {} with no trained token (weight 0)",
+                    plural(w.unweighted, "execution")
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(a) = &audit.against {
+        let _ = writeln!(
+            out,
+            "against the recording: {} of {} samples matched to {} of {} recorded executions · \
+             {} in step, {} drifted · {} behaviour log-probs compared, {} differ · recorded \
+             output tokens in no sample: {} of {} (and {} in executions no sample matched)",
+            a.matched_samples,
+            a.samples,
+            a.matched_executions,
+            a.recorded_executions,
+            plural(a.aligned_tokens, "token"),
+            a.drifted_tokens,
+            a.behaviour_compared,
+            a.behaviour_mismatched,
+            a.unseen_output_tokens,
+            a.recorded_output_tokens,
+            a.unmatched_output_tokens,
+        );
+    }
+}
+
 /// The report: the summary, then findings by kind.
 fn report(
     batch: &Batch,
@@ -325,6 +473,7 @@ fn report(
             .as_deref()
             .map_or(String::new(), |e| format!(" in execution {}", sanitize(e)))
     );
+    gap_weights_against(&mut out, audit);
     if audit.forks.samples > 0 {
         let _ = writeln!(
             out,

@@ -14,7 +14,7 @@
 //! at a difference, both sides re-synchronise at the nearest common [`ANCHOR`]-gram (the least
 //! tokens skipped on both sides together); what lies between is the drift.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -23,7 +23,7 @@ use super::finding::{Finding, Kind, ids_text};
 use crate::execution::Execution;
 use crate::load::Batch;
 use crate::report::plural;
-use crate::tree::NodeKind;
+use gyre_format::trained::TrainedRecord;
 
 /// Ids that index a recorded output, and that re-synchronise an alignment.
 pub const ANCHOR: usize = 8;
@@ -73,15 +73,13 @@ pub struct Against {
     pub notes: Vec<String>,
 }
 
-/// A run of a path: `len` tokens from path position `at`, of `kind`, node offset `offset` in
-/// its owner's output (or full input).
+/// A run of a path: `len` tokens from path position `at`, tree keys from `key` (the node's
+/// first token in the tree's arena, as the layout keys them).
 #[derive(Clone, Copy, Debug)]
 struct Segment {
     at: u32,
     len: u32,
-    kind: NodeKind,
-    owner: u32,
-    offset: u32,
+    key: u32,
 }
 
 /// The tokens of request `r`'s path and its segments.
@@ -94,9 +92,7 @@ fn path_of(exec: &Execution, r: u32) -> (Vec<u32>, Vec<Segment>) {
         segments.push(Segment {
             at: tokens.len() as u32,
             len: node.len,
-            kind: node.kind,
-            owner: node.owner,
-            offset: node.offset,
+            key: node.start,
         });
         tokens.extend_from_slice(exec.tree.node_tokens(n));
     }
@@ -109,22 +105,30 @@ fn hash(ids: &[u32]) -> u64 {
     })
 }
 
-/// A recorded policy output.
+/// A recorded policy output: its ids and their tree keys.
 struct Output {
     execution: u32,
     request: u32,
     tokens: Vec<u32>,
+    keys: Vec<u32>,
 }
 
-/// The recording's policy outputs, indexed by their first ids.
-struct Index {
+/// Where recorded outputs lie on their execution's tree: `(key, output, offset)`, sorted. Two
+/// requests that sampled the same tokens from the same context share keys.
+type AtKey = Vec<(u32, u32, u32)>;
+
+/// The recording's policy outputs, indexed by their first ids and by tree key.
+struct Index<'a> {
+    recording: &'a Batch,
     outputs: Vec<Output>,
     /// Hash of the first `min(ANCHOR, len)` ids → indexes into `outputs`.
     by_start: HashMap<u64, Vec<u32>>,
+    /// Per execution of the recording.
+    at_key: Vec<AtKey>,
 }
 
-impl Index {
-    fn of(recording: &Batch, recorded: &[bool]) -> Index {
+impl<'a> Index<'a> {
+    fn of(recording: &'a Batch, recorded: &[bool]) -> Index<'a> {
         let outputs: Vec<Output> = recording
             .executions
             .par_iter()
@@ -136,31 +140,70 @@ impl Index {
                     .enumerate()
                     .filter(|(_, r)| r.trainable() && r.output_len > 0)
                     .map(move |(r, req)| {
-                        let (path, _) = path_of(exec, r as u32);
+                        let (path, segments) = path_of(exec, r as u32);
+                        let from = req.input_len;
+                        let keys = segments
+                            .iter()
+                            .filter(|g| g.at + g.len > from)
+                            .flat_map(|g| {
+                                let skip = from.saturating_sub(g.at);
+                                g.key + skip..g.key + g.len
+                            })
+                            .collect();
                         Output {
                             execution: e as u32,
                             request: r as u32,
-                            tokens: path[req.input_len as usize..].to_vec(),
+                            tokens: path[from as usize..].to_vec(),
+                            keys,
                         }
                     })
             })
             .collect();
         let mut by_start: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut at_key: Vec<AtKey> = vec![Vec::new(); recording.executions.len()];
         for (k, o) in outputs.iter().enumerate() {
             let n = o.tokens.len().min(ANCHOR);
             by_start
                 .entry(hash(&o.tokens[..n]))
                 .or_default()
                 .push(k as u32);
+            let at = &mut at_key[o.execution as usize];
+            at.extend(
+                o.keys
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &key)| (key, k as u32, j as u32)),
+            );
         }
-        Index { outputs, by_start }
+        at_key.par_iter_mut().for_each(|a| a.sort_unstable());
+        Index {
+            recording,
+            outputs,
+            by_start,
+            at_key,
+        }
     }
 
-    /// The recorded output sample `ids` holds from position `p` (the best of the candidates; see
-    /// the module's documentation).
-    fn at(&self, recording: &Batch, ids: &[u32], p: usize) -> Option<u32> {
+    /// The recorded output sample `ids` (record `rec`) holds from position `p`: among the
+    /// candidates, one held whole, then one whose log-probs the sample's behaviour log-probs
+    /// agree with on the most tokens (a retry that sampled the same tokens is told apart by
+    /// them), then one no earlier sample of the execution was matched to (identical twins go
+    /// one to each sample), then one whose input is as long as `p`, then the first recorded.
+    fn at(
+        &self,
+        rec: &TrainedRecord,
+        ids: &[u32],
+        p: usize,
+        claimed: &HashSet<u32>,
+    ) -> Option<u32> {
+        let recording = self.recording;
         let rest = &ids[p..];
-        let mut best: Option<(bool, u64, u32)> = None;
+        let dump = |q: usize| {
+            q.checked_sub(rec.prompt_len as usize)
+                .and_then(|j| rec.behaviour_logprobs.as_ref()?.get(j).copied().flatten())
+        };
+        type Score = (bool, usize, bool, std::cmp::Reverse<u64>);
+        let mut best: Option<(Score, u32)> = None;
         for n in (1..=ANCHOR.min(rest.len())).rev() {
             let Some(cands) = self.by_start.get(&hash(&rest[..n])) else {
                 continue;
@@ -171,21 +214,37 @@ impl Index {
                 if o.tokens.len().min(ANCHOR) != n || o.tokens[..held] != rest[..held] {
                     continue;
                 }
-                let whole = held == o.tokens.len();
-                let input = recording.executions[o.execution as usize].requests[o.request as usize]
-                    .input_len;
-                let off = (i64::from(input) - p as i64).unsigned_abs();
-                if best.is_none_or(|(w, d, _)| {
-                    (whole, std::cmp::Reverse(off)) > (w, std::cmp::Reverse(d))
-                }) {
-                    best = Some((whole, off, k));
+                let req = &recording.executions[o.execution as usize].requests[o.request as usize];
+                let agree = (0..held)
+                    .filter(|&j| match (dump(p + j), req.logprob(j as u32)) {
+                        (Some(d), Some(v)) => (d - v).abs() <= tolerance(v),
+                        _ => false,
+                    })
+                    .count();
+                let off = (i64::from(req.input_len) - p as i64).unsigned_abs();
+                let score = (
+                    held == o.tokens.len(),
+                    agree,
+                    !claimed.contains(&k),
+                    std::cmp::Reverse(off),
+                );
+                if best.is_none_or(|(b, _)| score > b) {
+                    best = Some((score, k));
                 }
             }
             if best.is_some() {
                 break;
             }
         }
-        best.map(|(_, _, k)| k)
+        best.map(|(_, k)| k)
+    }
+
+    /// The entries of recorded execution `x` whose keys lie in `from..to`.
+    fn entries(&self, x: u32, from: u32, to: u32) -> &[(u32, u32, u32)] {
+        let at = &self.at_key[x as usize];
+        let a = at.partition_point(|e| e.0 < from);
+        let b = a + at[a..].partition_point(|e| e.0 < to);
+        &at[a..b]
     }
 }
 
@@ -273,7 +332,16 @@ pub fn align(s: &[u32], p: &[u32]) -> Vec<Stretch> {
                 }
             }
         }
-        let (a, b) = best.unwrap_or((s.len() - i, p.len() - j));
+        // No common gram ahead: the two may still end alike (a difference near the end).
+        let (a, b) = best.unwrap_or_else(|| {
+            let tail = s[i..]
+                .iter()
+                .rev()
+                .zip(p[j..].iter().rev())
+                .take_while(|(x, y)| x == y)
+                .count();
+            (s.len() - i - tail, p.len() - j - tail)
+        });
         out.push(Stretch {
             i: i as u32,
             a: a as u32,
@@ -296,15 +364,13 @@ pub fn align(s: &[u32], p: &[u32]) -> Vec<Stretch> {
     out
 }
 
-/// Output tokens of a recorded request a sample holds: `(recorded execution, request, from,
-/// to)` in output offsets.
-type Seen = (u32, u32, u32, u32);
-
 /// What one trained sample gave.
 #[derive(Default)]
 struct SampleResult {
     findings: Vec<Finding>,
-    seen: Vec<Seen>,
+    /// Tree keys of the recorded execution the sample holds (aligned or rewritten):
+    /// `(from, to)`.
+    seen: Vec<(u32, u32)>,
     /// The recorded execution it was matched to.
     matched: Option<u32>,
     aligned: u64,
@@ -323,15 +389,20 @@ pub fn against(trained: &Batch, recording: &Batch, recorded: &[bool]) -> Against
         .par_iter()
         .enumerate()
         .map(|(e, exec)| {
+            let mut claimed = HashSet::new();
             (0..exec.trained.list.len())
-                .map(|s| sample(recording, &index, exec, e as u32, s as u32))
+                .map(|s| sample(&index, exec, e as u32, s as u32, &mut claimed))
                 .collect()
         })
         .collect();
     let mut out = Against::default();
     let sm = &mut out.summary;
-    // Per recorded execution: per request, which output offsets some sample holds.
-    let mut covered: HashMap<u32, HashMap<u32, Vec<bool>>> = HashMap::new();
+    // Per recorded output: which of its tokens some sample holds.
+    let mut covered: Vec<Vec<bool>> = index
+        .outputs
+        .iter()
+        .map(|o| vec![false; o.tokens.len()])
+        .collect();
     // Per recorded execution: the trained execution first matched to it.
     let mut first_match: HashMap<u32, u32> = HashMap::new();
     let mut unmatched_samples = 0u64;
@@ -342,73 +413,54 @@ pub fn against(trained: &Batch, recording: &Batch, recorded: &[bool]) -> Against
             sm.drifted_tokens += r.drifted;
             sm.behaviour_compared += r.compared;
             sm.behaviour_mismatched += r.mismatched;
-            match r.matched {
-                Some(x) => {
-                    sm.matched_samples += 1;
-                    first_match.entry(x).or_insert(e as u32);
+            let Some(x) = r.matched else {
+                unmatched_samples += 1;
+                continue;
+            };
+            sm.matched_samples += 1;
+            first_match.entry(x).or_insert(e as u32);
+            for (from, to) in r.seen {
+                for &(_, o, j) in index.entries(x, from, to) {
+                    covered[o as usize][j as usize] = true;
                 }
-                None => unmatched_samples += 1,
-            }
-            for (x, req, from, to) in r.seen {
-                let len = recording.executions[x as usize].requests[req as usize].output_len;
-                let bits = covered
-                    .entry(x)
-                    .or_default()
-                    .entry(req)
-                    .or_insert_with(|| vec![false; len as usize]);
-                bits[from as usize..to as usize].fill(true);
             }
             out.findings.extend(r.findings);
         }
     }
-    let mut unmatched_executions = 0u64;
-    for (x, exec) in recording.executions.iter().enumerate() {
-        if !recorded[x] {
-            continue;
-        }
-        let outputs: Vec<(usize, &crate::execution::Request)> = exec
-            .requests
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.trainable() && r.output_len > 0)
-            .collect();
-        if outputs.is_empty() {
-            continue;
-        }
-        sm.recorded_executions += 1;
-        let total: u64 = outputs.iter().map(|(_, r)| u64::from(r.output_len)).sum();
-        let Some(&te) = first_match.get(&(x as u32)) else {
-            sm.unmatched_output_tokens += total;
-            unmatched_executions += 1;
+    let same = std::ptr::eq(trained, recording);
+    let mut unmatched_executions = HashSet::new();
+    let mut recorded_executions = HashSet::new();
+    for (o, cov) in index.outputs.iter().zip(&covered) {
+        recorded_executions.insert(o.execution);
+        let len = o.tokens.len() as u64;
+        let Some(&te) = first_match.get(&o.execution) else {
+            sm.unmatched_output_tokens += len;
+            unmatched_executions.insert(o.execution);
             continue;
         };
-        sm.matched_executions += 1;
-        sm.recorded_output_tokens += total;
-        let cov = covered.get(&(x as u32));
-        for (r, req) in outputs {
-            let bits = cov.and_then(|c| c.get(&(r as u32)));
-            let unseen = super::finding::runs(req.output_len as usize, |o| {
-                (!bits.is_some_and(|b| b[o])).then_some(())
-            });
-            for (from, to, ()) in unseen {
-                sm.unseen_output_tokens += u64::from(to - from);
-                let start = req.input_len + from;
-                let mut f =
-                    Finding::new(Kind::SampledNotTrained, te, None, start, req.input_len + to);
-                f.detail = format!(
-                    "against the recording: {} of recorded request {} (execution {}, output \
-                     offsets {from}..{to}) in no sample: the trainer never saw them",
-                    plural((to - from) as usize, "output token"),
-                    req.id,
-                    exec.id,
-                );
-                if std::ptr::eq(trained, recording) {
-                    f.request = Some(r as u32);
-                }
-                out.findings.push(f);
+        sm.recorded_output_tokens += len;
+        let rexec = &recording.executions[o.execution as usize];
+        let req = &rexec.requests[o.request as usize];
+        let unseen = super::finding::runs(cov.len(), |j| (!cov[j]).then_some(()));
+        for (from, to, ()) in unseen {
+            sm.unseen_output_tokens += u64::from(to - from);
+            let start = req.input_len + from;
+            let mut f = Finding::new(Kind::SampledNotTrained, te, None, start, req.input_len + to);
+            f.detail = format!(
+                "against the recording: {} of recorded request {} (execution {}, output offsets \
+                 {from}..{to}) in no sample: the trainer never saw them",
+                plural((to - from) as usize, "output token"),
+                req.id,
+                rexec.id,
+            );
+            if same && te == o.execution {
+                f.request = Some(o.request);
             }
+            out.findings.push(f);
         }
     }
+    sm.recorded_executions = recorded_executions.len() as u64;
+    sm.matched_executions = sm.recorded_executions - unmatched_executions.len() as u64;
     if unmatched_samples > 0 {
         out.notes.push(format!(
             "against the recording: {} match no recorded request (no mask-on run starts with a \
@@ -416,10 +468,10 @@ pub fn against(trained: &Batch, recording: &Batch, recorded: &[bool]) -> Against
             plural(unmatched_samples as usize, "sample")
         ));
     }
-    if unmatched_executions > 0 {
+    if !unmatched_executions.is_empty() {
         out.notes.push(format!(
             "against the recording: {} ({}) match no trained sample",
-            plural(unmatched_executions as usize, "recorded execution"),
+            plural(unmatched_executions.len(), "recorded execution"),
             plural(sm.unmatched_output_tokens as usize, "policy output token")
         ));
     }
@@ -427,33 +479,51 @@ pub fn against(trained: &Batch, recording: &Batch, recorded: &[bool]) -> Against
 }
 
 /// Sample `s` of trained execution `exec` (index `e`) against the recording.
-fn sample(recording: &Batch, index: &Index, exec: &Execution, e: u32, s: u32) -> SampleResult {
+/// `claimed`: the recorded outputs earlier samples of the execution were matched to.
+fn sample(
+    index: &Index,
+    exec: &Execution,
+    e: u32,
+    s: u32,
+    claimed: &mut HashSet<u32>,
+) -> SampleResult {
     let mut res = SampleResult::default();
     let rec = &exec.trained.list[s as usize].record;
     let ids = exec.sample_tokens(&exec.trained.list[s as usize]);
     let p0 = rec.prompt_len as usize;
     let mask_on = |p: usize| p >= p0 && rec.loss_mask[p - p0] == 1;
-    // Mask-on run starts, last first; then every response position, last first.
+    // Mask-on run starts, last first; then every position, last first (a mask that starts
+    // on a tool result, or inside an output whose start an earlier sample trained).
     let starts = (p0..ids.len())
         .rev()
         .filter(|&p| mask_on(p) && (p == p0 || !mask_on(p - 1)));
     let Some(k) = starts
-        .chain((p0..ids.len()).rev())
-        .find_map(|p| index.at(recording, &ids, p))
+        .chain((0..ids.len()).rev())
+        .find_map(|p| index.at(rec, &ids, p, claimed))
     else {
         return res;
     };
+    claimed.insert(k);
     let out = &index.outputs[k as usize];
-    let rexec = &recording.executions[out.execution as usize];
-    let rreq = &rexec.requests[out.request as usize];
     res.matched = Some(out.execution);
-    let (path, segments) = path_of(rexec, out.request);
+    let rexec = &index.recording.executions[out.execution as usize];
+    let request = extend(rexec, out.request, rec, &ids, &mask_on);
+    let (path, segments) = path_of(rexec, request);
     let stretches = align(&ids, &path);
     let last = stretches.len().saturating_sub(1);
     for (n, st) in stretches.iter().enumerate() {
         if st.equal {
             res.aligned += u64::from(st.a);
-            walk_equal(rexec, &segments, rec, st, out.execution, &mut res, e, s);
+            compare(
+                index,
+                rexec,
+                out.execution,
+                &segments,
+                rec,
+                st,
+                (e, s),
+                &mut res,
+            );
             continue;
         }
         // The sample going on past the recorded path (a turn end the trainer appended) or
@@ -464,13 +534,7 @@ fn sample(recording: &Batch, index: &Index, exec: &Execution, e: u32, s: u32) ->
         res.drifted += u64::from(st.a);
         // The trainer saw these recorded tokens, rewritten: the drift says so, not
         // `sampled_not_trained`.
-        for g in overlapping(&segments, st.j, st.b) {
-            let (from, to) = (g.at.max(st.j), (g.at + g.len).min(st.j + st.b));
-            if g.kind == NodeKind::Output && rexec.requests[g.owner as usize].trainable() {
-                let o = g.offset + (from - g.at);
-                res.seen.push((out.execution, g.owner, o, o + (to - from)));
-            }
-        }
+        res.seen.extend(keys(&segments, st.j, st.b));
         let end = (st.i + st.a.max(1)).min(ids.len() as u32);
         let mut f = Finding::new(
             Kind::Retokenized,
@@ -483,7 +547,7 @@ fn sample(recording: &Batch, index: &Index, exec: &Execution, e: u32, s: u32) ->
         f.detail = format!(
             "against the recording: ids differ from recorded request {} (execution {}) at \
              position {} of its path: sample {} vs recorded {}",
-            rreq.id,
+            rexec.requests[request as usize].id,
             rexec.id,
             st.j,
             ids_text(&ids[st.i as usize..(st.i + st.a) as usize]),
@@ -494,67 +558,130 @@ fn sample(recording: &Batch, index: &Index, exec: &Execution, e: u32, s: u32) ->
     res
 }
 
-/// The segments holding path positions `j..j + b`.
-fn overlapping(segments: &[Segment], j: u32, b: u32) -> impl Iterator<Item = &Segment> {
+/// The request whose path the sample follows: `anchor`'s, unless the sample goes on past it with
+/// mask-on tokens (its last outputs did not anchor: they differ from the recording). Then, among
+/// the requests whose path goes through `anchor`'s output, the one sharing the longest prefix
+/// with the sample, then agreeing with the most of its behaviour log-probs, then as long as it.
+fn extend(
+    rexec: &Execution,
+    anchor: u32,
+    rec: &TrainedRecord,
+    ids: &[u32],
+    mask_on: &dyn Fn(usize) -> bool,
+) -> u32 {
+    let a = &rexec.requests[anchor as usize];
+    let end = (a.input_len + a.output_len) as usize;
+    if !(end..ids.len()).any(mask_on) {
+        return anchor;
+    }
+    let dump = |q: usize| {
+        q.checked_sub(rec.prompt_len as usize)
+            .and_then(|j| rec.behaviour_logprobs.as_ref()?.get(j).copied().flatten())
+    };
+    let mut best = (end, 0usize, std::cmp::Reverse(usize::MAX), anchor);
+    for (q, req) in rexec.requests.iter().enumerate() {
+        let len = (req.input_len + req.output_len) as usize;
+        if len <= end
+            || !rexec
+                .tree
+                .is_ancestor_or_self(a.output_node, req.output_node)
+        {
+            continue;
+        }
+        let (path, _) = path_of(rexec, q as u32);
+        let prefix = path.iter().zip(ids).take_while(|(x, y)| x == y).count();
+        let agree = (req.input_len as usize..prefix)
+            .filter(
+                |&p| match (dump(p), req.logprob((p - req.input_len as usize) as u32)) {
+                    (Some(d), Some(v)) => (d - v).abs() <= tolerance(v),
+                    _ => false,
+                },
+            )
+            .count();
+        let score = (
+            prefix,
+            agree,
+            std::cmp::Reverse(len.abs_diff(ids.len())),
+            q as u32,
+        );
+        if (score.0, score.1, score.2) > (best.0, best.1, best.2) {
+            best = score;
+        }
+    }
+    best.3
+}
+
+/// The tree-key ranges of path positions `j..j + b`.
+fn keys(segments: &[Segment], j: u32, b: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
     let first = segments.partition_point(|g| g.at + g.len <= j);
     segments[first..]
         .iter()
         .take_while(move |g| g.at < j + b)
-        .filter(|g| g.len > 0)
+        .filter_map(move |g| {
+            let (from, to) = (g.at.max(j), (g.at + g.len).min(j + b));
+            (from < to).then(|| (g.key + (from - g.at), g.key + (to - g.at)))
+        })
 }
 
-/// An equal stretch: the recorded output tokens it holds, and behaviour log-probs compared with
-/// the server's (one `behaviour_mismatch` finding per run of differing tokens).
+/// An equal stretch: the recorded output tokens it holds, and the dump's behaviour log-probs
+/// compared with the server's (one `behaviour_mismatch` finding per run of consecutive tokens
+/// that agree with no request that sampled them).
 #[allow(clippy::too_many_arguments)]
-fn walk_equal(
+fn compare(
+    index: &Index,
     rexec: &Execution,
-    segments: &[Segment],
-    rec: &gyre_format::trained::TrainedRecord,
-    st: &Stretch,
     x: u32,
+    segments: &[Segment],
+    rec: &TrainedRecord,
+    st: &Stretch,
+    (e, s): (u32, u32),
     res: &mut SampleResult,
-    e: u32,
-    s: u32,
 ) {
     let p0 = rec.prompt_len;
+    let dump_lps = rec.behaviour_logprobs.as_deref();
+    // (start, end, dump, server) of the open run.
     let mut open: Option<(u32, u32, f64, f64)> = None;
     let flush = |open: &mut Option<(u32, u32, f64, f64)>, res: &mut SampleResult| {
         if let Some((a, b, dump, server)) = open.take() {
             let mut f = Finding::new(Kind::BehaviourMismatch, e, Some(s), a, b);
             f.value = Some((dump - server).abs());
             f.detail = format!(
-                "against the recording: the dump's behaviour log-prob differs from the server's on \
-                 {} (first: {dump:.4} vs {server:.4})",
+                "against the recording: the dump's behaviour log-prob differs from the server's \
+                 on {} (first: {dump:.4} vs {server:.4})",
                 plural((b - a) as usize, "token")
             );
             res.findings.push(f);
         }
     };
-    for g in overlapping(segments, st.j, st.b) {
-        let (from, to) = (g.at.max(st.j), (g.at + g.len).min(st.j + st.b));
-        let req = &rexec.requests[g.owner as usize];
-        if g.kind != NodeKind::Output || !req.trainable() {
-            flush(&mut open, res);
-            continue;
-        }
-        let o = g.offset + (from - g.at);
-        res.seen.push((x, g.owner, o, o + (to - from)));
-        for q in from..to {
-            let pos = st.i + (q - st.j);
-            let dump = pos.checked_sub(p0).and_then(|j| {
-                rec.behaviour_logprobs
-                    .as_ref()?
-                    .get(j as usize)
-                    .copied()
-                    .flatten()
-            });
-            let server = req.logprob(g.offset + (q - g.at));
-            let (Some(dump), Some(server)) = (dump, server) else {
+    for (from, to) in keys(segments, st.j, st.b) {
+        res.seen.push((from, to));
+        let entries = index.entries(x, from, to);
+        let seg = segments.partition_point(|g| g.key + g.len <= from);
+        let g = segments[seg.min(segments.len() - 1)];
+        let mut k = 0;
+        while k < entries.len() {
+            let key = entries[k].0;
+            let same = entries[k..].iter().take_while(|x| x.0 == key).count();
+            let here = &entries[k..k + same];
+            k += same;
+            // The sample position of this key.
+            let pos = st.i + (g.at + (key - g.key) - st.j);
+            let dump = pos
+                .checked_sub(p0)
+                .and_then(|j| dump_lps?.get(j as usize).copied().flatten());
+            let servers: Vec<f64> = here
+                .iter()
+                .filter_map(|&(_, o, j)| {
+                    let out = &index.outputs[o as usize];
+                    rexec.requests[out.request as usize].logprob(j)
+                })
+                .collect();
+            let (Some(dump), Some(&server)) = (dump, servers.first()) else {
                 flush(&mut open, res);
                 continue;
             };
             res.compared += 1;
-            if (dump - server).abs() <= tolerance(server) {
+            if servers.iter().any(|&v| (dump - v).abs() <= tolerance(v)) {
                 flush(&mut open, res);
                 continue;
             }
@@ -641,6 +768,21 @@ mod tests {
         assert_eq!(
             stretches(&p[..25], &p),
             vec![(0, 25, 0, 25, true), (25, 0, 25, 5, false)]
+        );
+    }
+
+    #[test]
+    fn a_difference_near_the_end_keeps_the_equal_tail() {
+        let p: Vec<u32> = (0..20).collect();
+        let mut s = p.clone();
+        s[17] = 900;
+        assert_eq!(
+            stretches(&s, &p),
+            vec![
+                (0, 17, 0, 17, true),
+                (17, 1, 17, 1, false),
+                (18, 2, 18, 2, true)
+            ]
         );
     }
 

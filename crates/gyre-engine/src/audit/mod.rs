@@ -57,6 +57,8 @@ pub struct Audit {
     pub gap: Option<gap::GapSummary>,
     /// Each execution's weight under the trainer's `loss_agg` (`None`: `unknown`).
     pub weights: Option<weight::WeightSummary>,
+    /// `--against`: what the comparison with a recording counted (`None`: no recording given).
+    pub against: Option<against::AgainstSummary>,
     /// What false forks cost.
     #[serde(serialize_with = "forks_json")]
     pub forks: ForkCost,
@@ -297,6 +299,7 @@ pub fn audit_with_progress(
         duplication,
         gap,
         weights,
+        against: None,
         forks,
         recorded,
         untrained,
@@ -312,6 +315,18 @@ fn counts_samples(batch: &Batch) -> bool {
 }
 
 impl Audit {
+    /// Adds the comparison with a recording (`--against`): its findings (counted in
+    /// `by_kind`, in order with the rest), its counts and its notes.
+    pub fn with_against(&mut self, a: against::Against) {
+        for f in &a.findings {
+            *self.by_kind.entry(f.kind).or_default() += 1;
+        }
+        self.findings.extend(a.findings);
+        self.findings.sort_by_key(Finding::order_key);
+        self.notes.extend(a.notes);
+        self.against = Some(a.summary);
+    }
+
     /// Whether there is no finding.
     pub fn clean(&self) -> bool {
         self.findings.is_empty()

@@ -6,12 +6,15 @@ use gyre_engine::load::{Batch, Input, LoadOptions, load_inputs};
 use gyre_format::named::Named;
 
 fn load(files: &[(&str, &str)]) -> Batch {
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(n, t)| (*n, t.as_bytes())).collect();
+    load_bytes(&files)
+}
+
+/// Loads files given as bytes (compressed or not), in order, into one batch.
+fn load_bytes(files: &[(&str, &[u8])]) -> Batch {
     let inputs: Vec<Input> = files
         .iter()
-        .map(|(name, text)| Input::Memory {
-            name,
-            bytes: text.as_bytes(),
-        })
+        .map(|(name, bytes)| Input::Memory { name, bytes })
         .collect();
     load_inputs(&inputs, &LoadOptions::default(), &|_, _| {}).unwrap()
 }
@@ -252,4 +255,123 @@ fn against_the_recording_drift_log_prob_mismatches_and_unseen_outputs_are_found_
     );
     assert_eq!(r.summary.drifted_tokens, 2);
     assert_eq!(r.summary.behaviour_mismatched, 2);
+}
+
+/// A bundled demo's own admitted rows as `trained` records (with `settings`), read beside it.
+fn demo_rows(bytes: &[u8], settings: &str) -> (Vec<u8>, Vec<u8>) {
+    use gyre_engine::admit::Settings;
+    use gyre_engine::score::AdvantageMode;
+    use gyre_engine::{process, trained};
+    let batch = load_inputs(
+        &[Input::Memory {
+            name: "demo.jsonl",
+            bytes,
+        }],
+        &LoadOptions::default(),
+        &|_, _| {},
+    )
+    .unwrap();
+    let settings = Settings::default().with_overrides(settings).unwrap();
+    let results = process(&batch, &settings, AdvantageMode::DrGrpo);
+    let mut rows = Vec::new();
+    trained::write_trained(&batch, &results, &mut rows).unwrap();
+    (bytes.to_vec(), rows)
+}
+
+/// `against` over the recording and its rows read as one batch (gyre's own rows name the
+/// recording's requests), as `gyre audit ROWS --against REC` reads them.
+fn against_own(rec: &[u8], rows: &[u8]) -> against::Against {
+    let both = load_bytes(&[("demo.jsonl", rec), ("trained.jsonl", rows)]);
+    let recorded: Vec<bool> = both
+        .executions
+        .iter()
+        .map(|e| e.requests.iter().any(|r| r.at.file == 0))
+        .collect();
+    against::against(&both, &both, &recorded)
+}
+
+#[test]
+fn gyre_admit_rows_match_their_recording_and_perturbed_rows_do_not() {
+    use gyre_engine::demo;
+    use serde_json::Value;
+    let mut recordings = vec![demo::RECORDING];
+    recordings.extend(demo::Demo::ALL.iter().map(|d| d.bytes()));
+    for bytes in recordings {
+        let (rec, rows) = demo_rows(bytes, "jmax=0");
+        let r = against_own(&rec, &rows);
+        // Every sample matched, in step with its recorded path, with the server's log-probs.
+        let kinds = [Kind::Retokenized, Kind::BehaviourMismatch];
+        assert_eq!(found(&r.findings, &kinds), [], "{:?}", r.notes);
+        assert_eq!(r.summary.matched_samples, r.summary.samples);
+        assert_eq!(r.summary.drifted_tokens, 0);
+        // The outputs no row holds (a failed execution's placeholder holds one path; outputs
+        // off every admitted path) are the ones the audit itself counts as in no sample.
+        let both = load_bytes(&[("demo.jsonl", &rec), ("trained.jsonl", &rows)]);
+        let a = audit::audit(&both, &Options::default(), None);
+        assert_eq!(
+            r.summary.unseen_output_tokens + r.summary.unmatched_output_tokens,
+            a.untrained.in_no_sample
+        );
+        // Rows with behaviour log-probs were compared with the server's (a demo imported
+        // from a harness log has none).
+        assert_eq!(
+            r.summary.behaviour_compared > 0,
+            a.counts.behaviour_logprobs > 0
+        );
+    }
+    // The default J_max leaves leaves out: the trainer never saw them, said against the
+    // recording, with the recorded request named.
+    let (rec, rows) = demo_rows(demo::RECORDING, "jmax=1");
+    let r = against_own(&rec, &rows);
+    assert!(r.summary.unseen_output_tokens > 0);
+    assert!(
+        r.findings.iter().all(|f| f.kind == Kind::SampledNotTrained
+            && f.sample.is_none()
+            && f.request.is_some())
+    );
+    // The same rows perturbed: the first row's tokens as literal ids with one id changed in its
+    // last output, and one of its behaviour log-probs moved by 0.5.
+    let (rec, rows) = demo_rows(demo::RECORDING, "jmax=0");
+    let batch = load_bytes(&[("demo.jsonl", &rec)]);
+    let mut lines: Vec<Value> = String::from_utf8(rows)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let row = lines.iter_mut().find(|v| v["kind"] == "trained").unwrap();
+    let exec = &batch.executions[batch
+        .execution_index(row["execution"].as_str().unwrap())
+        .unwrap()];
+    let piece = &row["tokens"][0];
+    let req = exec
+        .request_index(piece["request"].as_str().unwrap())
+        .unwrap();
+    let mut ids = exec.path_tokens(req);
+    ids.truncate(piece["end"].as_u64().unwrap() as usize);
+    let prompt_len = row["prompt_len"].as_u64().unwrap() as usize;
+    let changed = ids.len() - 3;
+    ids[changed] = 999_999;
+    row["tokens"] = serde_json::json!([{ "ids": ids }]);
+    let lps = row["behaviour_logprobs"].as_array_mut().unwrap();
+    let moved = lps.iter().position(Value::is_f64).unwrap();
+    lps[moved] = (lps[moved].as_f64().unwrap() - 0.5).into();
+    let perturbed: String = lines.iter().map(|v| format!("{v}\n")).collect();
+    let r = against_own(&rec, perturbed.as_bytes());
+    let got = found(&r.findings, Kind::ALL);
+    assert!(
+        got.contains(&(
+            Kind::Retokenized,
+            0,
+            Some(0),
+            changed as u32,
+            changed as u32 + 1
+        )),
+        "{got:?}"
+    );
+    let at = (prompt_len + moved) as u32;
+    assert!(
+        got.contains(&(Kind::BehaviourMismatch, 0, Some(0), at, at + 1)),
+        "{got:?}"
+    );
+    assert_eq!(r.summary.drifted_tokens, 1);
 }
