@@ -111,16 +111,9 @@ fn plants(case: &Case) -> (Vec<String>, Vec<Value>, Vec<Value>) {
     (kinds, list["plants"].as_array().unwrap().clone(), both)
 }
 
-/// Whether finding `f` is plant `p`: the same kind, execution, sample, source and start, and the
-/// same end. A `retokenized` range may run on past the rewritten tokens: the engine's differing
-/// stretch goes on through the continuation that re-joins the earlier path (`stretch` in
-/// crates/gyre-engine/src/audit/finding.rs), where the plant ends at the rewritten tokens.
+/// Whether finding `f` is plant `p`: the same kind, execution, sample, source and range.
 fn is(f: &Value, p: &Value) -> bool {
-    let (fk, pk) = (key(f), key(p));
-    let head = |k: &(String, String, String, String, u64, u64, u64)| {
-        (k.0.clone(), k.1.clone(), k.2.clone(), k.3.clone(), k.4, k.5)
-    };
-    head(&fk) == head(&pk) && (fk.6 == pk.6 || (fk.0 == "retokenized" && fk.6 > pk.6))
+    key(f) == key(p)
 }
 
 #[test]
