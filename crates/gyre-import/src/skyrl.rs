@@ -53,8 +53,9 @@ const INFERRED: &[&str] = &[
     "executions: one per row (the dump holds no execution id); rows of one prompt form a \
          group (metadata policy_prompt_boundaries, else equal prompt tokens)",
     "loss_agg: SkyRL's default loss_reduction, token_mean (the dump does not record it)",
-    "requests: a row's response is cut at its loss mask; mask-0 tokens (environment \
-         output) are context",
+    "requests: a row's response is cut at the tokens the policy sampled: its loss mask, and \
+         loss-mask-0 tokens with a rollout log-prob other than 0.0 (a response the overlong \
+         filter zeroed); the others (environment output) are context",
     "behaviour log-probs: rollout_logprobs' 0.0 on loss-mask-0 tokens is no value",
 ];
 
@@ -406,7 +407,20 @@ fn rows(path: &Path, d: &Decoded, job: &mut Job) -> Result<Vec<Row>, Fault> {
             d.fields.get(key).map(tail).transpose()
         };
         let all = |v: Vec<f64>| v.into_iter().map(Some).collect::<Vec<_>>();
-        let behaviour = opt("rollout_logprobs")?.map(|v| dump::behaviour(&v, &lm));
+        let rollout = opt("rollout_logprobs")?;
+        // What the policy sampled: the loss mask, and the mask-0 tokens that hold a rollout
+        // log-prob. SkyRL writes 0.0 on observation tokens and an added EOS, and its overlong
+        // filter zeroes a truncated response's mask but keeps its log-probs: those tokens were
+        // sampled and not trained, which the audit must see.
+        let sampled: Vec<u8> = match &rollout {
+            Some(v) => lm
+                .iter()
+                .zip(v)
+                .map(|(&m, &x)| u8::from(m == 1 || x != 0.0))
+                .collect(),
+            None => lm.clone(),
+        };
+        let behaviour = rollout.map(|v| dump::behaviour(&v, &sampled));
         let mut meta = Map::new();
         if left > 0 {
             meta.insert("padding".into(), json!(left));
@@ -420,7 +434,7 @@ fn rows(path: &Path, d: &Decoded, job: &mut Job) -> Result<Vec<Row>, Fault> {
             index: i as u64,
             tokens: seq[left..].to_vec(),
             prompt_len: seq_w - left - r_len,
-            sampled: lm.clone(),
+            sampled,
             loss_mask: lm,
             behaviour,
             trainer: opt("action_log_probs")?.map(all),

@@ -49,8 +49,9 @@ pub struct Slime;
 const LOSS_AGG: LossAgg = LossAgg::ExecutionMean;
 
 const INFERRED: &[&str] = &[
-    "loss_agg: slime's default, a token mean per rollout (rollout_mask_sums) averaged over \
-         rollouts; the dump does not record --calculate-per-token-loss (token-mean)",
+    "loss_agg: slime's default since 7405851 (May 2026), a token mean per rollout \
+         (rollout_mask_sums) averaged over rollouts; the dump does not record \
+         --calculate-per-token-loss (token-mean)",
     "requests: a sample's response is cut at the rollout's loss mask; mask-0 tokens (tool \
          output) are context",
     "behaviour log-probs: slime's 0.0 on loss-mask-0 tokens is no value",

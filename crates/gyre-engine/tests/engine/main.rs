@@ -3,6 +3,8 @@
 // Test helpers may unwrap too: a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
+mod audit;
+mod audit_gap;
 mod loader;
 mod properties;
 mod recorder;

@@ -247,6 +247,47 @@ fn skyrl_dumps_import_with_exact_counts_and_padding_left_out() {
 }
 
 #[test]
+fn a_skyrl_response_the_overlong_filter_dropped_is_still_what_the_policy_sampled() {
+    // Row 4 of the audit fixture was cut at the length cap; SkyRL's apply_overlong_filtering
+    // zeroed its loss mask and kept its rollout log-probs. Its tokens are a request (the policy
+    // sampled them), with a zero loss mask and its behaviour log-probs: sampled, not trained.
+    let (_dir, out, _) = try_import(
+        "skyrl",
+        &[fixture(
+            "skyrl/audit/clean/global_step_1_training_input.pkl",
+        )],
+        &opts(true, None),
+    )
+    .unwrap();
+    let records = lines(&out);
+    let of = |kind: &str| -> Vec<&Value> {
+        records
+            .iter()
+            .filter(|r| r["kind"] == kind && r["execution"] == "1:4")
+            .collect()
+    };
+    let requests = of("request");
+    assert_eq!(requests.len(), 1);
+    let output = requests[0]["output"].as_array().unwrap().len();
+    assert_eq!(output, 24);
+    let logprobs = requests[0]["logprobs"].as_array().unwrap();
+    assert!(logprobs.iter().all(|v| v.as_f64().unwrap() < 0.0));
+    let trained = of("trained");
+    assert_eq!(trained.len(), 1);
+    let mask = trained[0]["loss_mask"].as_array().unwrap();
+    assert_eq!(mask.len(), 24);
+    assert!(mask.iter().all(|m| m == 0));
+    let behaviour = trained[0]["behaviour_logprobs"].as_array().unwrap();
+    assert!(behaviour.iter().all(Value::is_f64));
+    // The tool response of row 2 (mask 0, rollout log-prob 0.0) stays context.
+    let row2 = records
+        .iter()
+        .filter(|r| r["kind"] == "request" && r["execution"] == "1:2")
+        .count();
+    assert_eq!(row2, 2);
+}
+
+#[test]
 fn hostile_dumps_are_one_line_and_write_nothing() {
     let cases: [(&str, &str, &str); 6] = [
         (
