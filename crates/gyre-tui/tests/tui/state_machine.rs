@@ -21,7 +21,7 @@ use gyre_engine::stats;
 use gyre_text::TokenText;
 use gyre_tui::app::{Action, App, settings_change};
 use gyre_tui::keys::{BINDINGS, Command};
-use gyre_tui::overlay::Overlay;
+use gyre_tui::overlay::{CompareView, Overlay, RowView, WhyView};
 use gyre_tui::pane::tree::RequestTree;
 use gyre_tui::path::PathIndex;
 use gyre_tui::theme::Theme;
@@ -304,9 +304,9 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
             return Err(format!("assessment {i} of {}", exec.assessments.len()));
         }
     }
-    if let Overlay::Why {
+    if let Overlay::Why(WhyView {
         exec: e, request, ..
-    } = app.overlay
+    }) = app.overlay
     {
         if e != sel.exec || request as usize >= exec.requests.len() {
             return Err("why overlay of another execution".into());
@@ -321,7 +321,7 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
         }
     }
     match &app.overlay {
-        Overlay::Compare(at) => {
+        Overlay::Compare(CompareView(at)) => {
             let listed = app
                 .comparison()
                 .map_or(0, |c| gyre_tui::overlay::compare::listed(&c.diff).len());
@@ -332,7 +332,7 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
                 return Err("the compare view without a pin".into());
             }
         }
-        Overlay::Row(at) => {
+        Overlay::Row(RowView(at)) => {
             let len = app
                 .ctx()
                 .and_then(|ctx| gyre_tui::overlay::row::row(&ctx))
@@ -802,12 +802,12 @@ fn the_row_view_survives_new_results_under_it() {
     let (b, res) = load(format!("{head}{}{end}", r("r1", (10..200).collect())));
     app.step_here(Action::Processed(b, res));
     cmds(&mut app, &[Command::Row, Command::End]);
-    assert!(matches!(app.overlay, Overlay::Row(at) if at > 0));
+    assert!(matches!(app.overlay, Overlay::Row(RowView(at)) if at > 0));
     let (b, res) = load(format!("{head}{}{end}", r("r1", vec![10, 11])));
     app.step_here(Action::Grown(b, res));
     let _ = screen(&app);
     check(&app, true).unwrap();
-    assert!(matches!(app.overlay, Overlay::Row(0)));
+    assert!(matches!(app.overlay, Overlay::Row(RowView(0))));
 }
 
 /// The dashboard open on the last bar of every chart when `--follow` reads a recording with
