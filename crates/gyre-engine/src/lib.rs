@@ -7,6 +7,7 @@
 
 pub mod admit;
 pub mod assess;
+pub mod audit;
 pub mod branches;
 pub mod consume;
 pub mod delegation;

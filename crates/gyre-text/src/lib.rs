@@ -6,6 +6,7 @@ pub mod label;
 pub mod resolve;
 mod template;
 pub mod tokenizer;
+pub mod turns;
 
 pub use assets::ModelAssets;
 pub use encode::CachedEncoder;

@@ -6,3 +6,4 @@
 mod assets;
 mod template;
 mod tokens;
+mod turns;
