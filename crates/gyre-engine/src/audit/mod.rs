@@ -20,6 +20,7 @@ pub mod layout;
 mod mask;
 mod retoken;
 mod twice;
+pub mod verdict;
 
 pub use finding::{Evidence, Finding, Kind, Options, Scope, Source, Turns};
 pub use fork::ForkCost;

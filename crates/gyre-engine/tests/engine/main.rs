@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod audit;
+mod audit_verdict;
 mod loader;
 mod properties;
 mod recorder;
