@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use gyre_engine::Results;
 use gyre_engine::admit::{Class, Settings};
+use gyre_engine::audit::Audit;
 use gyre_engine::lens::{Lens, LensOptions};
 use gyre_engine::load::Batch;
 use gyre_engine::paint::ColorMode;
@@ -20,12 +21,14 @@ use gyre_engine::score::AdvantageMode;
 use gyre_engine::stats::{self, Breakdown, Totals};
 use gyre_text::TokenText;
 
+use super::audit::{Audited, ExecAudit, has_samples};
 use super::history::History;
 use super::keys::Command;
 use super::layout::{Areas, NARROW, areas};
 use super::overlay::{
-    Ask, CompareView, CopyMenu, Cx, Dash, Edit, ExportPrompt, GoToMenu, HelpView, OutsideMenu,
-    Overlay, OverlayView, PaletteView, PriorityEditor, Reply, RowView, SearchView, WhyView,
+    Ask, AuditView, CompareView, CopyMenu, Cx, Dash, Edit, ExportPrompt, GoToMenu, HelpView,
+    OutsideMenu, Overlay, OverlayView, PaletteView, PriorityEditor, Reply, RowView, SearchView,
+    WhyView,
 };
 use super::palette::Parsed;
 use super::pane::detail::Subject;
@@ -52,6 +55,8 @@ pub struct Data {
     pub results: Arc<Results>,
     /// Their batch totals.
     pub totals: Totals,
+    /// The batch holds `trained` samples (the audit has something to say).
+    pub samples: bool,
 }
 
 /// A status message and when it was set.
@@ -150,6 +155,13 @@ pub struct App {
     pub compare: Option<Compare>,
     /// The dashboard's breakdown of the results on screen, by generation, once asked for.
     pub breakdown: Option<(u64, Breakdown)>,
+    /// The audit of the batch's trained samples, once worked out (it may be of an earlier
+    /// batch: see [`App::audit`]).
+    pub audited: Option<Arc<Audited>>,
+    /// An audit is being worked out for the batch on screen.
+    audit_pending: bool,
+    /// The selected execution's samples on its tree with the audit's word on each token.
+    pub exec_audit: Option<ExecAudit>,
 }
 
 /// The default presets `p` cycles through.
@@ -216,6 +228,9 @@ impl App {
             pinned: None,
             compare: None,
             breakdown: None,
+            audited: None,
+            audit_pending: false,
+            exec_audit: None,
         }
     }
 
@@ -262,12 +277,18 @@ impl App {
             self.subject(),
             path,
             &self.search,
+            (&self.audited, &self.exec_audit, &self.sel),
         )
     }
 
     /// The lens and sweep of the results on screen, once worked out.
     pub fn whatif(&self) -> Option<&WhatIf> {
         current_whatif(&self.data, &self.whatif_done, self.lens_seeds)
+    }
+
+    /// The audit of the batch on screen, once worked out.
+    pub fn audit(&self) -> Option<&Audit> {
+        current_audit(&self.data, &self.audited)
     }
 
     /// The pinned results, when they are of the batch on screen.
@@ -349,6 +370,10 @@ impl App {
             Action::Grown(batch, results) => self.grown(batch, *results),
             Action::Rerun(r) => self.install(*r),
             Action::Text(t) => {
+                // The tokenizer's turn structure is evidence the audit weighs: it runs again.
+                if gyre_text::turns::ChatMl::new(&t).is_some() {
+                    self.forget_audit();
+                }
                 self.tokenizer = t.label().to_string();
                 self.text = t;
                 self.text_loading = None;
@@ -405,6 +430,17 @@ impl App {
                     self.whatif_done = Some(w);
                 }
             }
+            Action::Audited(a) => {
+                if self
+                    .data
+                    .as_ref()
+                    .is_some_and(|d| Arc::ptr_eq(&d.batch, &a.batch))
+                {
+                    self.audited = Some(a);
+                    self.audit_pending = false;
+                    self.exec_audit = None;
+                }
+            }
             Action::WhatIfProgress(done, total) => {
                 if self.whatif_pending.is_some() {
                     self.whatif_progress = Some((done, total));
@@ -421,6 +457,7 @@ impl App {
         self.keep_focus_shown();
         self.sync();
         self.refresh_whatif();
+        self.refresh_audit();
         self.refresh_compare();
         self.refresh_breakdown();
         // What was worked out for the overlay reaches it (the dashboard's bars fit new figures).
@@ -505,6 +542,59 @@ impl App {
         });
     }
 
+    /// Asks for the audit of the batch on screen when it holds trained samples and has none.
+    fn refresh_audit(&mut self) {
+        let Some(d) = &self.data else { return };
+        if !d.samples || self.audit_pending || self.audit().is_some() {
+            return;
+        }
+        self.audit_pending = true;
+        self.tasks.push(Task::Audit {
+            batch: Arc::clone(&d.batch),
+            text: self.text.clone(),
+        });
+        // What was laid out for the old audit waits for the new one.
+        self.sync_exec_audit();
+    }
+
+    /// Drops the audit and what was laid out from it (a new batch, a new tokenizer).
+    fn forget_audit(&mut self) {
+        self.audited = None;
+        self.audit_pending = false;
+        self.exec_audit = None;
+    }
+
+    /// Lays the selected execution's samples on its tree once the audit is there, and
+    /// highlights the selected sample.
+    fn sync_exec_audit(&mut self) {
+        let (exec, batch) = (self.sel.exec, self.sel.batch);
+        let current = self
+            .exec_audit
+            .as_ref()
+            .is_some_and(|a| a.exec == exec && a.batch == batch);
+        let Some(d) = &self.data else { return };
+        let audited = self
+            .audited
+            .as_ref()
+            .filter(|a| Arc::ptr_eq(&a.batch, &d.batch));
+        let Some(a) = audited else {
+            self.exec_audit = None;
+            return;
+        };
+        if exec >= d.batch.executions.len() {
+            self.exec_audit = None;
+            return;
+        }
+        if !current {
+            self.exec_audit = Some(ExecAudit::of(a, exec, batch));
+        }
+        if let Some(e) = &mut self.exec_audit {
+            let n = d.batch.executions[exec].trained.list.len() as u32;
+            self.sel.sample = self.sel.sample.filter(|&s| s < n);
+            e.highlight(&d.batch, self.sel.sample);
+        }
+    }
+
     /// Compares the pin with the results on screen while the compare view is open.
     fn refresh_compare(&mut self) {
         if !self.overlay.reads().comparison {
@@ -544,10 +634,12 @@ impl App {
     fn loaded(&mut self, batch: Arc<Batch>, results: Results) {
         let totals = stats::totals(&batch, &results);
         self.data = Some(Data {
+            samples: has_samples(&batch),
             batch,
             results: Arc::new(results),
             totals,
         });
+        self.forget_audit();
         // A message said while loading (what was remembered) had no status line to show on.
         if let (Load::Loading { .. }, Some(m)) = (&self.load, &mut self.message) {
             m.at = Instant::now();
@@ -609,10 +701,13 @@ impl App {
         );
         let totals = stats::totals(&batch, &results);
         self.data = Some(Data {
+            samples: has_samples(&batch),
             batch,
             results: Arc::new(results),
             totals,
         });
+        self.forget_audit();
+        self.sel.sample = None;
         // The Δ line's figures are of the old batch.
         self.change = None;
         self.new_results();
@@ -663,6 +758,7 @@ impl App {
 
     /// Brings every pane in line with the selection.
     fn sync(&mut self) {
+        self.sync_exec_audit();
         for pane in Pane::ALL {
             self.on_pane(pane, |ctx, p| p.sync(ctx));
         }
@@ -747,6 +843,10 @@ impl App {
             }
             Ask::ClearSearch => self.search.clear(),
             Ask::OpenHit(at) => self.open_hit(at),
+            Ask::Sample(s) => {
+                self.sel.sample = s;
+                self.sync();
+            }
         }
     }
 
@@ -783,6 +883,7 @@ impl App {
             self.subject(),
             None,
             &self.search,
+            (&self.audited, &self.exec_audit, &self.sel),
         );
         let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view, extra);
         (ctx, &mut self.panes)
@@ -840,6 +941,7 @@ impl App {
                 self.sel.exec = i;
                 self.sel.request = first;
                 self.sel.step = adm.draws.len() as u32;
+                self.sel.sample = None;
             }
             Effect::OpenExec(_) => {}
             Effect::SelectRequest(_) | Effect::ShowPos { .. } | Effect::Step(_) if !selected => {}
@@ -973,7 +1075,22 @@ impl App {
             }
             Command::Why => self.open_why(),
             Command::Colour => {
-                self.colour = self.colour.next(self.pinned_results().is_some());
+                let (pin, samples) = (self.pinned_results().is_some(), d.samples);
+                self.colour = self.colour.next_of(|m| match m {
+                    ColorMode::Flips => pin,
+                    ColorMode::Audit | ColorMode::Gap => samples,
+                    _ => true,
+                });
+            }
+            Command::Audit => {
+                if d.samples {
+                    self.overlay = Overlay::Audit(AuditView::default());
+                } else {
+                    self.say(
+                        "no trained samples to audit: the audit reads `trained` records (gyre \
+                         import of a trainer's dump, gyre admit --format trained)",
+                    );
+                }
             }
             Command::Pin => self.pin(),
             Command::Compare => {
@@ -1634,6 +1751,23 @@ struct Extra<'a> {
     subject: Subject,
     path: Option<&'a PathIndex>,
     search: &'a Search,
+    audit: Option<&'a Audit>,
+    exec_audit: Option<&'a ExecAudit>,
+}
+
+/// The audit of the batch on screen, once worked out.
+fn current_audit<'a>(data: &Option<Data>, audited: &'a Option<Arc<Audited>>) -> Option<&'a Audit> {
+    let d = data.as_ref()?;
+    audited
+        .as_ref()
+        .filter(|a| Arc::ptr_eq(&a.batch, &d.batch))
+        .map(|a| &a.audit)
+}
+
+/// The selected execution's audit, when it is of the selection on screen.
+fn current_exec_audit<'a>(e: &'a Option<ExecAudit>, sel: &Selection) -> Option<&'a ExecAudit> {
+    e.as_ref()
+        .filter(|a| a.exec == sel.exec && a.batch == sel.batch)
 }
 
 /// The what-if made for the results on screen, if it is there yet.
@@ -1649,6 +1783,7 @@ fn current_whatif<'a>(
 
 /// What a [`Ctx`] carries beside the results on screen (field by field, so the panes can be
 /// borrowed apart).
+#[allow(clippy::too_many_arguments)]
 fn extra<'a>(
     data: &Option<Data>,
     done: &'a Option<Arc<WhatIf>>,
@@ -1657,6 +1792,7 @@ fn extra<'a>(
     subject: Subject,
     path: Option<&'a PathIndex>,
     search: &'a Search,
+    audit: (&'a Option<Arc<Audited>>, &'a Option<ExecAudit>, &Selection),
 ) -> Extra<'a> {
     Extra {
         lens: current_whatif(data, done, seeds).map(|w| &w.lens),
@@ -1664,6 +1800,8 @@ fn extra<'a>(
         subject,
         path,
         search,
+        audit: current_audit(data, audit.0),
+        exec_audit: current_exec_audit(audit.1, audit.2),
     }
 }
 
@@ -1704,5 +1842,7 @@ fn build_ctx<'a>(
         subject: extra.subject,
         path: extra.path,
         search: extra.search,
+        audit: extra.audit,
+        exec_audit: extra.exec_audit,
     })
 }

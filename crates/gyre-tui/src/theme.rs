@@ -125,6 +125,17 @@ impl Theme {
         }
     }
 
+    /// A token as the highlighted trained sample holds it (`held`: 0 not in it, then
+    /// `audit::IN_SAMPLE`, `audit::TRAINED_BY_SAMPLE`): the rest fades, what it trains is
+    /// underlined.
+    pub fn in_sample(&self, base: Style, held: u8) -> Style {
+        match held {
+            0 => base.add_modifier(Modifier::DIM),
+            crate::audit::TRAINED_BY_SAMPLE => base.add_modifier(Modifier::UNDERLINED),
+            _ => base,
+        }
+    }
+
     /// Alternating background marking token boundaries.
     pub fn boundary(&self, base: Style, odd: bool) -> Style {
         if self.color && odd && base.bg.is_none() {

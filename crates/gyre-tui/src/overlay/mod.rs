@@ -1,13 +1,15 @@
 //! Overlays over the panes, one file each behind the [`OverlayView`] trait: help (keys and a
 //! glossary), the search field with its results list, the export prompt, the command palette,
 //! the copy, open-outside and go-to menus, the priority editor, "why (not) drawn", the compare
-//! view (`compare.rs`), the trainer's-eye row (`row.rs`) and the dashboard (`dashboard.rs`).
+//! view (`compare.rs`), the trainer's-eye row (`row.rs`), the dashboard (`dashboard.rs`) and
+//! the audit view (`audit.rs`).
 //!
 //! An overlay holds its own state, answers keys and typed text with a [`Reply`] (close or stay,
 //! and what it asks of the app: [`Ask`]) and draws itself from a read-only [`Cx`]. The app
 //! knows no overlay by name beyond the command that opens it: a new overlay is its file plus
 //! one line in the [`overlays!`] list below (and its key in the key table).
 
+mod audit;
 pub mod compare;
 mod copy;
 pub(crate) mod dashboard;
@@ -21,6 +23,7 @@ pub mod row;
 mod search;
 mod why;
 
+pub use audit::{AuditTab, AuditView};
 pub use compare::CompareView;
 pub use copy::CopyMenu;
 pub use dashboard::Dash;
@@ -118,6 +121,8 @@ pub enum Ask {
     ClearSearch,
     /// Go to the search result chosen in the list.
     OpenHit(usize),
+    /// Highlight this trained sample of the selected execution (`None`: none).
+    Sample(Option<u32>),
 }
 
 /// An overlay's answer to a key: whether it closes, and what it asks of the app (in order,
@@ -273,6 +278,8 @@ overlays! {
     Dashboard(Dash),
     /// Why a request was (not) drawn.
     Why(WhyView),
+    /// The audit's findings by kind, and the execution's samples.
+    Audit(AuditView),
 }
 
 impl Overlay {

@@ -132,6 +132,7 @@ fn fixtures() -> &'static [Fixture] {
             fixture("hostile", HOSTILE.as_bytes(), Some(hostile_vocab)),
             fixture("long id", long_id.as_bytes(), None),
             fixture("no executions", b"{\"kind\":\"header\",\"format\":\"gyre/1\"}\n", None),
+            fixture("audited", crate::common::AUDITED.as_bytes(), None),
         ]
     })
 }
@@ -312,6 +313,27 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
             return Err("why overlay of another execution".into());
         }
     }
+    if let Some(s) = sel.sample {
+        if s as usize >= exec.trained.list.len() {
+            return Err(format!("sample {s} of {}", exec.trained.list.len()));
+        }
+    }
+    if let Overlay::Audit(v) = &app.overlay {
+        let findings = app.audit().map_or(0, |a| a.findings.len());
+        if v.finding > 0 && v.finding >= findings {
+            return Err(format!("audit view at finding {} of {findings}", v.finding));
+        }
+        if v.sample > 0 && v.sample >= exec.trained.list.len() {
+            return Err(format!("audit view at sample {}", v.sample));
+        }
+    }
+    if app.exec_audit.as_ref().is_some_and(|a| {
+        a.exec == sel.exec
+            && a.batch == sel.batch
+            && a.layout.samples.len() != exec.trained.list.len()
+    }) {
+        return Err("the execution's audit is of other samples".into());
+    }
     if !app.areas().order().is_empty() && !app.areas().order().contains(&app.focus) {
         return Err(format!("focus on {:?}, which is not on screen", app.focus));
     }
@@ -415,7 +437,9 @@ fn check_tasks(app: &App, tasks: &[Task]) -> Result<(), String> {
                 }
                 batch
             }
-            Task::WhatIf { batch, .. } | Task::Export { batch, .. } => batch,
+            Task::WhatIf { batch, .. } | Task::Export { batch, .. } | Task::Audit { batch, .. } => {
+                batch
+            }
             Task::Search(_) => continue,
         };
         if !Arc::ptr_eq(batch, &d.batch) {
