@@ -208,3 +208,80 @@ pub fn render_runs(
     }
     out
 }
+
+/// A `trained` sample as runs of tokens sharing the loss mask, what the recording says they
+/// are and the audit's findings on them: one line each with position, length, mask, tree,
+/// findings and text. Only runs meeting `range` are printed.
+pub fn render_sample(
+    exec: &gyre_engine::execution::Execution,
+    layout: &gyre_engine::audit::Layout,
+    sample: usize,
+    findings: &[&gyre_engine::audit::Finding],
+    text: &TokenText,
+    range: std::ops::Range<usize>,
+) -> String {
+    use gyre_engine::audit::Layout;
+    use gyre_engine::execution::TokenIdentity;
+    use gyre_format::named::Named;
+    let record = &exec.trained.list[sample].record;
+    let keys = &layout.samples[sample].keys;
+    let ids = layout.ids(exec, sample);
+    let label = |p: usize| -> (String, String, String) {
+        let mask = if p < record.prompt_len as usize {
+            "prompt"
+        } else if Layout::mask_on(exec, sample, p) {
+            "on"
+        } else {
+            "off"
+        };
+        let tree = match layout.identity(exec, keys[p]) {
+            Some(TokenIdentity::Output { request, .. }) => {
+                let r = &exec.requests[request as usize];
+                let what = if r.trainable() {
+                    "output"
+                } else {
+                    "output, not trainable"
+                };
+                format!("{} {what}", sanitize(&r.id))
+            }
+            Some(TokenIdentity::Context { source, .. }) => match source {
+                gyre_format::record::Source::Context => "context".to_owned(),
+                s => format!("context:{}", s.name()),
+            },
+            None => "off the recorded tree".into(),
+        };
+        let kinds: Vec<&str> = findings
+            .iter()
+            .filter(|f| (f.start as usize..f.end as usize).contains(&p))
+            .map(|f| f.kind.name())
+            .collect();
+        (mask.into(), tree, kinds.join(","))
+    };
+    let mut out = format!(
+        "{:>8} {:>7}  {:<6} {:<32} {:<24} text\n",
+        "pos", "len", "mask", "tree", "findings"
+    );
+    let mut p = 0;
+    while p < keys.len() {
+        let here = label(p);
+        let mut q = p + 1;
+        while q < keys.len() && label(q) == here {
+            q += 1;
+        }
+        if q > range.start && p < range.end {
+            let shown: String = sanitize(&text.decode(&ids[p..q]))
+                .chars()
+                .take(80)
+                .collect();
+            let (mask, tree, kinds) = here;
+            let _ = writeln!(
+                out,
+                "{p:>8} {:>7}  {mask:<6} {tree:<32} {:<24} {shown}",
+                q - p,
+                if kinds.is_empty() { "·" } else { &kinds }
+            );
+        }
+        p = q;
+    }
+    out
+}

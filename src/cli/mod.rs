@@ -3,6 +3,7 @@
 
 mod admit;
 mod args;
+mod audit;
 mod demo;
 mod diff;
 pub mod exit;
@@ -33,9 +34,29 @@ Examples:
   gyre why runs.jsonl -e e7 -r r12       # why this path was (not) drawn
   gyre validate runs.jsonl               # every problem, with file:line
   gyre show runs.jsonl --execution e7 --color claims
+  gyre audit run.jsonl                   # what a trainer trained on, checked
   gyre synth --out demo.jsonl            # a simulated harness recording
 
 Format: gyre/1 records (docs/format.md). Exit codes: 0 ok, 2 invalid input or usage, 1 other.";
+
+const AUDIT_HELP: &str = "\
+Examples:
+  gyre import slime DUMP/ --out run.jsonl && gyre audit run.jsonl   # a trainer's own dump
+  gyre admit runs.jsonl --format trained -o trained.jsonl
+  gyre audit runs.jsonl trained.jsonl                 # gyre's own rows: clean, exit 0
+  gyre audit run.jsonl --json | jq '.findings[] | select(.kind == \"trained_twice\")'
+  gyre audit run.jsonl --tokenizer qwen3              # turn structure and text of findings
+  gyre audit run.jsonl --bound gap=0.5 --bound ratio=0.8,1.25
+
+Kinds: trained_not_sampled (a mask-on token the policy did not sample: tool output, a user
+turn, template scaffolding; the evidence is the recording's spans, the tokenizer's turns or a
+missing or 0.0 behaviour log-prob), sampled_not_trained (a policy token no sample trains, with
+the reason), trained_twice (a token trained in two samples), false_fork (samples parting inside
+an earlier output or at a re-rendered turn), retokenized (a context rewriting what the previous
+call saw or sampled). Each finding names the execution, the sample, the token range and a
+`gyre show` command that displays it. docs/audit.md says what each kind means.
+
+Exit codes: 0 clean, 1 findings (a CI gate on a trainer's dump), 2 invalid input or usage.";
 
 /// gyre: which tokens your policy is trained on, and why.
 #[derive(Parser, Debug)]
@@ -58,6 +79,10 @@ Examples:
 One line per admitted trajectory, in execution order then draw order (docs/format.md).
 The file is written atomically: on any error no file (or the old one) is left.")]
     Admit(admit::AdmitArgs),
+    /// Check what a trainer trained on against what the policy sampled: the loss mask,
+    /// duplicates, false forks and rewritten contexts, sample by sample.
+    #[command(after_help = AUDIT_HELP)]
+    Audit(audit::AuditArgs),
     /// Counts: executions, requests, tokens (raw vs tree), candidates, targets.
     #[command(after_help = "\
 Examples:
@@ -233,6 +258,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> Result<ExitCode> {
         Some(Command::Validate(args)) => validate::run(args),
         Some(Command::Admit(args)) => admit::run(args),
         Some(Command::Stats(args)) => stats::run(args),
+        Some(Command::Audit(args)) => audit::run(args),
         Some(Command::Show(args)) => show::run(args),
         Some(Command::Synth(args)) => synth::run(args),
         Some(Command::Replay(args)) => replay::run(args),

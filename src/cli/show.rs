@@ -15,6 +15,7 @@ use gyre_engine::paint::{ColorMode, ExecView, PathView};
 use gyre_engine::report::outcome_text;
 use gyre_engine::score::AdvantageMode;
 use gyre_engine::{self as eng, Results, rows};
+use gyre_format::note::plural;
 use gyre_text::{TokenText, sanitize};
 
 /// `gyre show` arguments.
@@ -29,8 +30,15 @@ pub struct ShowArgs {
     execution: String,
     /// Request whose path to print (default: the leaf of the first draw, else the dummy's
     /// placeholder, else the last request).
-    #[arg(long, short)]
+    #[arg(long, short, conflicts_with = "sample")]
     request: Option<String>,
+    /// A trainer's sample (a `trained` record's `sample` id) instead of a path: its tokens as
+    /// runs sharing the loss mask, what the recording says they are and the audit's findings.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["draw", "seeds"])]
+    sample: Option<String>,
+    /// With --sample: only the runs meeting token positions A..B (what `gyre audit` names).
+    #[arg(long, value_name = "A..B", requires = "sample", value_parser = parse_range)]
+    tokens: Option<std::ops::Range<usize>>,
     /// What colours the tokens.
     #[arg(long, value_enum, default_value_t = ColorArg::Provenance)]
     color: ColorArg,
@@ -73,6 +81,24 @@ impl From<ColorArg> for ColorMode {
     }
 }
 
+/// `A..B`, a token range.
+fn parse_range(s: &str) -> Result<std::ops::Range<usize>, String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("{s:?} is not a range A..B such as 12..40"))?;
+    let n = |v: &str| {
+        v.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{v:?} is not a token position"))
+    };
+    let (a, b) = (n(a)?, n(b)?);
+    if a < b {
+        Ok(a..b)
+    } else {
+        Err(format!("{s}: A must be below B"))
+    }
+}
+
 /// Seeds the lens looks through when `--seeds` is not given.
 const DEFAULT_LENS_SEEDS: u32 = 64;
 
@@ -94,6 +120,8 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
         admission,
         execution,
         request,
+        sample,
+        tokens,
         color,
         draw,
         boundaries,
@@ -124,6 +152,14 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
     };
     let batch = load_with_progress(&input)?;
     let i = find_execution(&batch, execution)?;
+    if let Some(sample) = sample {
+        let text: TokenText = match arg_text {
+            Some(t) => t,
+            None => gyre_text::resolve::from_header(batch.tokenizer_spec())
+                .map_err(|e| Invalid::from_report(&e))?,
+        };
+        return show_sample(&batch, i, &sample, tokens, &text);
+    }
     let settings = admission.settings();
     let results = eng::process(&batch, &settings, AdvantageMode::DrGrpo);
     let exec = &batch.executions[i];
@@ -199,5 +235,59 @@ pub fn run(args: ShowArgs) -> Result<ExitCode> {
         };
         write!(out, "{}", show::render_text(&view, &path, &text, opts))?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `gyre show --sample`: a trainer's sample as runs, with the audit's findings on it.
+fn show_sample(
+    batch: &Batch,
+    i: usize,
+    sample: &str,
+    range: Option<std::ops::Range<usize>>,
+    text: &TokenText,
+) -> Result<ExitCode> {
+    use gyre_engine::audit::{self, Layout, Options};
+    let exec = &batch.executions[i];
+    let s = exec
+        .trained
+        .list
+        .iter()
+        .position(|x| x.record.sample == sample)
+        .ok_or_else(|| {
+            Invalid(format!(
+                "execution \"{}\" has no trained sample \"{}\" ({})",
+                sanitize(&exec.id),
+                sanitize(sample),
+                plural(exec.trained.list.len(), "sample")
+            ))
+        })?;
+    let layout = Layout::of(exec);
+    let audit = audit::audit(batch, &Options::default(), None);
+    let findings: Vec<_> = audit
+        .findings
+        .iter()
+        .filter(|f| f.execution as usize == i && f.sample == Some(s as u32))
+        .collect();
+    let record = &exec.trained.list[s].record;
+    let len = layout.samples[s].keys.len();
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "{} · sample {} · {} tokens (prompt {}, response {}, trained {}) · {} · tokenizer {}",
+        sanitize(&exec.id),
+        sanitize(sample),
+        len,
+        record.prompt_len,
+        record.response_len(),
+        record.trained_tokens(),
+        plural(findings.len(), "finding"),
+        sanitize(text.label())
+    )?;
+    let range = range.unwrap_or(0..len);
+    write!(
+        out,
+        "{}",
+        show::render_sample(exec, &layout, s, &findings, text, range)
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -229,11 +229,12 @@ pub fn ids_text(ids: &[u32]) -> String {
 }
 
 /// The stretch of `a` that differs from `b` (both starting where two token sequences part):
-/// up to where `a` re-syncs with `b` (the first 4 tokens of `a` found together in `b`) and
-/// then as long as the two go on in step, so that a rewritten copy of `b`'s tokens is inside
-/// it. Returns its length (at least 1, at most `a.len()` unless `a` is empty) and whether `a`
-/// re-synced. Linear: one pass over each, through a map of `b`'s 4-grams (of its first 64k
-/// tokens).
+/// up to where `a` re-syncs with `b` (the first 4 tokens of `a` found together in `b`), e.g.
+/// the ids a retokenisation changed. When `a` re-syncs at once (`b` holds tokens `a` left
+/// out, e.g. a `<think>` block a template dropped), the stretch is the rewritten copy: as
+/// long as the two then go on in step. Returns its length (at least 1, at most `a.len()`
+/// unless `a` is empty) and whether `a` re-synced. Linear: one pass over each, through a map
+/// of `b`'s 4-grams (of its first 64k tokens).
 pub fn stretch(a: &[u32], b: &[u32]) -> (usize, bool) {
     const GRAM: usize = 4;
     const WINDOW: usize = 1 << 16;
@@ -253,7 +254,8 @@ pub fn stretch(a: &[u32], b: &[u32]) -> (usize, bool) {
                 .zip(&b[j..])
                 .take_while(|(x, y)| x == y)
                 .count();
-            ((q + step).max(1), true)
+            let len = if q == 0 { step } else { q };
+            (len.max(1), true)
         }
         None => (a.len().max(1), false),
     }
