@@ -316,6 +316,9 @@ fn legend(app: &App) -> Line<'static> {
         spans.push(Span::raw(" "));
     }
     spans.extend(lens_progress(app));
+    if matches!(app.colour, ColorMode::Audit | ColorMode::Gap) && app.audit().is_none() {
+        spans.push(Span::styled(" auditing the trained samples…", t.warn()));
+    }
     spans.push(Span::styled("  (c: next colouring)", t.dim()));
     Line::from(spans)
 }
