@@ -33,7 +33,7 @@ pub enum AuditTab {
 pub struct AuditView {
     /// The list shown.
     pub tab: AuditTab,
-    /// The finding chosen (an index into [`by_kind`]).
+    /// The finding chosen (an index into the findings as listed: by kind).
     pub finding: usize,
     /// The sample chosen (an index into the execution's samples).
     pub sample: usize,

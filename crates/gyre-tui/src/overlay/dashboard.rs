@@ -60,7 +60,7 @@ impl Plot {
 /// Which chart has the keys and which bar each has selected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Dash {
-    /// Index into [`Plot::ALL`].
+    /// Index into the charts (`Plot::ALL`, in Tab order).
     pub chart: usize,
     /// Selected bar per chart.
     pub bar: [usize; 5],

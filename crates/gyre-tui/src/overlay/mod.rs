@@ -7,7 +7,7 @@
 //! An overlay holds its own state, answers keys and typed text with a [`Reply`] (close or stay,
 //! and what it asks of the app: [`Ask`]) and draws itself from a read-only [`Cx`]. The app
 //! knows no overlay by name beyond the command that opens it: a new overlay is its file plus
-//! one line in the [`overlays!`] list below (and its key in the key table).
+//! one line in the `overlays!` list below (and its key in the key table).
 
 mod audit;
 pub mod compare;
