@@ -58,6 +58,22 @@ pub fn ansi(tone: Tone) -> &'static str {
         Tone::Gained => "\x1b[1;30;102m",
         Tone::Lost => "\x1b[1;30;101m",
         Tone::Kept => "\x1b[32m",
+        Tone::Agreeing => "\x1b[32m",
+        Tone::TrainedNotSampled => "\x1b[1;30;101m",
+        Tone::SampledNotTrained => "\x1b[4;38;5;220m",
+        Tone::TrainedTwice => "\x1b[1;30;105m",
+        Tone::Forked => "\x1b[30;106m",
+        Tone::Untrained => "\x1b[3;90m",
+        Tone::InNoSample => "\x1b[2;90m",
+        Tone::Gap(0) => "\x1b[1;38;5;33m",
+        Tone::Gap(1) => "\x1b[38;5;75m",
+        Tone::Gap(2) => "\x1b[38;5;117m",
+        Tone::Gap(3) => "\x1b[38;5;250m",
+        Tone::Gap(4) => "\x1b[38;5;217m",
+        Tone::Gap(5) => "\x1b[38;5;209m",
+        Tone::Gap(_) => "\x1b[1;38;5;196m",
+        Tone::NoGap => "\x1b[2;90m",
+        Tone::AuditPending => "\x1b[3;37m",
     }
 }
 

@@ -524,3 +524,60 @@ fn the_inspector_runs_without_a_state_directory() {
         "{err:?}"
     );
 }
+
+/// A trainer's dump imported with `gyre import slime`, audited in the inspector at 80×24: the
+/// audit view lists the findings the engine makes, Enter puts the cursor on the first one and
+/// the why line says its verdict; then random keys (every key of the audit, the colourings and
+/// the panes, but none that quit or hand the terminal to another program) and a clean exit.
+#[test]
+fn an_imported_trainer_dump_audits_in_a_real_terminal_at_80x24() {
+    require_tmux();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_gyre");
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/slime/dump");
+    let out = Command::new(bin)
+        .current_dir(dir.path())
+        .args(["import", "slime"])
+        .arg(&dump)
+        .args(["--out", "slime.jsonl"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = Tmux::start(
+        dir.path(),
+        &format!("{bin} inspect slime.jsonl; echo EXIT=$? > exit.txt; sleep 30"),
+    );
+    t.wait_for("? help");
+    let ok = Command::new("tmux")
+        .arg("-S")
+        .arg(&t.socket)
+        .args(["resize-window", "-t", "0", "-x", "80", "-y", "24"])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "tmux resize-window");
+    t.keys(&["A"]);
+    let s = t.wait_for("audit: findings");
+    assert!(s.contains("false_fork (") && s.contains("samples ·"), "{s}");
+    t.keys(&["Home", "Enter"]);
+    let s = t.wait_for("audit: forked");
+    assert!(s.contains("audit:  trained, agreeing"), "the legend: {s}");
+    // A fixed pseudo-random walk (an LCG), the same keys on every run.
+    let keys = [
+        "A", "Tab", "Enter", "Down", "Up", "c", "Left", "Right", "PageDown", "Home", "End",
+        "Escape", "j", "k", "w", "b", "t", "T", "x", "]", "[", "s", "+", "-", "z", "1", "2", "5",
+        "6", "D", "R", "y", "?", "g", "G", "h", "l", "'", ">", "n",
+    ];
+    let mut r: u64 = 35;
+    for _ in 0..150 {
+        r = r
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        t.keys(&[keys[(r >> 33) as usize % keys.len()]]);
+    }
+    t.keys(&["Escape", "Escape", "Escape", "q"]);
+    assert_eq!(wait_file(&dir.path().join("exit.txt")).trim(), "EXIT=0");
+}

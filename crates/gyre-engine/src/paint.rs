@@ -26,16 +26,22 @@ pub enum ColorMode {
     Lens,
     /// Tokens that change sides between pinned settings and the settings shown.
     Flips,
+    /// The audit's verdict on each token against the trainer's samples (`audit::verdict`).
+    Audit,
+    /// Trainer − behaviour log-prob of the tokens the samples train (a diverging scale).
+    Gap,
 }
 
 impl ColorMode {
     /// Every mode, in toggle order.
-    pub const ALL: [ColorMode; 5] = [
+    pub const ALL: [ColorMode; 7] = [
         ColorMode::Provenance,
         ColorMode::Claims,
         ColorMode::Logprob,
         ColorMode::Lens,
         ColorMode::Flips,
+        ColorMode::Audit,
+        ColorMode::Gap,
     ];
 
     /// Name on the command line and in the UI.
@@ -46,18 +52,24 @@ impl ColorMode {
             ColorMode::Logprob => "logprob",
             ColorMode::Lens => "lens",
             ColorMode::Flips => "flips vs pin",
+            ColorMode::Audit => "audit",
+            ColorMode::Gap => "gap",
         }
     }
 
     /// The next mode (for a toggle key); `flips` only when there is something to compare with.
     pub fn next(self, flips: bool) -> ColorMode {
+        self.next_of(|m| m != ColorMode::Flips || flips)
+    }
+
+    /// The next mode `shown` allows (the audit's only where there are trained samples); this
+    /// one when no other is.
+    pub fn next_of(self, shown: impl Fn(ColorMode) -> bool) -> ColorMode {
         let i = ColorMode::ALL.iter().position(|&m| m == self).unwrap_or(0);
-        let next = ColorMode::ALL[(i + 1) % ColorMode::ALL.len()];
-        if next == ColorMode::Flips && !flips {
-            next.next(flips)
-        } else {
-            next
-        }
+        (1..=ColorMode::ALL.len())
+            .map(|k| ColorMode::ALL[(i + k) % ColorMode::ALL.len()])
+            .find(|&m| shown(m))
+            .unwrap_or(self)
     }
 }
 
@@ -99,6 +111,27 @@ pub enum Tone {
     Lost,
     /// A target under both.
     Kept,
+    /// Trained (mask on) in a sample, with no finding: as it should be.
+    Agreeing,
+    /// Trained, but the policy did not sample it (`trained_not_sampled`).
+    TrainedNotSampled,
+    /// Sampled by the policy, trained by no sample (`sampled_not_trained`).
+    SampledNotTrained,
+    /// Trained in more than one sample (`trained_twice`).
+    TrainedTwice,
+    /// Where a sample parts from the tree's story: a false fork or a retokenised context.
+    Forked,
+    /// Sampled, in a sample with the mask off, and the recording says why (not a finding).
+    Untrained,
+    /// In no sample.
+    InNoSample,
+    /// Trainer − behaviour log-prob of a trained token: 0 (trainer far less likely, Δ ≤ −1)
+    /// through 3 (|Δ| < 0.05) to 6 (trainer far more likely, Δ ≥ 1).
+    Gap(u8),
+    /// A token without a gap: not trained, or without a trainer or behaviour log-prob.
+    NoGap,
+    /// The audit is not there (yet, or the input holds no trained sample).
+    AuditPending,
 }
 
 impl Tone {
@@ -141,6 +174,25 @@ impl Tone {
             Tone::Gained => "target now, not pinned".into(),
             Tone::Lost => "target pinned, not now".into(),
             Tone::Kept => "target under both".into(),
+            Tone::Agreeing => "trained, agreeing".into(),
+            Tone::TrainedNotSampled => "trained, not sampled".into(),
+            Tone::SampledNotTrained => "sampled, not trained".into(),
+            Tone::TrainedTwice => "trained twice".into(),
+            Tone::Forked => "forked".into(),
+            Tone::Untrained => "not trained (said why)".into(),
+            Tone::InNoSample => "in no sample".into(),
+            Tone::Gap(b) => [
+                "Δ≤−1",
+                "−1…−.3",
+                "−.3…−.05",
+                "|Δ|<.05",
+                ".05….3",
+                ".3…1",
+                "Δ≥1",
+            ][b.min(6) as usize]
+                .into(),
+            Tone::NoGap => "no Δ".into(),
+            Tone::AuditPending => "no audit".into(),
         }
     }
 
@@ -178,8 +230,44 @@ impl Tone {
                 Tone::Excluded,
                 Tone::Context(Source::Context),
             ],
+            ColorMode::Audit => vec![
+                Tone::Agreeing,
+                Tone::TrainedNotSampled,
+                Tone::SampledNotTrained,
+                Tone::TrainedTwice,
+                Tone::Forked,
+                Tone::Untrained,
+                Tone::InNoSample,
+                Tone::Context(Source::Context),
+            ],
+            ColorMode::Gap => {
+                let mut v: Vec<Tone> = (0..7).map(Tone::Gap).collect();
+                v.push(Tone::NoGap);
+                v
+            }
         }
     }
+}
+
+/// Gap bucket of trainer − behaviour log-prob `delta` (see [`Tone::Gap`]): symmetric
+/// around 0, its outer edges at the audit's default bound of 1 nat.
+pub fn gap_bucket(delta: f64) -> u8 {
+    match delta {
+        d if d <= -1.0 => 0,
+        d if d <= -0.3 => 1,
+        d if d <= -0.05 => 2,
+        d if d < 0.05 => 3,
+        d if d < 0.3 => 4,
+        d if d < 1.0 => 5,
+        _ => 6,
+    }
+}
+
+/// The audit's tones of an execution's tree tokens, by tree key (`node.start + index`): the
+/// audit implements it (`audit::verdict::TokenAudit`), so that the painter needs no audit.
+pub trait AuditTones {
+    /// The tone of tree key `key` under `mode` (`Audit` or `Gap`).
+    fn tone(&self, key: u32, mode: ColorMode) -> Tone;
 }
 
 /// Lens bucket of a share of seeds (see [`Tone::Lens`]).
@@ -267,6 +355,8 @@ pub struct ExecView<'a> {
     pub lens: Option<(&'a ExecutionLens, u32)>,
     /// Its admission under pinned settings, to show flips against.
     pub pinned: Option<&'a Admission>,
+    /// The audit's tones of its tokens, once audited.
+    pub audit: Option<&'a dyn AuditTones>,
 }
 
 impl<'a> ExecView<'a> {
@@ -278,6 +368,7 @@ impl<'a> ExecView<'a> {
             admission: &results.admissions[i],
             lens: None,
             pinned: None,
+            audit: None,
         }
     }
 
@@ -293,6 +384,12 @@ impl<'a> ExecView<'a> {
         self
     }
 
+    /// The same, with the audit's tones of its tokens.
+    pub fn with_audit(mut self, audit: Option<&'a dyn AuditTones>) -> Self {
+        self.audit = audit;
+        self
+    }
+
     /// The engine's reason for token `i` of node `n` at replay step `step` (`None` = final).
     pub fn reason(&self, n: NodeId, i: u32, step: Option<u32>) -> Reason {
         token_reason(self.exec, self.outcome, self.admission, n, i, step)
@@ -302,6 +399,11 @@ impl<'a> ExecView<'a> {
     pub fn tone(&self, n: NodeId, i: u32, mode: ColorMode, step: Option<u32>) -> Tone {
         let identity = self.exec.identity(n, i);
         match (mode, identity) {
+            // The audit judges context and outputs alike (a context token can be trained).
+            (ColorMode::Audit | ColorMode::Gap, _) => {
+                let key = self.exec.tree.nodes[n as usize].start + i;
+                self.audit.map_or(Tone::AuditPending, |a| a.tone(key, mode))
+            }
             (ColorMode::Provenance, TokenIdentity::Context { source, .. }) => Tone::Context(source),
             // Context is one dim tone when colour is about claims or log-probs.
             (_, TokenIdentity::Context { .. }) => Tone::Context(Source::Context),

@@ -7,12 +7,13 @@
 //! made for, so nothing drawn can belong to an earlier selection.
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gyre_engine::Results;
 use gyre_engine::admit::{Class, Settings};
+use gyre_engine::audit::Audit;
 use gyre_engine::lens::{Lens, LensOptions};
 use gyre_engine::load::Batch;
 use gyre_engine::paint::ColorMode;
@@ -20,11 +21,15 @@ use gyre_engine::score::AdvantageMode;
 use gyre_engine::stats::{self, Breakdown, Totals};
 use gyre_text::TokenText;
 
+use super::audit::{Audited, ExecAudit, has_samples};
 use super::history::History;
 use super::keys::Command;
 use super::layout::{Areas, NARROW, areas};
-use super::overlay::dashboard::{Dash, Go};
-use super::overlay::{self, Edit, ExportPrompt, Field, Overlay, PriorityEditor};
+use super::overlay::{
+    Ask, AuditView, CompareView, CopyMenu, Cx, Dash, Edit, ExportPrompt, GoToMenu, HelpView,
+    OutsideMenu, Overlay, OverlayView, PaletteView, PriorityEditor, Reply, RowView, SearchView,
+    WhyView,
+};
 use super::palette::Parsed;
 use super::pane::detail::Subject;
 use super::pane::tokens::PathView;
@@ -50,6 +55,8 @@ pub struct Data {
     pub results: Arc<Results>,
     /// Their batch totals.
     pub totals: Totals,
+    /// The batch holds `trained` samples (the audit has something to say).
+    pub samples: bool,
 }
 
 /// A status message and when it was set.
@@ -148,6 +155,13 @@ pub struct App {
     pub compare: Option<Compare>,
     /// The dashboard's breakdown of the results on screen, by generation, once asked for.
     pub breakdown: Option<(u64, Breakdown)>,
+    /// The audit of the batch's trained samples, once worked out (it may be of an earlier
+    /// batch: see [`App::audit`]).
+    pub audited: Option<Arc<Audited>>,
+    /// An audit is being worked out for the batch on screen.
+    audit_pending: bool,
+    /// The selected execution's samples on its tree with the audit's word on each token.
+    pub exec_audit: Option<ExecAudit>,
 }
 
 /// The default presets `p` cycles through.
@@ -214,6 +228,9 @@ impl App {
             pinned: None,
             compare: None,
             breakdown: None,
+            audited: None,
+            audit_pending: false,
+            exec_audit: None,
         }
     }
 
@@ -260,12 +277,18 @@ impl App {
             self.subject(),
             path,
             &self.search,
+            (&self.audited, &self.exec_audit, &self.sel),
         )
     }
 
     /// The lens and sweep of the results on screen, once worked out.
     pub fn whatif(&self) -> Option<&WhatIf> {
         current_whatif(&self.data, &self.whatif_done, self.lens_seeds)
+    }
+
+    /// The audit of the batch on screen, once worked out.
+    pub fn audit(&self) -> Option<&Audit> {
+        current_audit(&self.data, &self.audited)
     }
 
     /// The pinned results, when they are of the batch on screen.
@@ -328,11 +351,6 @@ impl App {
         match action {
             Action::Resize(w, h) => {
                 self.size = (w, h);
-                if let Overlay::Help(s) = self.overlay {
-                    self.overlay = Overlay::Help(
-                        s.min(overlay::help_max_scroll(&self.theme, self.areas().full)),
-                    );
-                }
                 self.panes.tokens.resized();
             }
             Action::Progress(phase, done, total) => {
@@ -352,6 +370,10 @@ impl App {
             Action::Grown(batch, results) => self.grown(batch, *results),
             Action::Rerun(r) => self.install(*r),
             Action::Text(t) => {
+                // The tokenizer's turn structure is evidence the audit weighs: it runs again.
+                if gyre_text::turns::ChatMl::new(&t).is_some() {
+                    self.forget_audit();
+                }
                 self.tokenizer = t.label().to_string();
                 self.text = t;
                 self.text_loading = None;
@@ -408,6 +430,17 @@ impl App {
                     self.whatif_done = Some(w);
                 }
             }
+            Action::Audited(a) => {
+                if self
+                    .data
+                    .as_ref()
+                    .is_some_and(|d| Arc::ptr_eq(&d.batch, &a.batch))
+                {
+                    self.audited = Some(a);
+                    self.audit_pending = false;
+                    self.exec_audit = None;
+                }
+            }
             Action::WhatIfProgress(done, total) => {
                 if self.whatif_pending.is_some() {
                     self.whatif_progress = Some((done, total));
@@ -424,8 +457,11 @@ impl App {
         self.keep_focus_shown();
         self.sync();
         self.refresh_whatif();
+        self.refresh_audit();
         self.refresh_compare();
         self.refresh_breakdown();
+        // What was worked out for the overlay reaches it (the dashboard's bars fit new figures).
+        self.sync_overlay();
         std::mem::take(&mut self.tasks)
     }
 
@@ -447,7 +483,7 @@ impl App {
 
     /// Counts the dashboard's figures for the results on screen while it is open.
     fn refresh_breakdown(&mut self) {
-        if !matches!(self.overlay, Overlay::Dashboard(_)) {
+        if !self.overlay.reads().breakdown {
             return;
         }
         let Some(d) = &self.data else { return };
@@ -459,9 +495,6 @@ impl App {
             return;
         }
         let b = stats::breakdown(&d.batch, &d.results);
-        if let Overlay::Dashboard(dash) = &mut self.overlay {
-            dash.fit(&b);
-        }
         self.breakdown = Some((self.sel.generation, b));
     }
 
@@ -483,8 +516,7 @@ impl App {
     /// Whether something on screen reads the lens or the sweep (without workers they are
     /// worked out only then).
     fn whatif_wanted(&self) -> bool {
-        self.colour == ColorMode::Lens
-            || matches!(self.overlay, Overlay::Dashboard(_) | Overlay::Why { .. })
+        self.colour == ColorMode::Lens || self.overlay.reads().whatif
     }
 
     /// Asks for the lens and sweep of the results on screen when they are missing: always with
@@ -510,9 +542,62 @@ impl App {
         });
     }
 
+    /// Asks for the audit of the batch on screen when it holds trained samples and has none.
+    fn refresh_audit(&mut self) {
+        let Some(d) = &self.data else { return };
+        if !d.samples || self.audit_pending || self.audit().is_some() {
+            return;
+        }
+        self.audit_pending = true;
+        self.tasks.push(Task::Audit {
+            batch: Arc::clone(&d.batch),
+            text: self.text.clone(),
+        });
+        // What was laid out for the old audit waits for the new one.
+        self.sync_exec_audit();
+    }
+
+    /// Drops the audit and what was laid out from it (a new batch, a new tokenizer).
+    fn forget_audit(&mut self) {
+        self.audited = None;
+        self.audit_pending = false;
+        self.exec_audit = None;
+    }
+
+    /// Lays the selected execution's samples on its tree once the audit is there, and
+    /// highlights the selected sample.
+    fn sync_exec_audit(&mut self) {
+        let (exec, batch) = (self.sel.exec, self.sel.batch);
+        let current = self
+            .exec_audit
+            .as_ref()
+            .is_some_and(|a| a.exec == exec && a.batch == batch);
+        let Some(d) = &self.data else { return };
+        let audited = self
+            .audited
+            .as_ref()
+            .filter(|a| Arc::ptr_eq(&a.batch, &d.batch));
+        let Some(a) = audited else {
+            self.exec_audit = None;
+            return;
+        };
+        if exec >= d.batch.executions.len() {
+            self.exec_audit = None;
+            return;
+        }
+        if !current {
+            self.exec_audit = Some(ExecAudit::of(a, exec, batch));
+        }
+        if let Some(e) = &mut self.exec_audit {
+            let n = d.batch.executions[exec].trained.list.len() as u32;
+            self.sel.sample = self.sel.sample.filter(|&s| s < n);
+            e.highlight(&d.batch, self.sel.sample);
+        }
+    }
+
     /// Compares the pin with the results on screen while the compare view is open.
     fn refresh_compare(&mut self) {
-        if !matches!(self.overlay, Overlay::Compare(_)) {
+        if !self.overlay.reads().comparison {
             return;
         }
         let (Some(d), Some(p)) = (&self.data, &self.pinned) else {
@@ -549,10 +634,12 @@ impl App {
     fn loaded(&mut self, batch: Arc<Batch>, results: Results) {
         let totals = stats::totals(&batch, &results);
         self.data = Some(Data {
+            samples: has_samples(&batch),
             batch,
             results: Arc::new(results),
             totals,
         });
+        self.forget_audit();
         // A message said while loading (what was remembered) had no status line to show on.
         if let (Load::Loading { .. }, Some(m)) = (&self.load, &mut self.message) {
             m.at = Instant::now();
@@ -614,18 +701,18 @@ impl App {
         );
         let totals = stats::totals(&batch, &results);
         self.data = Some(Data {
+            samples: has_samples(&batch),
             batch,
             results: Arc::new(results),
             totals,
         });
+        self.forget_audit();
+        self.sel.sample = None;
         // The Δ line's figures are of the old batch.
         self.change = None;
         self.new_results();
+        // Overlays that name requests of the old batch close at the next sync.
         self.sel.batch += 1;
-        // "Why" names a request by its index in the old batch.
-        if matches!(self.overlay, Overlay::Why { .. }) {
-            self.overlay = Overlay::None;
-        }
         match exec {
             Some(i) => {
                 let d = self.data.as_ref().expect("just set");
@@ -652,9 +739,6 @@ impl App {
             if self.colour == ColorMode::Flips {
                 self.colour = ColorMode::Claims;
             }
-            if matches!(self.overlay, Overlay::Compare(_)) {
-                self.overlay = Overlay::None;
-            }
             format!("{said} · pin dropped (the recording changed under it)")
         } else {
             said
@@ -674,14 +758,116 @@ impl App {
 
     /// Brings every pane in line with the selection.
     fn sync(&mut self) {
+        self.sync_exec_audit();
         for pane in Pane::ALL {
             self.on_pane(pane, |ctx, p| p.sync(ctx));
         }
-        if let Overlay::Why { exec, .. } = self.overlay {
-            if exec != self.sel.exec {
-                self.overlay = Overlay::None;
+        self.sync_overlay();
+    }
+
+    /// Brings the open overlay in line with the state, closing it when what it shows is gone.
+    fn sync_overlay(&mut self) {
+        let mut open = std::mem::replace(&mut self.overlay, Overlay::None);
+        let Some(view) = open.view_mut() else { return };
+        if view.sync(&self.overlay_cx()) {
+            self.overlay = open;
+        }
+    }
+
+    /// What the overlays read: the screen, the data on screen and what was worked out for it.
+    pub fn overlay_cx(&self) -> Cx<'_> {
+        Cx {
+            theme: &self.theme,
+            full: self.areas().full,
+            ctx: self.ctx(),
+            search: &self.search,
+            breakdown: self.breakdown(),
+            comparison: self.comparison(),
+            whatif: self.whatif(),
+            whatif_progress: self.whatif_progress,
+            pinned: self
+                .pinned_results()
+                .and(self.pinned.as_ref())
+                .map(|p| p.label.as_str()),
+            settings: self.export_settings(),
+            cwd: &self.cwd,
+            exporting: &self.exporting,
+        }
+    }
+
+    /// Hands a key, an edit or the wheel to the open overlay, then carries out its reply.
+    fn hand_overlay(&mut self, f: impl FnOnce(&mut dyn OverlayView, &Cx) -> Reply) {
+        let mut open = std::mem::replace(&mut self.overlay, Overlay::None);
+        let Some(view) = open.view_mut() else { return };
+        let reply = f(view, &self.overlay_cx());
+        if !reply.close {
+            self.overlay = open;
+        }
+        for a in reply.asks {
+            self.ask(a);
+        }
+    }
+
+    /// Does what an overlay asks.
+    fn ask(&mut self, a: Ask) {
+        match a {
+            Ask::Say(m) => self.say(m),
+            Ask::Apply(e) => self.apply(e),
+            Ask::Colour(c) => self.colour = c,
+            Ask::Export { name, force } => self.export(&name, force),
+            Ask::Palette(parsed) => self.run_palette(parsed),
+            Ask::Priority(new) => {
+                if new != self.settings.priority {
+                    self.settings.priority = new;
+                    if !self.priorities.contains(&self.settings.priority) {
+                        self.priorities.push(self.settings.priority.clone());
+                    }
+                    self.rerun();
+                }
+            }
+            Ask::Jmax(j) => {
+                if self.settings.jmax != j {
+                    self.settings.jmax = j;
+                    self.rerun();
+                }
+            }
+            Ask::Clipboard(text) => self.clipboard = Some(text),
+            Ask::Outside(o) => self.outside = Some(o),
+            Ask::GoTo(kind, forward) => self.goto(kind, forward),
+            Ask::Search(query) => {
+                if let Some(d) = &self.data {
+                    let batch = Arc::clone(&d.batch);
+                    let search = self.search.start(&query, &batch, &self.text, self.sel.exec);
+                    self.tasks.extend(search.map(Task::Search));
+                }
+            }
+            Ask::ClearSearch => self.search.clear(),
+            Ask::OpenHit(at) => self.open_hit(at),
+            Ask::Sample(s) => {
+                self.sel.sample = s;
+                self.sync();
             }
         }
+    }
+
+    /// Enter in the search list: goes to the result chosen, or, while the worker is still
+    /// searching and has found nothing yet, to the first one it finds.
+    fn open_hit(&mut self, at: usize) {
+        if self.search.hits.is_empty() && !self.search.done {
+            // Keys faster than the worker: "no match" would be a guess.
+            self.search.go_when_found = true;
+            let m = format!(
+                "/{}: searching… the first match opens when it is found",
+                self.search.query
+            );
+            return self.say(m);
+        }
+        if self.search.hits.is_empty() {
+            let m = format!("/{}: no match", self.search.query);
+            return self.say(m);
+        }
+        self.search.at = Some(at.min(self.search.hits.len() - 1));
+        self.goto_hit();
     }
 
     /// The pane context and the panes, borrowed apart: the one place the context is built for
@@ -697,6 +883,7 @@ impl App {
             self.subject(),
             None,
             &self.search,
+            (&self.audited, &self.exec_audit, &self.sel),
         );
         let ctx = build_ctx(&self.data, &self.sel, &self.text, &self.theme, view, extra);
         (ctx, &mut self.panes)
@@ -754,6 +941,7 @@ impl App {
                 self.sel.exec = i;
                 self.sel.request = first;
                 self.sel.step = adm.draws.len() as u32;
+                self.sel.sample = None;
             }
             Effect::OpenExec(_) => {}
             Effect::SelectRequest(_) | Effect::ShowPos { .. } | Effect::Step(_) if !selected => {}
@@ -821,11 +1009,11 @@ impl App {
             return;
         }
         if self.overlay != Overlay::None {
-            self.overlay_command(c);
+            self.hand_overlay(|o, cx| o.command(cx, c));
             return;
         }
         if c == Command::Help {
-            self.overlay = Overlay::Help(0);
+            self.overlay = Overlay::Help(HelpView(0));
             return;
         }
         let Some(d) = self.data.as_ref() else { return };
@@ -887,17 +1075,32 @@ impl App {
             }
             Command::Why => self.open_why(),
             Command::Colour => {
-                self.colour = self.colour.next(self.pinned_results().is_some());
+                let (pin, samples) = (self.pinned_results().is_some(), d.samples);
+                self.colour = self.colour.next_of(|m| match m {
+                    ColorMode::Flips => pin,
+                    ColorMode::Audit | ColorMode::Gap => samples,
+                    _ => true,
+                });
+            }
+            Command::Audit => {
+                if d.samples {
+                    self.overlay = Overlay::Audit(AuditView::default());
+                } else {
+                    self.say(
+                        "no trained samples to audit: the audit reads `trained` records (gyre \
+                         import of a trainer's dump, gyre admit --format trained)",
+                    );
+                }
             }
             Command::Pin => self.pin(),
             Command::Compare => {
                 if self.pinned_results().is_some() {
-                    self.overlay = Overlay::Compare(0);
+                    self.overlay = Overlay::Compare(CompareView(0));
                 } else {
                     self.say("nothing pinned: m pins the settings on screen, then change them");
                 }
             }
-            Command::Row => self.overlay = Overlay::Row(0),
+            Command::Row => self.overlay = Overlay::Row(RowView(0)),
             Command::Dashboard => self.overlay = Overlay::Dashboard(Dash::default()),
             Command::Boundaries => self.boundaries = !self.boundaries,
             Command::Detail => {
@@ -973,35 +1176,27 @@ impl App {
             }
             Command::Search => {
                 // A new query each time (n and N still step through the last one's matches).
-                self.overlay = Overlay::Search {
-                    field: Field::default(),
-                    at: 0,
-                }
+                self.overlay = Overlay::Search(SearchView::default())
             }
             Command::SearchNext | Command::SearchPrev => self.search_step(c == Command::SearchNext),
             Command::Export => {
-                let free = self.proposed_export();
-                self.overlay = Overlay::Export(ExportPrompt {
-                    field: Field::new(free.clone()),
-                    clash: None,
-                    free,
-                });
+                self.overlay = Overlay::Export(ExportPrompt::new(self.proposed_export()));
             }
             Command::Copy => {
                 let (path, why) = (self.path(), self.why_request());
                 let items = self
                     .ctx()
                     .map(|ctx| super::copy::items(&ctx, path, why, &self.inputs, self.lens_seeds));
-                self.overlay = Overlay::Copy(items.unwrap_or_default());
+                self.overlay = Overlay::Copy(CopyMenu(items.unwrap_or_default()));
             }
             Command::Outside => {
                 let (path, why) = (self.path(), self.why_request());
                 let items = self.ctx().map(|ctx| super::outside::items(&ctx, path, why));
-                self.overlay = Overlay::Outside(items.unwrap_or_default());
+                self.overlay = Overlay::Outside(OutsideMenu(items.unwrap_or_default()));
             }
             Command::GoTo => {
                 let counts = self.with_ctx(|ctx, p| p.tree.counts(ctx));
-                self.overlay = Overlay::GoTo(counts.unwrap_or_default());
+                self.overlay = Overlay::GoTo(GoToMenu(counts.unwrap_or_default()));
             }
             Command::GoNext | Command::GoPrev => match self.panes.tree.landmark {
                 Some(kind) => self.goto(kind, c == Command::GoNext),
@@ -1017,17 +1212,9 @@ impl App {
                     .filter
                     .as_ref()
                     .map_or(String::new(), |f| f.query.clone());
-                self.overlay = Overlay::Palette {
-                    field: Field::new(format!("tree-filter {now}")),
-                    at: 0,
-                }
+                self.overlay = Overlay::Palette(PaletteView::new(format!("tree-filter {now}")))
             }
-            Command::Palette => {
-                self.overlay = Overlay::Palette {
-                    field: Field::default(),
-                    at: 0,
-                }
-            }
+            Command::Palette => self.overlay = Overlay::Palette(PaletteView::default()),
             Command::NextTarget
             | Command::PrevTarget
             | Command::NextLeftOut
@@ -1204,45 +1391,6 @@ impl App {
         ));
     }
 
-    /// Enter in the compare view: the chosen execution opens, its flips coloured, the cursor
-    /// on its first flip.
-    fn open_compared(&mut self, at: usize) {
-        let Some(c) = self.comparison() else { return };
-        let listed = super::overlay::compare::listed(&c.diff);
-        let Some(&exec) = listed.get(at) else { return };
-        let flip = self
-            .ctx()
-            .and_then(|ctx| super::overlay::compare::first_flip(&ctx, &c.diff, exec));
-        self.overlay = Overlay::None;
-        self.colour = ColorMode::Flips;
-        match flip {
-            Some((request, pos)) => self.apply(Effect::Jump { exec, request, pos }),
-            None => self.apply(Effect::OpenExec(exec)),
-        }
-    }
-
-    /// Enter in the dashboard.
-    fn dashboard_go(&mut self, d: Dash) {
-        let go = match (self.ctx(), self.breakdown()) {
-            (Some(ctx), Some(b)) => d.go(&ctx, b),
-            _ => return,
-        };
-        match go {
-            Go::To(e) => {
-                self.overlay = Overlay::None;
-                self.apply(e);
-            }
-            Go::Jmax(j) => {
-                self.overlay = Overlay::None;
-                if self.settings.jmax != j {
-                    self.settings.jmax = j;
-                    self.rerun();
-                }
-            }
-            Go::Say(m) => self.say(m),
-        }
-    }
-
     /// The request `y` explains: the one whose output is under the token cursor (tokens
     /// focused), the candidate highlighted in the replay pane (replay focused), else the
     /// selected one.
@@ -1269,189 +1417,14 @@ impl App {
     fn open_why(&mut self) {
         match self.why_request() {
             Some(request) => {
-                self.overlay = Overlay::Why {
+                self.overlay = Overlay::Why(WhyView {
                     exec: self.sel.exec,
                     request,
                     scroll: 0,
-                }
+                    batch: self.sel.batch,
+                })
             }
             None => self.say("no request selected"),
-        }
-    }
-
-    fn overlay_command(&mut self, c: Command) {
-        let full = self.areas().full;
-        match (&mut self.overlay, c) {
-            (Overlay::Help(_), Command::Help | Command::Escape) => self.overlay = Overlay::None,
-            (Overlay::Help(s), _) => {
-                *s = overlay::scroll(*s, c, overlay::help_max_scroll(&self.theme, full));
-            }
-            (Overlay::Why { .. }, Command::Why | Command::Escape) => self.overlay = Overlay::None,
-            (
-                Overlay::Why {
-                    request, scroll, ..
-                },
-                _,
-            ) => {
-                let (request, s) = (*request, *scroll);
-                let max = self
-                    .ctx()
-                    .map_or(0, |ctx| overlay::why_max_scroll(&ctx, request, full));
-                if let Overlay::Why { scroll, .. } = &mut self.overlay {
-                    *scroll = overlay::scroll(s, c, max);
-                }
-            }
-            (Overlay::Compare(_), Command::Compare | Command::Escape) => {
-                self.overlay = Overlay::None
-            }
-            (Overlay::Compare(at), Command::Enter) => {
-                let at = *at;
-                self.open_compared(at);
-            }
-            (Overlay::Compare(at), _) => {
-                let at = *at;
-                let n = self
-                    .comparison()
-                    .map_or(0, |c| super::overlay::compare::listed(&c.diff).len());
-                let last = n.saturating_sub(1);
-                let new = match c {
-                    Command::Up => at.saturating_sub(1),
-                    Command::Down => (at + 1).min(last),
-                    Command::PageUp => at.saturating_sub(10),
-                    Command::PageDown => (at + 10).min(last),
-                    Command::Home => 0,
-                    Command::End => last,
-                    _ => at,
-                };
-                self.overlay = Overlay::Compare(new);
-            }
-            (Overlay::Row(_), Command::Row | Command::Escape) => self.overlay = Overlay::None,
-            (
-                Overlay::Row(_),
-                Command::DrawNext | Command::DrawPrev | Command::DrawFirst | Command::DrawLast,
-            ) => {
-                let n = self.draws();
-                let k = match c {
-                    Command::DrawNext => (self.sel.step + 1).min(n),
-                    Command::DrawPrev => self.sel.step.saturating_sub(1).max(1),
-                    Command::DrawFirst => 1,
-                    _ => n,
-                };
-                self.overlay = Overlay::Row(0);
-                if n > 0 && k != self.sel.step {
-                    self.apply(Effect::Step(k));
-                }
-            }
-            (Overlay::Row(at), _) => {
-                let at = *at;
-                let new = self
-                    .ctx()
-                    .map_or(0, |ctx| super::overlay::row::scroll(&ctx, full, at, c));
-                self.overlay = Overlay::Row(new);
-            }
-            (Overlay::Dashboard(_), Command::Dashboard | Command::Escape) => {
-                self.overlay = Overlay::None
-            }
-            (Overlay::Dashboard(d), Command::Enter) => {
-                let d = *d;
-                self.dashboard_go(d);
-            }
-            (Overlay::Dashboard(d), _) => {
-                let mut d = *d;
-                if let Some(b) = self.breakdown() {
-                    d.command(b, c);
-                }
-                self.overlay = Overlay::Dashboard(d);
-            }
-            (Overlay::Search { .. }, Command::Escape) => {
-                // One Esc closes the field and clears the search.
-                self.overlay = Overlay::None;
-                self.search.clear();
-            }
-            (Overlay::Search { at, .. }, Command::Up) => *at = at.saturating_sub(1),
-            (Overlay::Search { at, .. }, Command::Down) => {
-                *at = (*at + 1).min(self.search.hits.len().saturating_sub(1))
-            }
-            (Overlay::Search { at, .. }, Command::Enter) => {
-                let at = *at;
-                self.overlay = Overlay::None;
-                if self.search.hits.is_empty() && !self.search.done {
-                    // Keys faster than the worker: "no match" would be a guess.
-                    self.search.go_when_found = true;
-                    let m = format!(
-                        "/{}: searching… the first match opens when it is found",
-                        self.search.query
-                    );
-                    self.say(m);
-                    return;
-                }
-                if self.search.hits.is_empty() {
-                    let m = format!("/{}: no match", self.search.query);
-                    self.say(m);
-                    return;
-                }
-                self.search.at = Some(at.min(self.search.hits.len() - 1));
-                self.goto_hit();
-            }
-            (Overlay::Export(p), Command::Escape) if p.clash.is_some() => p.clash = None,
-            (
-                Overlay::Palette { .. }
-                | Overlay::Export(_)
-                | Overlay::Copy(_)
-                | Overlay::Outside(_)
-                | Overlay::GoTo(_),
-                Command::Escape,
-            ) => self.overlay = Overlay::None,
-            (Overlay::Export(p), Command::Enter) if p.clash.is_none() => {
-                let name = p.field.text.trim().to_string();
-                let path = self.export_path(&name);
-                match path {
-                    Some(path) if path.exists() || self.exporting.contains(&path) => {
-                        let free = self.free_name(&name);
-                        if let Overlay::Export(p) = &mut self.overlay {
-                            p.clash = Some(path);
-                            p.free = free;
-                        }
-                    }
-                    _ => {
-                        self.overlay = Overlay::None;
-                        self.export(&name, false);
-                    }
-                }
-            }
-            (Overlay::Palette { field, at }, Command::Enter) => {
-                let parsed = super::palette::parse(&field.text, *at);
-                self.overlay = Overlay::None;
-                self.run_palette(parsed);
-            }
-            (Overlay::Palette { field, at }, Command::FocusNext) => {
-                if let Some(t) = super::palette::complete(&field.text, *at) {
-                    field.text = t;
-                    *at = 0;
-                }
-            }
-            (Overlay::Palette { field, at }, Command::Up | Command::Down) => {
-                let last = super::palette::matches(&field.text).len().saturating_sub(1);
-                *at = if c == Command::Up {
-                    at.saturating_sub(1)
-                } else {
-                    (*at + 1).min(last)
-                };
-            }
-            (Overlay::Priority(_), Command::Escape) => self.overlay = Overlay::None,
-            (Overlay::Priority(e), Command::Up | Command::Down) => e.cursor(c == Command::Down),
-            (Overlay::Priority(e), Command::Enter) => {
-                let new = e.priority();
-                self.overlay = Overlay::None;
-                if new != self.settings.priority {
-                    self.settings.priority = new;
-                    if !self.priorities.contains(&self.settings.priority) {
-                        self.priorities.push(self.settings.priority.clone());
-                    }
-                    self.rerun();
-                }
-            }
-            _ => {}
         }
     }
 
@@ -1548,103 +1521,7 @@ impl App {
 
     /// A character or edit key while an overlay is open.
     fn edit(&mut self, e: Edit) {
-        match &mut self.overlay {
-            Overlay::Search { field, at } => {
-                field.edit(e);
-                *at = 0;
-                let q = field.text.clone();
-                if let Some(d) = &self.data {
-                    let batch = Arc::clone(&d.batch);
-                    let search = self.search.start(&q, &batch, &self.text, self.sel.exec);
-                    self.tasks.extend(search.map(Task::Search));
-                }
-            }
-            Overlay::Palette { field, at } => {
-                field.edit(e);
-                *at = 0;
-            }
-            Overlay::Export(p) if p.clash.is_some() => match e {
-                Edit::Char('o') => {
-                    let name = p.field.text.trim().to_string();
-                    self.overlay = Overlay::None;
-                    self.export(&name, true);
-                }
-                Edit::Char('n') => {
-                    let name = p.free.clone();
-                    self.overlay = Overlay::None;
-                    self.export(&name, false);
-                }
-                _ => {}
-            },
-            Overlay::Export(p) => p.field.edit(e),
-            Overlay::Outside(items) => {
-                if let Edit::Char(c) = e {
-                    match items.iter().find(|it| it.key == c.to_ascii_lowercase()) {
-                        Some(it) => {
-                            self.outside = Some(crate::outside::Outside {
-                                item: it.clone(),
-                                editor: c.is_ascii_uppercase(),
-                            });
-                            self.overlay = Overlay::None;
-                        }
-                        None => {
-                            let keys: String = items.iter().map(|it| it.key).collect();
-                            self.say(format!(
-                                "{c:?} opens nothing: one of {keys} (upper case: the editor), or Esc"
-                            ));
-                        }
-                    }
-                }
-            }
-            Overlay::GoTo(_) => {
-                if let Edit::Char(c) = e {
-                    match Landmark::ALL
-                        .into_iter()
-                        .find(|l| l.key() == c.to_ascii_lowercase())
-                    {
-                        Some(kind) => {
-                            self.overlay = Overlay::None;
-                            self.goto(kind, !c.is_ascii_uppercase());
-                        }
-                        None => {
-                            let keys: String = Landmark::ALL.iter().map(|l| l.key()).collect();
-                            self.say(format!(
-                                "{c:?} goes nowhere: one of {keys} (upper case: the previous), or Esc"
-                            ));
-                        }
-                    }
-                }
-            }
-            Overlay::Copy(items) => {
-                if let Edit::Char(c) = e {
-                    match items.iter().find(|it| it.key == c) {
-                        Some(it) => {
-                            let m = super::copy::said(it);
-                            self.clipboard = Some(it.text.clone());
-                            self.overlay = Overlay::None;
-                            self.say(m);
-                        }
-                        None => {
-                            let keys: String = items.iter().map(|it| it.key).collect();
-                            self.say(format!("{c:?} copies nothing: one of {keys}, or Esc"));
-                        }
-                    }
-                }
-            }
-            Overlay::Priority(ed) => match e {
-                Edit::Char('k') => ed.cursor(false),
-                Edit::Char('j') => ed.cursor(true),
-                Edit::Char('K') => ed.shift(false),
-                Edit::Char('J') => ed.shift(true),
-                Edit::Char(' ' | 'x') => {
-                    if let Err(m) = ed.toggle() {
-                        self.say(m);
-                    }
-                }
-                _ => {}
-            },
-            _ => {}
-        }
+        self.hand_overlay(|o, cx| o.edit(cx, e));
     }
 
     fn search_step(&mut self, forward: bool) {
@@ -1753,8 +1630,8 @@ impl App {
     /// its first response token.
     fn new_results(&mut self) {
         self.sel.generation += 1;
-        if let Overlay::Row(at) = &mut self.overlay {
-            *at = 0;
+        if let Some(o) = self.overlay.view_mut() {
+            o.new_results();
         }
     }
 
@@ -1766,35 +1643,7 @@ impl App {
     /// `name` when no file (or export under way) has it, else the first free `stem-N.ext`
     /// beside it: `runs.jsonl.gz` → `runs-1.jsonl.gz`.
     pub fn free_name(&self, name: &str) -> String {
-        let free = |name: &str| {
-            self.export_path(name)
-                .is_some_and(|p| !p.exists() && !self.exporting.contains(&p))
-        };
-        if free(name) {
-            return name.into();
-        }
-        let file = name.rfind('/').map_or(0, |i| i + 1);
-        let dot = name[file..]
-            .find('.')
-            .filter(|&i| i > 0)
-            .map_or(name.len(), |i| file + i);
-        let (stem, ext) = name.split_at(dot);
-        (1..)
-            .map(|n| format!("{stem}-{n}{ext}"))
-            .find(|n| free(n))
-            .expect("some name is free")
-    }
-
-    fn export_path(&self, name: &str) -> Option<PathBuf> {
-        // `-` would be stdout: the screen itself.
-        if name.is_empty() || name == "-" {
-            return None;
-        }
-        Some(if Path::new(name).is_absolute() {
-            PathBuf::from(name)
-        } else {
-            self.cwd.join(name)
-        })
+        super::overlay::free_name(&self.cwd, &self.exporting, name)
     }
 
     /// The settings line of exports: what `gyre admit` needs to write the same bytes.
@@ -1814,7 +1663,7 @@ impl App {
     }
 
     fn export(&mut self, name: &str, force: bool) {
-        let Some(path) = self.export_path(name) else {
+        let Some(path) = super::overlay::export_path(&self.cwd, name) else {
             self.say("export cancelled: it needs a file name");
             return;
         };
@@ -1852,19 +1701,8 @@ impl App {
     }
 
     fn wheel(&mut self, x: u16, y: u16, down: bool) {
-        let full = self.areas().full;
-        match self.overlay {
-            Overlay::Help(s) => {
-                let max = overlay::help_max_scroll(&self.theme, full);
-                self.overlay = Overlay::Help(if down {
-                    s.saturating_add(3).min(max)
-                } else {
-                    s.saturating_sub(3)
-                });
-                return;
-            }
-            Overlay::None => {}
-            _ => return,
+        if self.overlay != Overlay::None {
+            return self.hand_overlay(|o, cx| o.wheel(cx, down));
         }
         if self.data.is_none() {
             return;
@@ -1913,6 +1751,23 @@ struct Extra<'a> {
     subject: Subject,
     path: Option<&'a PathIndex>,
     search: &'a Search,
+    audit: Option<&'a Audit>,
+    exec_audit: Option<&'a ExecAudit>,
+}
+
+/// The audit of the batch on screen, once worked out.
+fn current_audit<'a>(data: &Option<Data>, audited: &'a Option<Arc<Audited>>) -> Option<&'a Audit> {
+    let d = data.as_ref()?;
+    audited
+        .as_ref()
+        .filter(|a| Arc::ptr_eq(&a.batch, &d.batch))
+        .map(|a| &a.audit)
+}
+
+/// The selected execution's audit, when it is of the selection on screen.
+fn current_exec_audit<'a>(e: &'a Option<ExecAudit>, sel: &Selection) -> Option<&'a ExecAudit> {
+    e.as_ref()
+        .filter(|a| a.exec == sel.exec && a.batch == sel.batch)
 }
 
 /// The what-if made for the results on screen, if it is there yet.
@@ -1928,6 +1783,7 @@ fn current_whatif<'a>(
 
 /// What a [`Ctx`] carries beside the results on screen (field by field, so the panes can be
 /// borrowed apart).
+#[allow(clippy::too_many_arguments)]
 fn extra<'a>(
     data: &Option<Data>,
     done: &'a Option<Arc<WhatIf>>,
@@ -1936,6 +1792,7 @@ fn extra<'a>(
     subject: Subject,
     path: Option<&'a PathIndex>,
     search: &'a Search,
+    audit: (&'a Option<Arc<Audited>>, &'a Option<ExecAudit>, &Selection),
 ) -> Extra<'a> {
     Extra {
         lens: current_whatif(data, done, seeds).map(|w| &w.lens),
@@ -1943,6 +1800,8 @@ fn extra<'a>(
         subject,
         path,
         search,
+        audit: current_audit(data, audit.0),
+        exec_audit: current_exec_audit(audit.1, audit.2),
     }
 }
 
@@ -1983,5 +1842,7 @@ fn build_ctx<'a>(
         subject: extra.subject,
         path: extra.path,
         search: extra.search,
+        audit: extra.audit,
+        exec_audit: extra.exec_audit,
     })
 }

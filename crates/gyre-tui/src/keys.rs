@@ -128,6 +128,9 @@ pub enum Command {
     TreeFilter,
     /// Open outside: the path's text, the why output or the row in `$PAGER` / `$EDITOR`.
     Outside,
+    /// The audit view: the findings on the trained samples by kind, and the execution's
+    /// samples.
+    Audit,
 }
 
 /// A key as written in the table.
@@ -536,7 +539,8 @@ pub const BINDINGS: &[Binding] = &[
         command: Command::Colour,
         group: "View",
         help: "colour tokens by: claims / logprob heat / lens (share of seeds a target) / flips \
-               vs the pin / provenance",
+               vs the pin / audit verdict / trainer − behaviour gap (the last two with trained \
+               samples) / provenance",
         hint: Some("colour"),
     },
     Binding {
@@ -647,6 +651,16 @@ pub const BINDINGS: &[Binding] = &[
                $VISUAL or $EDITOR, default vi) on a temporary copy; the inspector comes back \
                when it exits",
         hint: None,
+    },
+    Binding {
+        keys: &[C('A')],
+        command: Command::Audit,
+        group: "Audit (trained samples)",
+        help: "audit view: the findings on the trainer's samples by kind (Enter puts the token \
+               cursor on the first token of one) and the execution's samples (Enter highlights \
+               the tokens one holds; Tab switches); c colours tokens by audit verdict and by \
+               the trainer − behaviour log-prob gap, and the why line says the verdict",
+        hint: Some("audit"),
     },
 ];
 
@@ -804,5 +818,15 @@ pub const GLOSSARY: &[(&str, &str)] = &[
         "divergence",
         "a point where another branch leaves this path: a retry, another context, or a \
          re-serialised output",
+    ),
+    (
+        "sample",
+        "a training row a trainer wrote (a trained record, docs/format.md §9): its tokens laid on \
+         the tree, its loss mask; the audit checks them against what the policy sampled",
+    ),
+    (
+        "gap",
+        "trainer − behaviour log-prob of a trained token, in nats: below 0 the trainer finds \
+         it less likely than the sampler did; the audit's bound is 1 nat",
     ),
 ];

@@ -8,6 +8,7 @@
 //! or a fading message needs it, and draws only then. The parts speak the words of [`vocab`].
 
 pub mod app;
+pub mod audit;
 pub mod copy;
 pub mod follow;
 pub mod history;

@@ -125,6 +125,17 @@ impl Theme {
         }
     }
 
+    /// A token as the highlighted trained sample holds it (`held`: 0 not in it, then
+    /// `audit::IN_SAMPLE`, `audit::TRAINED_BY_SAMPLE`): the rest fades, what it trains is
+    /// underlined.
+    pub fn in_sample(&self, base: Style, held: u8) -> Style {
+        match held {
+            0 => base.add_modifier(Modifier::DIM),
+            crate::audit::TRAINED_BY_SAMPLE => base.add_modifier(Modifier::UNDERLINED),
+            _ => base,
+        }
+    }
+
     /// Alternating background marking token boundaries.
     pub fn boundary(&self, base: Style, odd: bool) -> Style {
         if self.color && odd && base.bg.is_none() {
@@ -175,6 +186,23 @@ impl Theme {
                 Tone::Gained => s.add_modifier(Modifier::BOLD | Modifier::REVERSED),
                 Tone::Lost => s.add_modifier(Modifier::CROSSED_OUT | Modifier::REVERSED),
                 Tone::Kept => s.add_modifier(Modifier::BOLD),
+                Tone::Agreeing => s.add_modifier(Modifier::BOLD),
+                Tone::TrainedNotSampled => s.add_modifier(Modifier::REVERSED | Modifier::BOLD),
+                Tone::SampledNotTrained => s.add_modifier(Modifier::UNDERLINED | Modifier::ITALIC),
+                Tone::TrainedTwice => s.add_modifier(Modifier::REVERSED),
+                Tone::Forked => s.add_modifier(Modifier::UNDERLINED | Modifier::BOLD),
+                Tone::Untrained => s.add_modifier(Modifier::DIM | Modifier::ITALIC),
+                Tone::InNoSample => s.add_modifier(Modifier::DIM | Modifier::CROSSED_OUT),
+                // The gap: italic below 0, plain around it, bold above; reversed at the bound.
+                Tone::Gap(0) => s.add_modifier(Modifier::REVERSED | Modifier::ITALIC),
+                Tone::Gap(1) => s.add_modifier(Modifier::ITALIC | Modifier::UNDERLINED),
+                Tone::Gap(2) => s.add_modifier(Modifier::ITALIC),
+                Tone::Gap(3) => s,
+                Tone::Gap(4) => s.add_modifier(Modifier::UNDERLINED),
+                Tone::Gap(5) => s.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+                Tone::Gap(_) => s.add_modifier(Modifier::REVERSED | Modifier::BOLD),
+                Tone::NoGap => s.add_modifier(Modifier::DIM),
+                Tone::AuditPending => s.add_modifier(Modifier::DIM | Modifier::ITALIC),
             };
         }
         match tone {
@@ -219,6 +247,30 @@ impl Theme {
                 .bg(Color::LightRed)
                 .add_modifier(Modifier::BOLD),
             Tone::Kept => s.fg(Color::Green),
+            Tone::Agreeing => s.fg(Color::Green),
+            Tone::TrainedNotSampled => s
+                .fg(Color::Black)
+                .bg(Color::LightRed)
+                .add_modifier(Modifier::BOLD),
+            Tone::SampledNotTrained => s.fg(Color::Indexed(220)).add_modifier(Modifier::UNDERLINED),
+            Tone::TrainedTwice => s
+                .fg(Color::Black)
+                .bg(Color::LightMagenta)
+                .add_modifier(Modifier::BOLD),
+            Tone::Forked => s.fg(Color::Black).bg(Color::LightCyan),
+            Tone::Untrained => s.fg(Color::DarkGray).add_modifier(Modifier::ITALIC),
+            Tone::InNoSample => s.fg(Color::DarkGray).add_modifier(Modifier::DIM),
+            // A diverging scale: blue where the trainer is less sure than the sampler, red
+            // where it is surer, grey around 0.
+            Tone::Gap(0) => s.fg(Color::Indexed(33)).add_modifier(Modifier::BOLD),
+            Tone::Gap(1) => s.fg(Color::Indexed(75)),
+            Tone::Gap(2) => s.fg(Color::Indexed(117)),
+            Tone::Gap(3) => s.fg(Color::Indexed(250)),
+            Tone::Gap(4) => s.fg(Color::Indexed(217)),
+            Tone::Gap(5) => s.fg(Color::Indexed(209)),
+            Tone::Gap(_) => s.fg(Color::Indexed(196)).add_modifier(Modifier::BOLD),
+            Tone::NoGap => s.fg(Color::DarkGray).add_modifier(Modifier::DIM),
+            Tone::AuditPending => s.fg(Color::Gray).add_modifier(Modifier::ITALIC),
         }
     }
 }

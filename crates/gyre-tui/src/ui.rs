@@ -15,7 +15,7 @@ use gyre_engine::stats::Totals;
 use super::app::App;
 use super::keys;
 use super::layout::{MIN_SIZE, big_enough};
-use super::overlay::{self, Overlay, centered};
+use super::overlay::centered;
 use super::pane::{Pane, fit, fit_line, sanitize};
 use super::vocab::{Change, Load, Phase};
 use gyre_engine::admit::{jmax_text, priority_text};
@@ -53,16 +53,12 @@ pub fn draw(app: &App, buf: &mut Buffer) {
     match &app.load {
         Load::Loading { phase, done, total } => {
             loading(app, *phase, *done, *total, a.full, buf);
-            if let Overlay::Help(scroll) = app.overlay {
-                overlay::help(&app.theme, scroll, a.full, buf);
-            }
+            overlay(app, buf);
             return;
         }
         Load::Failed(e) => {
             failed(app, e, a.full, buf);
-            if let Overlay::Help(scroll) = app.overlay {
-                overlay::help(&app.theme, scroll, a.full, buf);
-            }
+            overlay(app, buf);
             return;
         }
         Load::Ready => {}
@@ -89,53 +85,13 @@ pub fn draw(app: &App, buf: &mut Buffer) {
         super::pane::why::render(&ctx, path, a.why, buf);
     }
     status(app, a.status, a.hints, buf);
-    match &app.overlay {
-        Overlay::None => {}
-        Overlay::Help(scroll) => overlay::help(&app.theme, *scroll, a.full, buf),
-        Overlay::Search { field, at } => {
-            overlay::search(&ctx, &app.search, field, *at, a.full, buf)
-        }
-        Overlay::Export(p) => {
-            overlay::export(&app.theme, p, app.export_settings(), &app.cwd, a.full, buf)
-        }
-        Overlay::Palette { field, at } => overlay::palette(
-            &app.theme,
-            field,
-            *at,
-            path.map_or(0, |v| v.index.len),
-            a.full,
-            buf,
-        ),
-        Overlay::Priority(e) => overlay::priority(&app.theme, e, a.full, buf),
-        Overlay::Copy(items) => overlay::copy(&app.theme, items, a.full, buf),
-        Overlay::Outside(items) => overlay::outside(&app.theme, items, a.full, buf),
-        Overlay::GoTo(counts) => overlay::goto(&app.theme, counts, a.full, buf),
-        Overlay::Why {
-            request, scroll, ..
-        } => overlay::why(&ctx, *request, *scroll, a.full, buf),
-        Overlay::Compare(at) => super::overlay::compare::render(
-            &ctx,
-            app.comparison().map(|c| &c.diff),
-            (
-                &app.pinned
-                    .as_ref()
-                    .map_or(String::new(), |p| p.label.clone()),
-                &app.export_settings(),
-            ),
-            *at,
-            a.full,
-            buf,
-        ),
-        Overlay::Row(at) => super::overlay::row::render(&ctx, *at, a.full, buf),
-        Overlay::Dashboard(d) => super::overlay::dashboard::render(
-            &ctx,
-            app.breakdown(),
-            app.whatif(),
-            app.whatif_progress,
-            d,
-            a.full,
-            buf,
-        ),
+    overlay(app, buf);
+}
+
+/// Draws the open overlay over the rest (before the data is there only help opens).
+fn overlay(app: &App, buf: &mut Buffer) {
+    if let Some(o) = app.overlay.view() {
+        o.render(&app.overlay_cx(), buf);
     }
 }
 
@@ -360,6 +316,9 @@ fn legend(app: &App) -> Line<'static> {
         spans.push(Span::raw(" "));
     }
     spans.extend(lens_progress(app));
+    if matches!(app.colour, ColorMode::Audit | ColorMode::Gap) && app.audit().is_none() {
+        spans.push(Span::styled(" auditing the trained samples…", t.warn()));
+    }
     spans.push(Span::styled("  (c: next colouring)", t.dim()));
     Line::from(spans)
 }

@@ -17,6 +17,7 @@ use gyre_engine::stats::Totals;
 use gyre_engine::tree::NodeId;
 use gyre_text::TokenText;
 
+use crate::audit::Audited;
 use crate::keys::Command;
 use crate::whatif::WhatIf;
 
@@ -34,6 +35,8 @@ pub struct Selection {
     /// Generation of the batch on screen (a recording read again under `--follow` makes a new
     /// one): indices into executions, requests and tree nodes hold only within one.
     pub batch: u64,
+    /// The trained sample highlighted (an index into the execution's samples).
+    pub sample: Option<u32>,
 }
 
 /// What is being loaded.
@@ -253,6 +256,8 @@ pub enum Action {
     WhatIf(Arc<WhatIf>),
     /// Their progress: done of total.
     WhatIfProgress(usize, usize),
+    /// The audit of a batch's trained samples, worked out in the background.
+    Audited(Arc<Audited>),
 }
 
 /// One match.

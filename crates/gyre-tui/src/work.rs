@@ -1,5 +1,5 @@
 //! Work that [`App::step`](crate::app::App::step) asks for and does not do itself: a re-run of
-//! the engine, the lens and sweep, a search, an export. `step` returns them as [`Task`]s; the
+//! the engine, the lens and sweep, the audit, a search, an export. `step` returns them as [`Task`]s; the
 //! run loop hands each to a worker thread ([`Task::spawn`]), and a test (or an inspector without
 //! workers) runs them in place ([`Task::run`]). Either way what a task finds comes back as
 //! [`Action`]s, so the state changes only in `step`.
@@ -15,6 +15,7 @@ use gyre_engine::load::Batch;
 use gyre_engine::score::AdvantageMode;
 use gyre_engine::stats;
 
+use crate::audit::Audited;
 use crate::search::Query;
 use crate::vocab::{Action, Jobs, Rerun};
 use crate::whatif::WhatIf;
@@ -39,6 +40,13 @@ pub enum Task {
         options: LensOptions,
         /// Report progress (a worker's only: run in place nobody sees it).
         progress: bool,
+    },
+    /// Audit the trained samples of `batch` (with `text`'s turn structure when it has one).
+    Audit {
+        /// The batch on screen.
+        batch: Arc<Batch>,
+        /// The token text on screen.
+        text: gyre_text::TokenText,
     },
     /// Search every execution, reporting hits as they are found.
     Search(Query),
@@ -90,6 +98,9 @@ impl Task {
                     }
                 });
                 report(Action::WhatIf(Arc::new(w)));
+            }
+            Task::Audit { batch, text } => {
+                report(Action::Audited(Arc::new(Audited::compute(batch, &text))));
             }
             Task::Search(q) => q.run(&mut |f| report(Action::Found(f))),
             Task::Export {

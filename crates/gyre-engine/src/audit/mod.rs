@@ -24,6 +24,7 @@ mod mask;
 mod retoken;
 mod twice;
 pub mod weight;
+pub mod verdict;
 
 pub use finding::{Evidence, Finding, Kind, Options, Scope, Source, Turns};
 pub use fork::ForkCost;

@@ -5,6 +5,7 @@
 
 mod audit;
 mod audit_gap;
+mod audit_verdict;
 mod loader;
 mod properties;
 mod recorder;

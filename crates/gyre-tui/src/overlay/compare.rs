@@ -10,8 +10,81 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
 use gyre_engine::diff::Diff;
 use gyre_engine::report::diff_lines;
 
-use super::centered;
+use super::{Ask, Cx, OverlayView, Reads, Reply, centered};
+use crate::keys::Command;
 use crate::pane::{Ctx, fit, wrap};
+use crate::vocab::Effect;
+use gyre_engine::paint::ColorMode;
+
+/// The compare view with the execution chosen in its list (an index into [`listed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompareView(pub usize);
+
+impl OverlayView for CompareView {
+    fn command(&mut self, cx: &Cx, c: Command) -> Reply {
+        let listed = cx.comparison.map(|c| listed(&c.diff)).unwrap_or_default();
+        match c {
+            Command::Compare | Command::Escape => Reply::close(),
+            // The chosen execution opens, its flips coloured, the cursor on its first flip.
+            Command::Enter => {
+                let (Some(cmp), Some(&exec)) = (cx.comparison, listed.get(self.0)) else {
+                    return Reply::stay();
+                };
+                let flip = cx
+                    .ctx
+                    .as_ref()
+                    .and_then(|ctx| first_flip(ctx, &cmp.diff, exec));
+                let go = match flip {
+                    Some((request, pos)) => Effect::Jump { exec, request, pos },
+                    None => Effect::OpenExec(exec),
+                };
+                Reply {
+                    close: true,
+                    asks: vec![Ask::Colour(ColorMode::Flips), Ask::Apply(go)],
+                }
+            }
+            _ => {
+                let last = listed.len().saturating_sub(1);
+                let at = self.0;
+                self.0 = match c {
+                    Command::Up => at.saturating_sub(1),
+                    Command::Down => (at + 1).min(last),
+                    Command::PageUp => at.saturating_sub(10),
+                    Command::PageDown => (at + 10).min(last),
+                    Command::Home => 0,
+                    Command::End => last,
+                    _ => at,
+                };
+                Reply::stay()
+            }
+        }
+    }
+
+    fn sync(&mut self, cx: &Cx) -> bool {
+        // It compares with the pin: a recording read again drops the pin, and the view goes.
+        cx.pinned.is_some()
+    }
+
+    fn reads(&self) -> Reads {
+        Reads {
+            comparison: true,
+            ..Reads::default()
+        }
+    }
+
+    fn render(&self, cx: &Cx, buf: &mut Buffer) {
+        if let Some(ctx) = &cx.ctx {
+            render(
+                ctx,
+                cx.comparison.map(|c| &c.diff),
+                (cx.pinned.unwrap_or(""), &cx.settings),
+                self.0,
+                cx.full,
+                buf,
+            );
+        }
+    }
+}
 
 /// Executions (indices into the batch) the compare view lists, in order.
 pub fn listed(diff: &Diff) -> Vec<usize> {
@@ -33,7 +106,7 @@ pub fn first_flip(ctx: &Ctx, diff: &Diff, exec: usize) -> Option<(u32, u64)> {
 }
 
 /// Draws the compare view with execution `at` of [`listed`] selected.
-pub fn render(
+fn render(
     ctx: &Ctx,
     diff: Option<&Diff>,
     labels: (&str, &str),

@@ -7,10 +7,51 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::text_box;
+use super::{Ask, Cx, Edit, OverlayView, Reply, text_box};
+use crate::keys::Command;
+
+/// The copy menu: what each letter copies.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CopyMenu(pub Vec<CopyItem>);
+
+impl OverlayView for CopyMenu {
+    fn command(&mut self, _cx: &Cx, c: Command) -> Reply {
+        if c == Command::Escape {
+            return Reply::close();
+        }
+        Reply::stay()
+    }
+
+    fn edit(&mut self, _cx: &Cx, e: Edit) -> Reply {
+        let Edit::Char(c) = e else {
+            return Reply::stay();
+        };
+        match self.0.iter().find(|it| it.key == c) {
+            Some(it) => Reply {
+                close: true,
+                asks: vec![
+                    Ask::Clipboard(it.text.clone()),
+                    Ask::Say(crate::copy::said(it)),
+                ],
+            },
+            None => {
+                let keys: String = self.0.iter().map(|it| it.key).collect();
+                Reply::say(format!("{c:?} copies nothing: one of {keys}, or Esc"))
+            }
+        }
+    }
+
+    fn takes_text(&self) -> bool {
+        true
+    }
+
+    fn render(&self, cx: &Cx, buf: &mut Buffer) {
+        copy(cx.theme, &self.0, cx.full, buf);
+    }
+}
 
 /// Draws the copy menu.
-pub fn copy(t: &Theme, items: &[CopyItem], full: Rect, buf: &mut Buffer) {
+fn copy(t: &Theme, items: &[CopyItem], full: Rect, buf: &mut Buffer) {
     // One row per entry, cut to the box (text_box's width less its borders and the letter and
     // name columns): a long command shows its start, the status line names what was copied.
     let inner = (full.width * 7 / 10)

@@ -15,6 +15,7 @@ use ratatui::widgets::{
 
 use gyre_engine::stats::{Breakdown, Example};
 
+use super::{Ask, Cx, OverlayView, Reads, Reply};
 use crate::keys::Command;
 use crate::pane::{Ctx, Effect, fit, sanitize};
 use crate::theme::Theme;
@@ -59,7 +60,7 @@ impl Plot {
 /// Which chart has the keys and which bar each has selected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Dash {
-    /// Index into [`Plot::ALL`].
+    /// Index into the charts (`Plot::ALL`, in Tab order).
     pub chart: usize,
     /// Selected bar per chart.
     pub bar: [usize; 5],
@@ -94,7 +95,7 @@ impl Dash {
     }
 
     /// Keys inside the dashboard: Tab/Shift-Tab choose a chart, ←→ (↑↓) a bar.
-    pub fn command(&mut self, b: &Breakdown, c: Command) {
+    pub fn choose(&mut self, b: &Breakdown, c: Command) {
         let n = counts(b)[self.chart];
         let bar = &mut self.bar[self.chart];
         match c {
@@ -136,6 +137,59 @@ impl Dash {
             },
             Plot::Cost => Go::Jmax(SWEEP_JMAX[at.min(SWEEP_JMAX.len() - 1)]),
             Plot::Rows => Go::Say("nothing here".into()),
+        }
+    }
+}
+
+impl OverlayView for Dash {
+    fn command(&mut self, cx: &Cx, c: Command) -> Reply {
+        match c {
+            Command::Dashboard | Command::Escape => Reply::close(),
+            Command::Enter => {
+                let (Some(ctx), Some(b)) = (&cx.ctx, cx.breakdown) else {
+                    return Reply::stay();
+                };
+                match self.go(ctx, b) {
+                    Go::To(e) => Reply::close_and(Ask::Apply(e)),
+                    Go::Jmax(j) => Reply::close_and(Ask::Jmax(j)),
+                    Go::Say(m) => Reply::say(m),
+                }
+            }
+            _ => {
+                if let Some(b) = cx.breakdown {
+                    self.choose(b, c);
+                }
+                Reply::stay()
+            }
+        }
+    }
+
+    fn sync(&mut self, cx: &Cx) -> bool {
+        if let Some(b) = cx.breakdown {
+            self.fit(b);
+        }
+        true
+    }
+
+    fn reads(&self) -> Reads {
+        Reads {
+            whatif: true,
+            breakdown: true,
+            comparison: false,
+        }
+    }
+
+    fn render(&self, cx: &Cx, buf: &mut Buffer) {
+        if let Some(ctx) = &cx.ctx {
+            render(
+                ctx,
+                cx.breakdown,
+                cx.whatif,
+                cx.whatif_progress,
+                self,
+                cx.full,
+                buf,
+            );
         }
     }
 }
@@ -276,8 +330,7 @@ fn window_start(sel: usize, fits: usize, len: usize) -> usize {
 }
 
 /// Draws the dashboard over the whole screen.
-#[allow(clippy::too_many_arguments)]
-pub fn render(
+fn render(
     ctx: &Ctx,
     b: Option<&Breakdown>,
     whatif: Option<&WhatIf>,

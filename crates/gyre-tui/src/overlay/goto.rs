@@ -4,7 +4,47 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::text_box;
+use super::{Ask, Cx, Edit, OverlayView, Reply, text_box};
+use crate::keys::Command;
+
+/// The go-to menu: each kind with how many requests of it the execution has.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GoToMenu(pub Vec<(Landmark, usize)>);
+
+impl OverlayView for GoToMenu {
+    fn command(&mut self, _cx: &Cx, c: Command) -> Reply {
+        if c == Command::Escape {
+            return Reply::close();
+        }
+        Reply::stay()
+    }
+
+    fn edit(&mut self, _cx: &Cx, e: Edit) -> Reply {
+        let Edit::Char(c) = e else {
+            return Reply::stay();
+        };
+        match Landmark::ALL
+            .into_iter()
+            .find(|l| l.key() == c.to_ascii_lowercase())
+        {
+            Some(kind) => Reply::close_and(Ask::GoTo(kind, !c.is_ascii_uppercase())),
+            None => {
+                let keys: String = Landmark::ALL.iter().map(|l| l.key()).collect();
+                Reply::say(format!(
+                    "{c:?} goes nowhere: one of {keys} (upper case: the previous), or Esc"
+                ))
+            }
+        }
+    }
+
+    fn takes_text(&self) -> bool {
+        true
+    }
+
+    fn render(&self, cx: &Cx, buf: &mut Buffer) {
+        goto(cx.theme, &self.0, cx.full, buf);
+    }
+}
 use crate::pane::tree::Landmark;
 use crate::theme::Theme;
 
@@ -21,7 +61,7 @@ fn what(l: Landmark) -> &'static str {
 }
 
 /// Draws the go-to menu with the count of each kind in the execution.
-pub fn goto(t: &Theme, counts: &[(Landmark, usize)], full: Rect, buf: &mut Buffer) {
+fn goto(t: &Theme, counts: &[(Landmark, usize)], full: Rect, buf: &mut Buffer) {
     let mut lines: Vec<Line<'static>> = counts
         .iter()
         .map(|&(l, n)| {

@@ -9,7 +9,8 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
-use super::{boxed, centered};
+use super::{Cx, OverlayView, Reply, boxed, centered, scroll};
+use crate::keys::Command;
 
 /// The help overlay's box, its two columns (the right one empty when narrow) and whether it is
 /// split.
@@ -119,8 +120,42 @@ pub fn help_max_scroll(t: &Theme, full: Rect) -> u16 {
     lines.saturating_sub(area.height.saturating_sub(2))
 }
 
+/// The help overlay, scrolled this many rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HelpView(pub u16);
+
+impl OverlayView for HelpView {
+    fn command(&mut self, cx: &Cx, c: Command) -> Reply {
+        if matches!(c, Command::Help | Command::Escape) {
+            return Reply::close();
+        }
+        self.0 = scroll(self.0, c, help_max_scroll(cx.theme, cx.full));
+        Reply::stay()
+    }
+
+    fn wheel(&mut self, cx: &Cx, down: bool) -> Reply {
+        let max = help_max_scroll(cx.theme, cx.full);
+        self.0 = if down {
+            self.0.saturating_add(3).min(max)
+        } else {
+            self.0.saturating_sub(3)
+        };
+        Reply::stay()
+    }
+
+    fn sync(&mut self, cx: &Cx) -> bool {
+        // A resize can leave less to scroll.
+        self.0 = self.0.min(help_max_scroll(cx.theme, cx.full));
+        true
+    }
+
+    fn render(&self, cx: &Cx, buf: &mut Buffer) {
+        help(cx.theme, self.0, cx.full, buf);
+    }
+}
+
 /// Draws the help overlay.
-pub fn help(t: &Theme, scroll: u16, full: Rect, buf: &mut Buffer) {
+fn help(t: &Theme, scroll: u16, full: Rect, buf: &mut Buffer) {
     let (area, left, right, two) = help_columns(t, full);
     Clear.render(area, buf);
     let block = boxed(" help · Esc closes · j/k scroll ");

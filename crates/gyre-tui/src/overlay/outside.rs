@@ -4,13 +4,54 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::text_box;
+use super::{Ask, Cx, Edit, OverlayView, Reply, text_box};
+use crate::keys::Command;
+use crate::outside::Outside;
+
+/// The open-outside menu: what each letter opens.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OutsideMenu(pub Vec<OutsideItem>);
+
+impl OverlayView for OutsideMenu {
+    fn command(&mut self, _cx: &Cx, c: Command) -> Reply {
+        if c == Command::Escape {
+            return Reply::close();
+        }
+        Reply::stay()
+    }
+
+    fn edit(&mut self, _cx: &Cx, e: Edit) -> Reply {
+        let Edit::Char(c) = e else {
+            return Reply::stay();
+        };
+        match self.0.iter().find(|it| it.key == c.to_ascii_lowercase()) {
+            Some(it) => Reply::close_and(Ask::Outside(Outside {
+                item: it.clone(),
+                editor: c.is_ascii_uppercase(),
+            })),
+            None => {
+                let keys: String = self.0.iter().map(|it| it.key).collect();
+                Reply::say(format!(
+                    "{c:?} opens nothing: one of {keys} (upper case: the editor), or Esc"
+                ))
+            }
+        }
+    }
+
+    fn takes_text(&self) -> bool {
+        true
+    }
+
+    fn render(&self, cx: &Cx, buf: &mut Buffer) {
+        outside(cx.theme, &self.0, cx.full, buf);
+    }
+}
 use crate::outside::{OutsideItem, program};
 use crate::pane::sanitize;
 use crate::theme::Theme;
 
 /// Draws the open-outside menu, naming the programs the letters run.
-pub fn outside(t: &Theme, items: &[OutsideItem], full: Rect, buf: &mut Buffer) {
+fn outside(t: &Theme, items: &[OutsideItem], full: Rect, buf: &mut Buffer) {
     let env = |k: &str| std::env::var(k).ok();
     let (pager, pvar) = program(false, &env);
     let (editor, evar) = program(true, &env);

@@ -7,10 +7,74 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::{Field, text_box};
+use super::{Ask, Cx, Edit, Field, OverlayView, Reply, text_box};
+use crate::keys::Command;
+
+/// The palette's field and the command chosen in its list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PaletteView {
+    /// The text.
+    pub field: Field,
+    /// The chosen command.
+    pub at: usize,
+}
+
+impl PaletteView {
+    /// The palette holding `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        PaletteView {
+            field: Field::new(text),
+            at: 0,
+        }
+    }
+}
+
+impl OverlayView for PaletteView {
+    fn command(&mut self, _cx: &Cx, c: Command) -> Reply {
+        match c {
+            Command::Escape => Reply::close(),
+            Command::Enter => Reply::close_and(Ask::Palette(crate::palette::parse(
+                &self.field.text,
+                self.at,
+            ))),
+            Command::FocusNext => {
+                if let Some(t) = crate::palette::complete(&self.field.text, self.at) {
+                    self.field.text = t;
+                    self.at = 0;
+                }
+                Reply::stay()
+            }
+            Command::Up | Command::Down => {
+                let last = matches(&self.field.text).len().saturating_sub(1);
+                self.at = if c == Command::Up {
+                    self.at.saturating_sub(1)
+                } else {
+                    (self.at + 1).min(last)
+                };
+                Reply::stay()
+            }
+            _ => Reply::stay(),
+        }
+    }
+
+    fn edit(&mut self, _cx: &Cx, e: Edit) -> Reply {
+        self.field.edit(e);
+        self.at = 0;
+        Reply::stay()
+    }
+
+    fn takes_text(&self) -> bool {
+        true
+    }
+
+    fn render(&self, cx: &Cx, buf: &mut Buffer) {
+        let len = cx.ctx.as_ref().and_then(|c| c.path).map_or(0, |p| p.len);
+        palette(cx.theme, &self.field, self.at, len, cx.full, buf);
+    }
+}
 
 /// Draws the palette: `len` is the length of the path on screen (0: none).
-pub fn palette(t: &Theme, f: &Field, at: usize, len: u64, full: Rect, buf: &mut Buffer) {
+fn palette(t: &Theme, f: &Field, at: usize, len: u64, full: Rect, buf: &mut Buffer) {
     let found = matches(&f.text);
     // Borders, the field, a blank and two lines of keys take 6 rows; the list gets the rest.
     let room = (full.height as usize).saturating_sub(8).max(1);

@@ -6,7 +6,8 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 
-use super::text_box;
+use super::{Ask, Cx, Edit, OverlayView, Reply, text_box};
+use crate::keys::Command;
 
 /// The priority editor: every class, the listed ones first in priority order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,8 +72,46 @@ impl PriorityEditor {
     }
 }
 
+impl OverlayView for PriorityEditor {
+    fn command(&mut self, _cx: &Cx, c: Command) -> Reply {
+        match c {
+            Command::Escape => Reply::close(),
+            Command::Up | Command::Down => {
+                self.cursor(c == Command::Down);
+                Reply::stay()
+            }
+            Command::Enter => Reply::close_and(Ask::Priority(self.priority())),
+            _ => Reply::stay(),
+        }
+    }
+
+    fn edit(&mut self, _cx: &Cx, e: Edit) -> Reply {
+        match e {
+            Edit::Char('k') => self.cursor(false),
+            Edit::Char('j') => self.cursor(true),
+            Edit::Char('K') => self.shift(false),
+            Edit::Char('J') => self.shift(true),
+            Edit::Char(' ' | 'x') => {
+                if let Err(m) = self.toggle() {
+                    return Reply::say(m);
+                }
+            }
+            _ => {}
+        }
+        Reply::stay()
+    }
+
+    fn takes_text(&self) -> bool {
+        true
+    }
+
+    fn render(&self, cx: &Cx, buf: &mut Buffer) {
+        priority(cx.theme, self, cx.full, buf);
+    }
+}
+
 /// Draws the priority editor.
-pub fn priority(t: &Theme, e: &PriorityEditor, full: Rect, buf: &mut Buffer) {
+fn priority(t: &Theme, e: &PriorityEditor, full: Rect, buf: &mut Buffer) {
     let mut lines = vec![
         Line::styled(
             "Classes are drawn from in this order; a dropped class is never drawn.",

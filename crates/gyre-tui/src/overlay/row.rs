@@ -13,10 +13,59 @@ use unicode_width::UnicodeWidthStr;
 use gyre_engine::rows::{self, Row};
 use gyre_engine::score::Outcome;
 
-use super::centered;
+use super::{Ask, Cx, OverlayView, Reply, centered};
 use crate::keys::Command;
 use crate::pane::{Ctx, fit, sanitize};
 use crate::theme::Theme;
+
+/// The row view, its table starting at this response token.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowView(pub u64);
+
+impl OverlayView for RowView {
+    fn command(&mut self, cx: &Cx, c: Command) -> Reply {
+        match c {
+            Command::Row | Command::Escape => Reply::close(),
+            // The replay keys step through the draws, each row from its start.
+            Command::DrawNext | Command::DrawPrev | Command::DrawFirst | Command::DrawLast => {
+                let (n, step) = cx
+                    .ctx
+                    .as_ref()
+                    .map_or((0, 0), |ctx| (ctx.draws(), ctx.sel.step));
+                let k = match c {
+                    Command::DrawNext => (step + 1).min(n),
+                    Command::DrawPrev => step.saturating_sub(1).max(1),
+                    Command::DrawFirst => 1,
+                    _ => n,
+                };
+                self.0 = 0;
+                if n > 0 && k != step {
+                    Reply::stay_and(Ask::Apply(crate::vocab::Effect::Step(k)))
+                } else {
+                    Reply::stay()
+                }
+            }
+            _ => {
+                self.0 = cx
+                    .ctx
+                    .as_ref()
+                    .map_or(0, |ctx| scroll(ctx, cx.full, self.0, c));
+                Reply::stay()
+            }
+        }
+    }
+
+    fn new_results(&mut self) {
+        // Another (shorter) row may be on screen now.
+        self.0 = 0;
+    }
+
+    fn render(&self, cx: &Cx, buf: &mut Buffer) {
+        if let Some(ctx) = &cx.ctx {
+            render(ctx, self.0, cx.full, buf);
+        }
+    }
+}
 
 /// The draw whose row is shown: the replay step, else draw 1.
 pub fn draw_shown(ctx: &Ctx) -> u32 {
@@ -115,7 +164,7 @@ fn page(ctx: &Ctx, full: Rect) -> usize {
 const SUMMARY_LINES: usize = 4;
 
 /// The scroll position after `c` (the first response token of the table, `0..len`).
-pub fn scroll(ctx: &Ctx, full: Rect, at: u64, c: Command) -> u64 {
+fn scroll(ctx: &Ctx, full: Rect, at: u64, c: Command) -> u64 {
     let Some(r) = row(ctx) else { return 0 };
     let len = r.loss_mask.len() as u64;
     if len == 0 {
@@ -162,7 +211,7 @@ pub fn scroll(ctx: &Ctx, full: Rect, at: u64, c: Command) -> u64 {
 }
 
 /// Draws the view with the table starting at response token `at`.
-pub fn render(ctx: &Ctx, at: u64, full: Rect, buf: &mut Buffer) {
+fn render(ctx: &Ctx, at: u64, full: Rect, buf: &mut Buffer) {
     let t = ctx.theme;
     let (area, block) = boxed(ctx, full);
     Clear.render(area, buf);

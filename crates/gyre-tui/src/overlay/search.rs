@@ -7,10 +7,55 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
-use super::{Field, boxed, centered};
+use super::{Ask, Cx, Edit, Field, OverlayView, Reply, boxed, centered};
+use crate::keys::Command;
+
+/// The search field and the result chosen in its list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SearchView {
+    /// The query.
+    pub field: Field,
+    /// The chosen result.
+    pub at: usize,
+}
+
+impl OverlayView for SearchView {
+    fn command(&mut self, cx: &Cx, c: Command) -> Reply {
+        match c {
+            // One Esc closes the field and clears the search.
+            Command::Escape => Reply::close_and(Ask::ClearSearch),
+            Command::Up => {
+                self.at = self.at.saturating_sub(1);
+                Reply::stay()
+            }
+            Command::Down => {
+                self.at = (self.at + 1).min(cx.search.hits.len().saturating_sub(1));
+                Reply::stay()
+            }
+            Command::Enter => Reply::close_and(Ask::OpenHit(self.at)),
+            _ => Reply::stay(),
+        }
+    }
+
+    fn edit(&mut self, _cx: &Cx, e: Edit) -> Reply {
+        self.field.edit(e);
+        self.at = 0;
+        Reply::stay_and(Ask::Search(self.field.text.clone()))
+    }
+
+    fn takes_text(&self) -> bool {
+        true
+    }
+
+    fn render(&self, cx: &Cx, buf: &mut Buffer) {
+        if let Some(ctx) = &cx.ctx {
+            search(ctx, cx.search, &self.field, self.at, cx.full, buf);
+        }
+    }
+}
 
 /// Draws the search field with the results so far.
-pub fn search(ctx: &Ctx, s: &Search, field: &Field, at: usize, full: Rect, buf: &mut Buffer) {
+fn search(ctx: &Ctx, s: &Search, field: &Field, at: usize, full: Rect, buf: &mut Buffer) {
     let t = ctx.theme;
     let width = (full.width * 8 / 10).max(full.width.min(76));
     let height = (full.height * 7 / 10).max(full.height.min(10));

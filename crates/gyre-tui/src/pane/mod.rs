@@ -28,13 +28,15 @@ use unicode_width::UnicodeWidthStr;
 
 use gyre_engine::Results;
 use gyre_engine::admit::Admission;
+use gyre_engine::audit::Audit;
 use gyre_engine::execution::Execution;
 use gyre_engine::lens::Lens;
 use gyre_engine::load::Batch;
-use gyre_engine::paint::{ColorMode, ExecView};
+use gyre_engine::paint::{AuditTones, ColorMode, ExecView};
 use gyre_engine::score::Outcome;
 use gyre_text::TokenText;
 
+use super::audit::ExecAudit;
 use super::keys::Command;
 use super::layout::Areas;
 use super::path::PathIndex;
@@ -149,6 +151,10 @@ pub struct Ctx<'a> {
     pub path: Option<&'a PathIndex>,
     /// The search and its matches.
     pub search: &'a Search,
+    /// The audit of the batch's trained samples, once worked out.
+    pub audit: Option<&'a Audit>,
+    /// The selected execution's samples on its tree with the audit's word on each token.
+    pub exec_audit: Option<&'a ExecAudit>,
 }
 
 impl<'a> Ctx<'a> {
@@ -177,6 +183,7 @@ impl<'a> Ctx<'a> {
                 self.results.settings.jmax,
             )
             .with_pinned(self.pinned.and_then(|p| p.admissions.get(i)))
+            .with_audit(self.exec_audit.map(|a| &a.tokens as &dyn AuditTones))
     }
 
     /// Draws made in the selected execution.

@@ -19,7 +19,7 @@ use gyre_engine::paint::{ColorMode, Tone};
 use gyre_engine::provenance::{Reason, node_reason};
 use gyre_engine::tree::{NodeId, NodeKind};
 
-use super::{Ctx, Effect, Pane, PaneView};
+use super::{Ctx, Effect, Pane, PaneView, sanitize};
 
 /// What a path view was made for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -426,10 +426,11 @@ impl PaneView for TokensPane {
         let v = self.view(ctx.sel);
         let title = match v {
             Some(v) => format!(
-                " Tokens · path of {} · {} tokens · colour: {} · cursor {}/{} ",
+                " Tokens · path of {} · {} tokens · colour: {}{} · cursor {}/{} ",
                 ctx.id(v.key.request),
                 v.index.len,
                 ctx.colour.name(),
+                sample_said(ctx),
                 (v.cursor + 1).min(v.index.len),
                 v.index.len
             ),
@@ -486,6 +487,12 @@ impl PaneView for TokensPane {
                         if is_hit(n, i) {
                             s = t.found(s);
                         }
+                        if let Some(held) = ctx
+                            .exec_audit
+                            .and_then(|a| a.in_sample(exec.tree.nodes[n as usize].start + i))
+                        {
+                            s = t.in_sample(s, held);
+                        }
                         if c.pos == v.cursor {
                             s = t.cursor(s);
                         }
@@ -508,6 +515,16 @@ impl PaneView for TokensPane {
             }
         }
     }
+}
+
+/// ` · sample ID` while a trained sample is highlighted.
+fn sample_said(ctx: &Ctx) -> String {
+    ctx.sel
+        .sample
+        .and_then(|s| ctx.exec().trained.list.get(s as usize))
+        .map_or(String::new(), |s| {
+            format!(" · sample {}", sanitize(&s.record.sample))
+        })
 }
 
 /// Inner width and height of the token pane.

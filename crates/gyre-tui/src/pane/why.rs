@@ -9,10 +9,11 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 use gyre_engine::branches;
 use gyre_engine::execution::TokenIdentity;
 use gyre_engine::lens;
-use gyre_engine::paint::Tone;
+use gyre_engine::paint::{ColorMode, Tone};
 use gyre_engine::provenance::Reason;
 use gyre_engine::record::{Actor, Source};
 use gyre_engine::tree::NodeId;
+use gyre_format::named::Named;
 
 use super::tokens::PathView;
 use super::{Ctx, sanitize};
@@ -108,6 +109,12 @@ pub fn spans(ctx: &Ctx, view: &PathView, pos: u64) -> Vec<Span<'static>> {
     if exec.requests[owner as usize].reconstructed() {
         spans.push(Span::styled(" · reconstructed, not recorded", t.warn()));
     }
+    // Under the audit's colourings its verdict comes first: it is what the colour says.
+    let audit = audit_spans(ctx, n, i);
+    let audit_first = matches!(ctx.colour, ColorMode::Audit | ColorMode::Gap);
+    if audit_first {
+        spans.extend(audit.iter().cloned());
+    }
     spans.push(Span::raw(" · "));
     let rs = t.tone(Tone::of_reason(&reason, Some(step)));
     let mut rtext = reason.to_string();
@@ -124,6 +131,9 @@ pub fn spans(ctx: &Ctx, view: &PathView, pos: u64) -> Vec<Span<'static>> {
         spans.extend(lens_spans(ctx, n, &reason));
         spans.extend(pin_spans(ctx, n));
     }
+    if !audit_first {
+        spans.extend(audit);
+    }
     spans.push(Span::styled(
         format!(" · position {}/{}", pos + 1, path.len),
         t.dim(),
@@ -135,6 +145,51 @@ pub fn spans(ctx: &Ctx, view: &PathView, pos: u64) -> Vec<Span<'static>> {
         ));
     }
     spans
+}
+
+/// What the audit says of token `i` of node `n`: its verdict, the trainer − behaviour gap, how
+/// the highlighted sample holds it, and last (it is long) the finding said of it (kind,
+/// evidence, the engine's sentence). Nothing until the audit is there (or without trained samples).
+fn audit_spans(ctx: &Ctx, n: NodeId, i: u32) -> Vec<Span<'static>> {
+    let (Some(a), Some(all)) = (ctx.exec_audit, ctx.audit) else {
+        return Vec::new();
+    };
+    let t = ctx.theme;
+    let key = ctx.exec().tree.nodes[n as usize].start + i;
+    let v = a.tokens.verdict(key);
+    let mut text = format!(" · audit: {}", v.said());
+    let k = a.tokens.trained(key);
+    if k > 1 {
+        text.push_str(&format!(" (in {k} samples)"));
+    }
+    if let Some(d) = a.tokens.gap(key) {
+        text.push_str(&format!(
+            " · Δ trainer − behaviour {} (ratio {:.2})",
+            format!("{d:+.3}").replace('-', "−"),
+            d.exp()
+        ));
+    }
+    if let Some(s) = ctx.sel.sample {
+        let id = ctx
+            .exec()
+            .trained
+            .list
+            .get(s as usize)
+            .map_or(String::new(), |s| sanitize(&s.record.sample));
+        text.push_str(&match a.in_sample(key) {
+            Some(crate::audit::TRAINED_BY_SAMPLE) => format!(" · sample {id} trains it"),
+            Some(crate::audit::IN_SAMPLE) => format!(" · sample {id} holds it, mask off"),
+            _ => format!(" · not in sample {id}"),
+        });
+    }
+    if let Some(f) = a.tokens.finding(key).and_then(|f| all.findings.get(f)) {
+        text.push_str(&format!(" · {}", f.kind.name()));
+        if let Some(e) = f.evidence {
+            text.push_str(&format!(" ({} evidence)", e.name()));
+        }
+        text.push_str(&format!(": {}", sanitize(&f.detail)));
+    }
+    vec![Span::styled(text, t.tone(v.tone()))]
 }
 
 /// What the lens says of output node `n` whose reason is `reason`: its odds over the seeds,

@@ -148,3 +148,39 @@ pub fn pump_until(
         }
     }
 }
+
+/// A recording and a trainer's samples of it in one gyre/1 file, with planted defects: in
+/// `e1`, sample `b` trains r2's tool result (trained, not sampled) and sample `c` trains r1's
+/// output again (trained twice); sample `a`'s trainer is 1.4 nats less sure of r1's output
+/// token 2 than the sampler was (a gap). `e2`'s one sample is clean.
+pub const AUDITED: &str = concat!(
+    r#"{"kind":"header","format":"gyre/1"}"#,
+    "\n",
+    r#"{"kind":"request","execution":"e1","id":"r1","input":[1,2,3],"output":[4,5,6,7],"logprobs":[-0.1,-0.2,-0.3,-0.4],"spans":[{"end":3,"source":"user"}]}"#,
+    "\n",
+    r#"{"kind":"request","execution":"e1","id":"r2","input":[1,2,3,4,5,6,7,8,9],"output":[10,11,12,13],"logprobs":[-0.5,-0.6,-0.7,-0.8],"spans":[{"end":3,"source":"user"},{"end":7,"source":"assistant"},{"end":9,"source":"tool"}]}"#,
+    "\n",
+    r#"{"kind":"request","execution":"e2","id":"q1","input":[1,2],"output":[20,21,22],"logprobs":[-0.3,-0.3,-0.3],"spans":[{"end":2,"source":"user"}]}"#,
+    "\n",
+    r#"{"kind":"trained","execution":"e1","sample":"a","prompt_len":3,"tokens":[{"request":"r1","start":0,"end":7}],"loss_mask":[1,1,1,1],"trainer_logprobs":[-0.1,-0.2,-1.7,-0.4]}"#,
+    "\n",
+    r#"{"kind":"trained","execution":"e1","sample":"b","prompt_len":7,"tokens":[{"request":"r2","start":0,"end":13}],"loss_mask":[1,1,1,1,1,1]}"#,
+    "\n",
+    r#"{"kind":"trained","execution":"e1","sample":"c","prompt_len":3,"tokens":[{"request":"r1","start":0,"end":7}],"loss_mask":[1,1,1,1]}"#,
+    "\n",
+    r#"{"kind":"trained","execution":"e2","sample":"s","prompt_len":2,"tokens":[{"request":"q1","start":0,"end":5}],"loss_mask":[1,1,1]}"#,
+    "\n",
+);
+
+/// The inspector on [`AUDITED`], at `w`×`h`.
+pub fn audited_app(w: u16, h: u16, color: bool) -> App {
+    let batch =
+        load_bytes("audited.jsonl", AUDITED.as_bytes(), &LoadOptions::default()).expect("loads");
+    App::with_batch(
+        "audited.jsonl",
+        batch,
+        Settings::default(),
+        Theme { color },
+        (w, h),
+    )
+}

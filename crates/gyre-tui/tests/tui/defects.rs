@@ -7,7 +7,7 @@
 use gyre_text::TokenText;
 use gyre_tui::app::{Action, App};
 use gyre_tui::keys::Command;
-use gyre_tui::overlay::Overlay;
+use gyre_tui::overlay::{Overlay, SearchView, WhyView};
 use gyre_tui::pane::Pane;
 
 use crate::common::*;
@@ -34,7 +34,7 @@ fn why_explains_the_candidate_highlighted_in_the_replay_pane() {
     let r = highlight_another_candidate(&mut app);
     cmds(&mut app, &[Command::Why]);
     assert!(
-        matches!(app.overlay, Overlay::Why { request, .. } if request == r),
+        matches!(app.overlay, Overlay::Why(WhyView { request, .. }) if request == r),
         "{:?}, highlighted r{r}",
         app.overlay
     );
@@ -129,7 +129,9 @@ fn the_search_field_starts_empty() {
     let mut app = demo_app(120, 40, false);
     for _ in 0..2 {
         cmds(&mut app, &[Command::Search]);
-        assert!(matches!(&app.overlay, Overlay::Search { field, .. } if field.text.is_empty()));
+        assert!(
+            matches!(&app.overlay, Overlay::Search(SearchView { field, .. }) if field.text.is_empty())
+        );
         for c in "r3".chars() {
             app.step_here(Action::Input(c));
         }

@@ -6,7 +6,7 @@ use gyre_engine::admit::Settings;
 use gyre_engine::load::{LoadOptions, load_bytes};
 use gyre_tui::app::{Action, App, Phase};
 use gyre_tui::keys::Command as C;
-use gyre_tui::overlay::{self, Overlay};
+use gyre_tui::overlay::{self, HelpView, Overlay};
 use gyre_tui::pane::{Effect, Pane};
 use gyre_tui::theme::Theme;
 use ratatui::layout::Rect;
@@ -175,7 +175,7 @@ fn help_works_while_loading_and_only_live_keys_are_hinted() {
     let hints = s.lines().last().unwrap();
     assert_eq!(hints.trim(), "? help  q quit", "{s}");
     cmds(&mut app, &[C::Help]);
-    assert_eq!(app.overlay, Overlay::Help(0));
+    assert_eq!(app.overlay, Overlay::Help(HelpView(0)));
     assert!(screen(&app).contains("help · Esc closes"));
     cmds(&mut app, &[C::Escape]);
     assert_eq!(app.overlay, Overlay::None);
@@ -205,21 +205,24 @@ fn help_scrolls_to_its_last_line_and_no_further() {
     }
     let max = overlay::help_max_scroll(&app.theme, app.areas().full);
     assert!(max > 0, "80x24 cannot show the whole help");
-    assert_eq!(app.overlay, Overlay::Help(max));
+    assert_eq!(app.overlay, Overlay::Help(HelpView(max)));
     assert!(screen(&app).contains("Esc or ? closes this overlay."));
     cmds(&mut app, &[C::Up]);
     assert_eq!(
         app.overlay,
-        Overlay::Help(max - 1),
+        Overlay::Help(HelpView(max - 1)),
         "one key back is one line back"
     );
     app.step_here(Action::Wheel(10, 10, true));
     app.step_here(Action::Wheel(10, 10, true));
-    assert_eq!(app.overlay, Overlay::Help(max));
+    assert_eq!(app.overlay, Overlay::Help(HelpView(max)));
     app.step_here(Action::Resize(200, 60));
     assert_eq!(
         app.overlay,
-        Overlay::Help(overlay::help_max_scroll(&app.theme, app.areas().full))
+        Overlay::Help(HelpView(overlay::help_max_scroll(
+            &app.theme,
+            app.areas().full
+        )))
     );
 }
 

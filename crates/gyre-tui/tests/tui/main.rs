@@ -3,6 +3,7 @@
 // Test helpers may unwrap too: a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
+mod audit;
 mod common;
 mod copy;
 mod defects;

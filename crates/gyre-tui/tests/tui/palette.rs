@@ -3,7 +3,7 @@
 
 use gyre_tui::app::{Action, App};
 use gyre_tui::keys::{BINDINGS, Command};
-use gyre_tui::overlay::Overlay;
+use gyre_tui::overlay::{Overlay, PaletteView};
 use gyre_tui::palette::entries;
 
 use crate::common::*;
@@ -79,7 +79,7 @@ fn tab_completes_and_a_command_runs_as_its_key_would() {
     let mut app = demo_app(120, 40, false);
     palette(&mut app, "jm", &[Command::FocusNext]);
     assert!(
-        matches!(&app.overlay, Overlay::Palette { field, .. } if field.text == "jmax "),
+        matches!(&app.overlay, Overlay::Palette(PaletteView { field, .. }) if field.text == "jmax "),
         "{:?}",
         app.overlay
     );

@@ -4,7 +4,7 @@ use crate::common::*;
 use gyre_engine::provenance::Reason;
 use gyre_tui::app::{Action, Phase};
 use gyre_tui::keys::Command as C;
-use gyre_tui::overlay::Overlay;
+use gyre_tui::overlay::{HelpView, Overlay};
 use gyre_tui::pane::Pane;
 use ratatui::style::{Color, Modifier};
 
@@ -136,7 +136,7 @@ fn live_engine_settings_rerun() {
 fn help_overlay_opens_and_escape_closes() {
     let mut app = demo_app(160, 45, true);
     cmds(&mut app, &[C::Help]);
-    assert_eq!(app.overlay, Overlay::Help(0));
+    assert_eq!(app.overlay, Overlay::Help(HelpView(0)));
     let s = screen(&app);
     insta::assert_snapshot!("help", s);
     // Scrolled to its end, the help has shown every key and every glossary term.

@@ -21,7 +21,7 @@ use gyre_engine::stats;
 use gyre_text::TokenText;
 use gyre_tui::app::{Action, App, settings_change};
 use gyre_tui::keys::{BINDINGS, Command};
-use gyre_tui::overlay::Overlay;
+use gyre_tui::overlay::{CompareView, Overlay, RowView, WhyView};
 use gyre_tui::pane::tree::RequestTree;
 use gyre_tui::path::PathIndex;
 use gyre_tui::theme::Theme;
@@ -132,6 +132,7 @@ fn fixtures() -> &'static [Fixture] {
             fixture("hostile", HOSTILE.as_bytes(), Some(hostile_vocab)),
             fixture("long id", long_id.as_bytes(), None),
             fixture("no executions", b"{\"kind\":\"header\",\"format\":\"gyre/1\"}\n", None),
+            fixture("audited", crate::common::AUDITED.as_bytes(), None),
         ]
     })
 }
@@ -304,13 +305,34 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
             return Err(format!("assessment {i} of {}", exec.assessments.len()));
         }
     }
-    if let Overlay::Why {
+    if let Overlay::Why(WhyView {
         exec: e, request, ..
-    } = app.overlay
+    }) = app.overlay
     {
         if e != sel.exec || request as usize >= exec.requests.len() {
             return Err("why overlay of another execution".into());
         }
+    }
+    if let Some(s) = sel.sample {
+        if s as usize >= exec.trained.list.len() {
+            return Err(format!("sample {s} of {}", exec.trained.list.len()));
+        }
+    }
+    if let Overlay::Audit(v) = &app.overlay {
+        let findings = app.audit().map_or(0, |a| a.findings.len());
+        if v.finding > 0 && v.finding >= findings {
+            return Err(format!("audit view at finding {} of {findings}", v.finding));
+        }
+        if v.sample > 0 && v.sample >= exec.trained.list.len() {
+            return Err(format!("audit view at sample {}", v.sample));
+        }
+    }
+    if app.exec_audit.as_ref().is_some_and(|a| {
+        a.exec == sel.exec
+            && a.batch == sel.batch
+            && a.layout.samples.len() != exec.trained.list.len()
+    }) {
+        return Err("the execution's audit is of other samples".into());
     }
     if !app.areas().order().is_empty() && !app.areas().order().contains(&app.focus) {
         return Err(format!("focus on {:?}, which is not on screen", app.focus));
@@ -321,7 +343,7 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
         }
     }
     match &app.overlay {
-        Overlay::Compare(at) => {
+        Overlay::Compare(CompareView(at)) => {
             let listed = app
                 .comparison()
                 .map_or(0, |c| gyre_tui::overlay::compare::listed(&c.diff).len());
@@ -332,7 +354,7 @@ fn check(app: &App, deep: bool) -> Result<(), String> {
                 return Err("the compare view without a pin".into());
             }
         }
-        Overlay::Row(at) => {
+        Overlay::Row(RowView(at)) => {
             let len = app
                 .ctx()
                 .and_then(|ctx| gyre_tui::overlay::row::row(&ctx))
@@ -415,7 +437,9 @@ fn check_tasks(app: &App, tasks: &[Task]) -> Result<(), String> {
                 }
                 batch
             }
-            Task::WhatIf { batch, .. } | Task::Export { batch, .. } => batch,
+            Task::WhatIf { batch, .. } | Task::Export { batch, .. } | Task::Audit { batch, .. } => {
+                batch
+            }
             Task::Search(_) => continue,
         };
         if !Arc::ptr_eq(batch, &d.batch) {
@@ -802,12 +826,12 @@ fn the_row_view_survives_new_results_under_it() {
     let (b, res) = load(format!("{head}{}{end}", r("r1", (10..200).collect())));
     app.step_here(Action::Processed(b, res));
     cmds(&mut app, &[Command::Row, Command::End]);
-    assert!(matches!(app.overlay, Overlay::Row(at) if at > 0));
+    assert!(matches!(app.overlay, Overlay::Row(RowView(at)) if at > 0));
     let (b, res) = load(format!("{head}{}{end}", r("r1", vec![10, 11])));
     app.step_here(Action::Grown(b, res));
     let _ = screen(&app);
     check(&app, true).unwrap();
-    assert!(matches!(app.overlay, Overlay::Row(0)));
+    assert!(matches!(app.overlay, Overlay::Row(RowView(0))));
 }
 
 /// The dashboard open on the last bar of every chart when `--follow` reads a recording with

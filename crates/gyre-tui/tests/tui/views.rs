@@ -12,7 +12,7 @@ use gyre_engine::load::{LoadOptions, load_bytes};
 use gyre_engine::why::Fate;
 use gyre_tui::app::{Action, App, Jobs, Load, Phase};
 use gyre_tui::keys::Command as C;
-use gyre_tui::overlay::Overlay;
+use gyre_tui::overlay::{Overlay, WhyView};
 use gyre_tui::pane::Pane;
 use gyre_tui::pane::replay::Mode;
 use gyre_tui::theme::Theme;
@@ -58,7 +58,7 @@ fn why_overlay_explains_a_request_that_lost_every_draw() {
     app.apply(gyre_tui::pane::Effect::SelectRequest(r7));
     app.focus = Pane::Tree;
     cmds(&mut app, &[C::Why]);
-    assert!(matches!(app.overlay, Overlay::Why { request, .. } if request == r7));
+    assert!(matches!(app.overlay, Overlay::Why(WhyView { request, .. }) if request == r7));
     let s = screen(&app);
     assert!(s.contains("why was r7 (not) drawn?"), "{s}");
     assert!(s.contains("Fate of r7: j_max"), "{s}");
@@ -73,7 +73,7 @@ fn why_overlay_explains_a_request_that_lost_every_draw() {
     // From the token pane, `y` explains the request whose output is under the cursor.
     app.focus = Pane::Tokens;
     cmds(&mut app, &[C::End, C::Why]);
-    assert!(matches!(app.overlay, Overlay::Why { request, .. } if request == r7));
+    assert!(matches!(app.overlay, Overlay::Why(WhyView { request, .. }) if request == r7));
     let d = app.data.as_ref().unwrap();
     let e = &d.batch.executions[app.sel.exec];
     let w = gyre_engine::why::why(e, &d.results.outcomes[0], &d.results.admissions[0], r7);

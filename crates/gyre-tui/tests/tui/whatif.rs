@@ -10,7 +10,7 @@ use gyre_engine::rows;
 use gyre_engine::stats::{self, breakdown};
 use gyre_tui::app::{App, Jobs};
 use gyre_tui::keys::Command as C;
-use gyre_tui::overlay::Overlay;
+use gyre_tui::overlay::{CompareView, Overlay, RowView};
 use gyre_tui::pane::Effect;
 use gyre_tui::whatif::SWEEP_JMAX;
 
@@ -107,7 +107,7 @@ fn a_pin_compares_settings_and_colours_the_flips() {
             C::Compare,
         ],
     );
-    assert_eq!(app.overlay, Overlay::Compare(0));
+    assert_eq!(app.overlay, Overlay::Compare(CompareView(0)));
     let s = screen(&app);
     assert!(s.contains("A: seed 0 · J_max 5"), "{s}");
     assert!(s.contains("B: seed 0 · J_max 1"), "{s}");
@@ -180,7 +180,7 @@ fn the_row_view_shows_the_exported_row() {
     // [ and ] show the other draws' rows.
     cmds(&mut app, &[C::DrawPrev]);
     assert_eq!(app.sel.step, 1);
-    assert!(matches!(app.overlay, Overlay::Row(0)));
+    assert!(matches!(app.overlay, Overlay::Row(RowView(0))));
     let s = screen(&app);
     assert!(s.contains("draw 1/"), "{s}");
     cmds(&mut app, &[C::Row]);
