@@ -13,6 +13,7 @@ mod proxy;
 #[path = "../../crates/gyre-tui/tests/tui/common.rs"]
 mod tui_common;
 
+mod audit;
 mod audit_against;
 mod cli_edges;
 mod cli_errors;

@@ -166,12 +166,15 @@ fn drift(scope: &Scope, through: &[u32]) -> Vec<Finding> {
             continue;
         }
         let depth = tree.depth_tokens(node) - (n.len - index - 1) as u64;
-        let remainder = path_from(exec, q, depth);
+        let mut remainder = path_from(exec, q, depth);
+        let ids = layout.ids(exec, s);
+        let rest = &ids[p..];
+        // A sample may end before the recorded path does (a sample of an early turn): it is
+        // compared with as much of the path as it holds.
+        remainder.truncate(rest.len());
         if remainder.is_empty() {
             continue;
         }
-        let ids = layout.ids(exec, s);
-        let rest = &ids[p..];
         if !continues(rest, &remainder) {
             continue;
         }
