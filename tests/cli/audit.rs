@@ -114,7 +114,7 @@ fn a_finding_names_its_sample_and_range_and_the_command_that_shows_it() {
         assert!(json[key].is_u64(), "{key}");
     }
     assert_eq!(json["trained_tokens"], 12);
-    assert_eq!(json["by_kind"].as_object().unwrap().len(), 7);
+    assert_eq!(json["by_kind"].as_object().unwrap().len(), 8);
     assert_eq!(json["by_kind"]["trained_twice"], 1);
     assert_eq!(json["duplication"]["factor"], 1.5);
     let f = &json["findings"][0];

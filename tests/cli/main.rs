@@ -15,6 +15,7 @@ mod tui_common;
 
 mod audit;
 mod audit_plants;
+mod audit_against;
 mod cli_edges;
 mod cli_errors;
 mod diff;

@@ -42,6 +42,7 @@ pub fn trained_twice(scope: &Scope) -> (Vec<Finding>, Trained) {
         for (start, end, other) in again {
             let mut f = Finding::new(Kind::TrainedTwice, scope.index, Some(s as u32), start, end);
             f.other = Some(other);
+            f.request = layout.output(exec, keys[start as usize]).map(|(r, _)| r);
             f.value = Some(f64::from(end - start));
             let earlier = &exec.trained.list[other as usize].record.sample;
             f.detail = if other as usize == s {
