@@ -244,7 +244,7 @@ pub fn stretch(a: &[u32], b: &[u32]) -> (usize, bool) {
     const GRAM: usize = 4;
     const WINDOW: usize = 1 << 16;
     let b = &b[..b.len().min(WINDOW)];
-    let mut grams: std::collections::HashMap<&[u32], usize> = std::collections::HashMap::new();
+    let mut grams: rustc_hash::FxHashMap<&[u32], usize> = Default::default();
     for (j, w) in b.windows(GRAM).enumerate() {
         grams.entry(w).or_insert(j);
     }

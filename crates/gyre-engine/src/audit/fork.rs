@@ -3,7 +3,7 @@
 //! the template rewrote, e.g. past `<think>` stripped). Each sample is compared with the
 //! earlier sample sharing its longest prefix, which a trie over the samples' keys gives.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::finding::{Finding, Kind, Scope, ids_text, stretch};
 use super::layout::Key;
@@ -33,7 +33,7 @@ pub fn false_fork(scope: &Scope) -> (Vec<Finding>, ForkCost, ForkCost) {
     let apart = scope.recorded_apart();
     let mut recorded = ForkCost::default();
     let (exec, layout) = (scope.exec, scope.layout);
-    let mut children: HashMap<(u32, Key), u32> = HashMap::new();
+    let mut children: HashMap<(u32, Key), u32> = HashMap::default();
     let mut nodes = vec![TrieNode {
         first_child_owner: NONE,
     }];

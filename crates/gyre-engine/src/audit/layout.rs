@@ -9,7 +9,7 @@
 //! the rest of the sample goes into an overlay trie keyed by (parent key, id), so two samples
 //! that left the tree the same way share keys.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gyre_format::trained::Piece;
 
@@ -73,7 +73,7 @@ impl Layout {
             node_of,
             overlay_ids: Vec::new(),
         };
-        let mut overlay: HashMap<(Key, u32), Key> = HashMap::new();
+        let mut overlay: HashMap<(Key, u32), Key> = HashMap::default();
         for s in &exec.trained.list {
             let sample = layout.lay(exec, s, &mut overlay);
             layout.samples.push(sample);

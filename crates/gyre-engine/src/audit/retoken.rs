@@ -4,7 +4,7 @@
 //! ids leave the recorded tree where the recording goes on (drift between the recording and
 //! the trainer's row). A context that starts afresh fails the continuation test.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::finding::{Finding, Kind, Scope, ids_text, stretch};
 use super::layout::Key;
@@ -18,7 +18,8 @@ pub fn continues(rest: &[u32], remainder: &[u32]) -> bool {
     if 2 * rest.len() < remainder.len() {
         return false;
     }
-    let mut left: HashMap<u32, u32> = HashMap::with_capacity(remainder.len());
+    let mut left: HashMap<u32, u32> =
+        HashMap::with_capacity_and_hasher(remainder.len(), Default::default());
     for &t in remainder {
         *left.entry(t).or_default() += 1;
     }
