@@ -14,8 +14,8 @@ mod proxy;
 mod tui_common;
 
 mod audit;
-mod audit_plants;
 mod audit_against;
+mod audit_plants;
 mod cli_edges;
 mod cli_errors;
 mod diff;

@@ -23,8 +23,8 @@ pub mod layout;
 mod mask;
 mod retoken;
 mod twice;
-pub mod weight;
 pub mod verdict;
+pub mod weight;
 
 pub use finding::{Evidence, Finding, Kind, Options, Scope, Source, Turns};
 pub use fork::ForkCost;

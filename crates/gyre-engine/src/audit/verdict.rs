@@ -34,14 +34,15 @@ pub enum Verdict {
 
 impl Verdict {
     /// The verdict a finding of `kind` gives the tokens it covers (`None`: the kind judges no
-    /// token's verdict: the gap has its own colouring, the weight spread is per execution).
+    /// token's verdict: the gap has its own colouring, the weight spread is per execution, and
+    /// a behaviour mismatch compares the dump with a recording apart, `--against`).
     pub fn of_kind(kind: Kind) -> Option<Verdict> {
         match kind {
             Kind::TrainedNotSampled => Some(Verdict::TrainedNotSampled),
             Kind::SampledNotTrained => Some(Verdict::SampledNotTrained),
             Kind::TrainedTwice => Some(Verdict::TrainedTwice),
             Kind::FalseFork | Kind::Retokenized => Some(Verdict::Forked),
-            Kind::LogprobGap | Kind::WeightSpread => None,
+            Kind::LogprobGap | Kind::WeightSpread | Kind::BehaviourMismatch => None,
         }
     }
 
