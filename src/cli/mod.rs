@@ -53,8 +53,11 @@ turn, template scaffolding; the evidence is the recording's spans, the tokenizer
 missing or 0.0 behaviour log-prob), sampled_not_trained (a policy token no sample trains, with
 the reason), trained_twice (a token trained in two samples), false_fork (samples parting inside
 an earlier output or at a re-rendered turn), retokenized (a context rewriting what the previous
-call saw or sampled). Each finding names the execution, the sample, the token range and a
-`gyre show` command that displays it. docs/audit.md says what each kind means.
+call saw or sampled), logprob_gap (trainer − behaviour log-prob beyond the bound, mask-on tokens
+only), weight_spread (executions weighing unequally under the trainer's loss aggregation) and,
+with --against, behaviour_mismatch (a dump's behaviour log-prob differing from the server's).
+Each finding names the execution, the sample, the token range and a `gyre show` command that
+displays it. docs/audit.md says what each kind means.
 
 Exit codes: 0 clean, 1 findings (a CI gate on a trainer's dump), 2 invalid input or usage.";
 
