@@ -523,7 +523,7 @@ mod tests {
         let whole = load_all(&files);
         let settings = Settings::default();
         let mode = AdvantageMode::DrGrpo;
-        let expected = rows(&whole, &crate::process(&whole, &settings, mode));
+        let expected = rows(&whole, &crate::process::process(&whole, &settings, mode));
         let dir = tempfile::tempdir().unwrap();
         let paths: Vec<_> = files
             .iter()
