@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::error::{bad, diag};
+use super::{Job, Progress};
 use gyre_format::input::Diagnostic;
 
 /// The longest line (or JSON document) read by default, in bytes: far above any real log line
@@ -230,6 +231,71 @@ pub fn json_reason(e: &serde_json::Error, text: &str) -> String {
         }
     }
     format!("malformed JSON: {msg} (column {})", e.column())
+}
+
+/// Reads the JSON Lines file `path` value by value: a line that cannot be read or is not JSON is
+/// a problem at its line and reading goes on; blank lines are skipped; progress is reported every
+/// 16 lines as bytes of `total` are read. `each` gets the job, the line number and each value
+/// (a line may hold several, `{…}{…}`).
+pub fn json_values(
+    path: &Path,
+    counter: &Counter,
+    total: u64,
+    job: &mut Job,
+    each: &mut dyn FnMut(&mut Job, u64, Value) -> eyre::Result<()>,
+) -> eyre::Result<()> {
+    let mut lines = Lines::open(path, counter)?;
+    while let Some(line) = lines.next_line() {
+        let (n, text) = match line {
+            Ok(l) => l,
+            Err(d) => {
+                job.log.problem(d);
+                continue;
+            }
+        };
+        if n % 16 == 0 {
+            (job.progress)(Progress::Reading {
+                done: counter.get(),
+                total,
+            });
+        }
+        if text.trim().is_empty() {
+            continue;
+        }
+        let (values, err) = line_values(text);
+        if let Some(e) = err {
+            job.log.problem(diag(path, n, e, None));
+            continue;
+        }
+        for v in values {
+            each(job, n, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`json_values`], each value read as `T`: a value of the wrong shape is a problem at its line,
+/// with the field path.
+pub fn typed_values<T: DeserializeOwned>(
+    path: &Path,
+    counter: &Counter,
+    total: u64,
+    job: &mut Job,
+    each: &mut dyn FnMut(&mut Job, u64, T) -> eyre::Result<()>,
+) -> eyre::Result<()> {
+    json_values(
+        path,
+        counter,
+        total,
+        job,
+        &mut |job, n, v| match typed(&v) {
+            Ok(t) => each(job, n, t),
+            Err((msg, field)) => {
+                job.log.problem(diag(path, n, msg, Some(&field)));
+                Ok(())
+            }
+        },
+    )
 }
 
 /// Deserialises `value` into `T`; on failure the message and the JSON path of the field at fault

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::error::{bad, diag};
-use super::input::{Counter, Lines, file_name, line_values, typed};
+use super::input::{Counter, file_name, typed_values};
 use super::session::{self, Closure};
 use super::sniff::{Fit, Probe, Shape};
 use super::write::{
@@ -238,70 +238,40 @@ impl Importer for NemoRl {
             // Groups are per file (one step's batch): prompt tokens → group number.
             let mut groups: HashMap<Vec<u32>, usize> = HashMap::new();
             let mut index = 0u64;
-            let mut lines = Lines::open(path, &counter)?;
-            while let Some(line) = lines.next_line() {
-                let (n, text) = match line {
-                    Ok(l) => l,
-                    Err(d) => {
-                        job.log.problem(d);
-                        continue;
+            typed_values(path, &counter, total, job, &mut |job, n, row: Row| {
+                let len = match check(&row) {
+                    Ok(len) => len,
+                    Err((msg, field)) => {
+                        job.log.problem(diag(path, n, msg, Some(field)));
+                        return Ok(());
                     }
                 };
-                if n % 16 == 0 {
-                    (job.progress)(Progress::Reading {
-                        done: counter.get(),
-                        total,
-                    });
+                let mask = &row.token_loss_mask[0][..len];
+                let prompt_len = mask.iter().position(|&m| m == 1.0).unwrap_or(len);
+                let next = groups.len();
+                let g = *groups
+                    .entry(row.token_ids[0][..prompt_len].to_vec())
+                    .or_insert(next);
+                let id = row.idx.unwrap_or(index);
+                rows += 1;
+                padded += u64::from(row.token_ids[0].len() > len);
+                if !job.log.has_problems() {
+                    emit(
+                        job,
+                        Checked {
+                            file: path.clone(),
+                            line: n,
+                            index,
+                            step,
+                            execution: format!("{name}:{id}"),
+                            group: format!("{name}:prompt{}", g + 1),
+                            row,
+                        },
+                    )?;
                 }
-                if text.trim().is_empty() {
-                    continue;
-                }
-                let (values, err) = line_values(text);
-                if let Some(e) = err {
-                    job.log.problem(diag(path, n, e, None));
-                    continue;
-                }
-                for v in values {
-                    let row: Row = match typed(&v) {
-                        Ok(r) => r,
-                        Err((msg, field)) => {
-                            job.log.problem(diag(path, n, msg, Some(&field)));
-                            continue;
-                        }
-                    };
-                    let len = match check(&row) {
-                        Ok(len) => len,
-                        Err((msg, field)) => {
-                            job.log.problem(diag(path, n, msg, Some(field)));
-                            continue;
-                        }
-                    };
-                    let mask = &row.token_loss_mask[0][..len];
-                    let prompt_len = mask.iter().position(|&m| m == 1.0).unwrap_or(len);
-                    let next = groups.len();
-                    let g = *groups
-                        .entry(row.token_ids[0][..prompt_len].to_vec())
-                        .or_insert(next);
-                    let id = row.idx.unwrap_or(index);
-                    rows += 1;
-                    padded += u64::from(row.token_ids[0].len() > len);
-                    if !job.log.has_problems() {
-                        emit(
-                            job,
-                            Checked {
-                                file: path.clone(),
-                                line: n,
-                                index,
-                                step,
-                                execution: format!("{name}:{id}"),
-                                group: format!("{name}:prompt{}", g + 1),
-                                row,
-                            },
-                        )?;
-                    }
-                    index += 1;
-                }
-            }
+                index += 1;
+                Ok(())
+            })?;
         }
         (job.progress)(Progress::Reading { done: total, total });
         if rows > 0 {

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use super::dump::{Advantage, Aux, Label, Row, Rows};
 use super::error::{bad, diag};
-use super::input::{Counter, Lines, line_values, typed};
+use super::input::{Counter, Lines, typed_values};
 use super::session::{self, Closure};
 use super::sniff::{Fit, Probe, Shape};
 use super::write::{LossAgg, Trainer};
@@ -542,7 +542,7 @@ impl Importer for PrimeRl {
                 continue;
             };
             let mut index = 0u64;
-            typed_lines(path, &counter, total, job, &mut |job, n, ep: Episode| {
+            typed_values(path, &counter, total, job, &mut |job, n, ep: Episode| {
                 let at = Place {
                     file: path,
                     line: n,
@@ -712,47 +712,6 @@ fn first_verifiers_version(path: &Path) -> Option<String> {
     Some(head.traces.into_iter().next()?.verifiers?.version)
 }
 
-/// Reads a JSON Lines file value by value into `T`: a line that cannot be read, malformed JSON
-/// and a value of the wrong shape are problems at their line (with the field path); `each`
-/// gets the line number and each value read.
-fn typed_lines<T: serde::de::DeserializeOwned>(
-    path: &Path,
-    counter: &Counter,
-    total: u64,
-    job: &mut Job,
-    each: &mut dyn FnMut(&mut Job, u64, T) -> Result<()>,
-) -> Result<()> {
-    let mut lines = Lines::open(path, counter)?;
-    while let Some(line) = lines.next_line() {
-        let (n, text) = match line {
-            Ok(l) => l,
-            Err(d) => {
-                job.log.problem(d);
-                continue;
-            }
-        };
-        (job.progress)(Progress::Reading {
-            done: counter.get(),
-            total,
-        });
-        if text.trim().is_empty() {
-            continue;
-        }
-        let (values, err) = line_values(text);
-        if let Some(e) = err {
-            job.log.problem(diag(path, n, e, None));
-            continue;
-        }
-        for v in values {
-            match typed(&v) {
-                Ok(t) => each(job, n, t)?,
-                Err((msg, field)) => job.log.problem(diag(path, n, msg, Some(&field))),
-            }
-        }
-    }
-    Ok(())
-}
-
 fn read_exports(
     files: &[File],
     job: &mut Job,
@@ -765,7 +724,7 @@ fn read_exports(
             continue;
         };
         let mut index = 0;
-        typed_lines(path, counter, total, job, &mut |job, n, row: Export| {
+        typed_values(path, counter, total, job, &mut |job, n, row: Export| {
             if let Err((msg, field)) = row.check() {
                 job.log.problem(diag(path, n, msg, Some(field)));
                 return Ok(());

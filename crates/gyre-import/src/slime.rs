@@ -133,16 +133,7 @@ impl Importer for Slime {
     }
 
     fn files(&self, inputs: &[PathBuf]) -> Vec<PathBuf> {
-        inputs
-            .iter()
-            .flat_map(|p| {
-                if p.is_dir() {
-                    dump_files(p)
-                } else {
-                    vec![p.clone()]
-                }
-            })
-            .collect()
+        dump::files(inputs, dump_files)
     }
 
     fn read(

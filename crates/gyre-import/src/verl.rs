@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::error::{bad, diag};
-use super::input::{Counter, Lines, file_name, line_values, typed};
+use super::input::{Counter, file_name, typed_values};
 use super::session::{self, Closure};
 use super::sniff::{Fit, Probe, Shape};
 use super::write::{At, ExecutionOut, RequestOut, SpanOut};
@@ -166,79 +166,45 @@ impl Importer for Verl {
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut rows = 0u64;
         for path in &files {
-            let mut lines = Lines::open(path, &counter)?;
-            while let Some(line) = lines.next_line() {
-                let (n, text) = match line {
-                    Ok(l) => l,
-                    Err(d) => {
-                        job.log.problem(d);
-                        continue;
+            typed_values(path, &counter, total, job, &mut |job, n, row: Row| {
+                if let Some(s) = &row.score {
+                    if !s.is_number() && !s.is_null() {
+                        job.log
+                            .problem(diag(path, n, "the score is not a number", Some("score")));
+                        return Ok(());
                     }
-                };
-                if n % 16 == 0 {
-                    (job.progress)(Progress::Reading {
-                        done: counter.get(),
-                        total,
+                }
+                let base = format!("{}:{n}", file_name(path));
+                let k = ids.entry(base.clone()).or_default();
+                *k += 1;
+                let execution = if *k > 1 { format!("{base}-{k}") } else { base };
+                let step = row.step.as_ref().map_or("?".to_owned(), Value::to_string);
+                let prompt = row
+                    .rest
+                    .get("uid")
+                    .and_then(Value::as_str)
+                    .and_then(uid_prompt)
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| {
+                        let mut h = DefaultHasher::new();
+                        row.input.hash(&mut h);
+                        format!("{:016x}", h.finish())
                     });
+                rows += 1;
+                if !job.log.has_problems() {
+                    emit(
+                        job,
+                        Checked {
+                            file: path.clone(),
+                            line: n,
+                            execution,
+                            group: format!("step {step} prompt {prompt}"),
+                            row,
+                        },
+                    )?;
                 }
-                if text.trim().is_empty() {
-                    continue;
-                }
-                let (values, err) = line_values(text);
-                if let Some(e) = err {
-                    job.log.problem(diag(path, n, e, None));
-                    continue;
-                }
-                for v in values {
-                    let row: Row = match typed(&v) {
-                        Ok(r) => r,
-                        Err((msg, field)) => {
-                            job.log.problem(diag(path, n, msg, Some(&field)));
-                            continue;
-                        }
-                    };
-                    if let Some(s) = &row.score {
-                        if !s.is_number() && !s.is_null() {
-                            job.log.problem(diag(
-                                path,
-                                n,
-                                "the score is not a number",
-                                Some("score"),
-                            ));
-                            continue;
-                        }
-                    }
-                    let base = format!("{}:{n}", file_name(path));
-                    let k = ids.entry(base.clone()).or_default();
-                    *k += 1;
-                    let execution = if *k > 1 { format!("{base}-{k}") } else { base };
-                    let step = row.step.as_ref().map_or("?".to_owned(), Value::to_string);
-                    let prompt = row
-                        .rest
-                        .get("uid")
-                        .and_then(Value::as_str)
-                        .and_then(uid_prompt)
-                        .map(str::to_owned)
-                        .unwrap_or_else(|| {
-                            let mut h = DefaultHasher::new();
-                            row.input.hash(&mut h);
-                            format!("{:016x}", h.finish())
-                        });
-                    rows += 1;
-                    if !job.log.has_problems() {
-                        emit(
-                            job,
-                            Checked {
-                                file: path.clone(),
-                                line: n,
-                                execution,
-                                group: format!("step {step} prompt {prompt}"),
-                                row,
-                            },
-                        )?;
-                    }
-                }
-            }
+                Ok(())
+            })?;
         }
         (job.progress)(Progress::Reading { done: total, total });
         if rows > 0 {

@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 use super::convo::Turn;
 use super::error::diag;
-use super::input::{Counter, Lines, file_name, line_values, typed};
+use super::input::{Counter, file_name, json_values, typed};
 use super::openai::ChatMessage;
 use super::sniff::{Fit, Probe, Shape};
 use super::write::{At, ClosureOut, RequestOut, ToolCallOut, spans_out};
@@ -205,39 +205,16 @@ impl Importer for Vllm {
         let mut counts: HashMap<String, usize> = HashMap::new();
         let mut calls = 0u64;
         for path in inputs {
-            let mut lines = Lines::open(path, &counter)?;
-            while let Some(line) = lines.next_line() {
-                let (n, text) = match line {
-                    Ok(l) => l,
-                    Err(d) => {
-                        job.log.problem(d);
-                        continue;
-                    }
-                };
-                if n % 16 == 0 {
-                    (job.progress)(Progress::Reading {
-                        done: counter.get(),
-                        total,
-                    });
-                }
-                if text.trim().is_empty() {
-                    continue;
-                }
-                let (values, err) = line_values(text);
-                if let Some(e) = err {
-                    job.log.problem(diag(path, n, e, None));
-                    continue;
-                }
-                for v in values {
-                    if let Some(item) = read_value(path, n, v, &mut counts, job) {
-                        calls += u64::from(matches!(item, Traffic::Call(_)));
-                        // Nothing is written once the input is known to be bad.
-                        if !job.log.has_problems() {
-                            emit(job, item)?;
-                        }
+            json_values(path, &counter, total, job, &mut |job, n, v| {
+                if let Some(item) = read_value(path, n, v, &mut counts, job) {
+                    calls += u64::from(matches!(item, Traffic::Call(_)));
+                    // Nothing is written once the input is known to be bad.
+                    if !job.log.has_problems() {
+                        emit(job, item)?;
                     }
                 }
-            }
+                Ok(())
+            })?;
         }
         (job.progress)(Progress::Reading { done: total, total });
         if calls == 0 && !job.log.has_problems() {

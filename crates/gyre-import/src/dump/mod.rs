@@ -14,6 +14,7 @@ mod write;
 pub use write::Rows;
 
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 
 use gyre_engine::record::Source;
 use serde_json::{Map, Value};
@@ -156,6 +157,21 @@ impl Row {
         }
         Ok(())
     }
+}
+
+/// The dump files the inputs name: a folder stands for the files `listing` finds in it, a file
+/// for itself (in the order given).
+pub fn files(inputs: &[PathBuf], listing: fn(&Path) -> Vec<PathBuf>) -> Vec<PathBuf> {
+    inputs
+        .iter()
+        .flat_map(|p| {
+            if p.is_dir() {
+                listing(p)
+            } else {
+                vec![p.clone()]
+            }
+        })
+        .collect()
 }
 
 /// Token ids from a dump's integers: each must fit gyre/1's ids (0 to 2^32 − 1).
