@@ -18,6 +18,7 @@ use gyre_engine::load::Batch;
 use gyre_engine::paint::PathView;
 use gyre_format::named::Named;
 use gyre_format::note::plural;
+use gyre_format::sanitize::shell_word;
 use gyre_text::turns::ChatMl;
 use gyre_text::{TokenText, sanitize};
 
@@ -274,18 +275,6 @@ fn finding_json(
         }
     }
     v
-}
-
-/// A word as a POSIX shell reads it back: bare when it is plain, else single-quoted.
-fn shell_word(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c));
-    if plain {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 /// The `gyre show` command that displays finding `f`: the sample's tokens around the range,

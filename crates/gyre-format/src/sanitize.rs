@@ -91,6 +91,34 @@ fn name_of(c: char) -> Option<&'static str> {
     })
 }
 
+/// `s` as one shell word (bash, zsh, POSIX sh 2024): as it is when it holds only safe
+/// characters, else single-quoted, and `$'…'` with `\xHH`/`\uHHHH` escapes when it holds a
+/// control character, which a quoted word would carry raw to the terminal and which
+/// [`sanitize`] would turn into a picture the shell no longer reads as the id.
+pub fn shell_word(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:,=+@%".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        return s.to_string();
+    }
+    if !s.chars().any(char::is_control) {
+        return format!("'{}'", s.replace('\'', r"'\''"));
+    }
+    let mut out = String::from("$'");
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str(r"\\"),
+            '\'' => out.push_str(r"\'"),
+            c if c.is_control() && (c as u32) < 0x80 => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// Writes `value` as pretty-printed JSON that is safe on a terminal without changing any value:
 /// characters [`sanitize`] would replace are written as `\u` escapes (serde_json escapes only
 /// C0 controls, leaving DEL, C1 controls and invisible characters raw).
@@ -203,6 +231,27 @@ fn push_visible(out: &mut String, c: char) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_word_reads_back_as_the_id_with_no_raw_control_character() {
+        for id in [
+            "e7",
+            "my run",
+            "it's",
+            "\u{1b}]0;pwned\u{7}\u{1b}[31mX",
+            "a\\b'c\nd\u{85}",
+        ] {
+            let word = shell_word(id);
+            assert!(!word.chars().any(char::is_control), "{word:?}");
+            let out = std::process::Command::new("bash")
+                .args(["-c", &format!("printf %s {word}")])
+                .output()
+                .expect("bash runs");
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), id, "{word}");
+        }
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word("\u{1b}[2J"), r"$'\x1b[2J'");
+    }
 
     #[test]
     fn plain_text_is_borrowed() {

@@ -107,16 +107,7 @@ fn settings_flags(s: &Settings) -> Vec<String> {
     out
 }
 
-/// `s` as one POSIX shell word: as it is when it holds only safe characters, else in single
-/// quotes.
-pub fn shell_word(s: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:,=+@%".contains(c);
-    if !s.is_empty() && s.chars().all(safe) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
+pub use gyre_format::sanitize::shell_word;
 
 /// The status line after a copy: what, how long, and its start.
 pub fn said(item: &CopyItem) -> String {
