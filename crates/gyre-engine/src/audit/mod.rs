@@ -282,11 +282,12 @@ pub fn audit_with_progress(
     }
     if unclassified > 0 {
         let how = if turns.is_some() {
-            "the tokenizer's turns put them inside assistant turns and they carry behaviour \
-             log-probs"
+            "the tokenizer's turns do not place them outside an assistant turn, and their \
+             behaviour log-probs (present and non-zero, or absent from the whole sample) do not \
+             tell"
         } else {
-            "no tokenizer is known for their turn structure (--tokenizer) and they carry \
-             behaviour log-probs"
+            "no tokenizer is known for their turn structure (--tokenizer), and their behaviour \
+             log-probs (present and non-zero, or absent from the whole sample) do not tell"
         };
         notes.push(format!(
             "{} mask-on {} off the recorded tree could not be judged sampled or not: {how}",
