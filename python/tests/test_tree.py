@@ -1,7 +1,8 @@
 """gyre.trainers.tree: tree packs give a causal LM the same target log-probs, step loss and parameter
 gradient as flat rows (a Qwen3-architecture transformers model, random weights, fp32, CPU), over
-`gyre synth` batches and real Claude Code imports at J_max 1, 5 and uncapped (among them a session
-with a sub-agent and one with a compaction and a resumed session); the layout (every
+`gyre synth` batches and real Claude Code imports at J_max 1, 5 and uncapped (a session with a
+sub-agent, one with a compaction and a resumed session, and a 1,593-line one with both, whose
+202,574-token tree goes through the model by blocks); the layout (every
 target's path is its row's prefix, positions are offsets); the masks for SDPA, Hugging Face's 4-D
 path and FlexAttention; the budget's split and its reported cost; bad input; and the reference loop
 of docs/trainers.md, run as written."""
@@ -11,7 +12,9 @@ import re
 import numpy as np
 import pytest
 import torch
-from transformers import Qwen3Config, Qwen3ForCausalLM
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+from transformers import AttentionInterface, Qwen3Config, Qwen3ForCausalLM
 
 import gyre
 from conftest import REPO, run_gyre
@@ -42,10 +45,10 @@ def claude_paths(tmp_path_factory):
     return out
 
 
-def tiny_qwen3(vocab: int, attn: str = "sdpa") -> Qwen3ForCausalLM:
+def tiny_qwen3(vocab: int, attn: str = "sdpa", heads: int = 2) -> Qwen3ForCausalLM:
     torch.manual_seed(0)
     config = Qwen3Config(
-        vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+        vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=heads,
         num_key_value_heads=1, head_dim=8, max_position_embeddings=1 << 17, tie_word_embeddings=False,
         attn_implementation=attn,
     )
@@ -79,11 +82,13 @@ def flat_forward(model, recs, coefficients, ids):
 
 def tree_forward(model, packs, ids):
     logps, loss = {}, torch.zeros((), dtype=torch.float64)
+    blocks = model.config._attn_implementation == TreeBlocks.name
     for p in packs:
+        TREE_BLOCKS.end = torch.as_tensor(p.subtree_end)
         logits = model(
             input_ids=torch.as_tensor(ids(p.input_ids))[None],
             position_ids=torch.as_tensor(p.position_ids)[None],
-            attention_mask=p.torch_mask(),
+            attention_mask=None if blocks else p.torch_mask(),
             logits_to_keep=torch.as_tensor(p.target_pos),
         ).logits
         mapped = tree.TreePack(**dict(vars(p), target_ids=ids(p.target_ids)))
@@ -102,21 +107,25 @@ def grads(model, loss):
     return torch.cat([q.grad.flatten() for q in model.parameters() if q.grad is not None])
 
 
-def assert_exact(rows, max_tokens):
+def assert_exact(rows, max_tokens, attn="sdpa", vocab_cap=None, heads=2):
     recs = list(rows.iter(numpy=True))
     coefficients = rows.coefficients()
-    # The model's vocabulary is the ids these rows use, renumbered: the same map for both sides.
+    # The model's vocabulary is the ids these rows use, renumbered (modulo `vocab_cap`, which
+    # keeps a long session's logits small): the same map for both sides. The packs are laid out
+    # from the real ids, so folding ids changes what the model reads, never the layout.
     vocab = np.unique(np.concatenate([r["tokens"] for r in recs]))
-    ids = lambda t: np.searchsorted(vocab, np.asarray(t)).astype(np.int64)  # noqa: E731
-    model = tiny_qwen3(len(vocab))
+    cap = len(vocab) if vocab_cap is None else min(vocab_cap, len(vocab))
+    ids = lambda t: (np.searchsorted(vocab, np.asarray(t)) % cap).astype(np.int64)  # noqa: E731
+    model = tiny_qwen3(cap, attn, heads)
     packs = tree(rows, max_tokens=max_tokens)
-    flat_lp, flat_loss = flat_forward(model, recs, coefficients, ids)
+    flat = tiny_qwen3(cap, heads=heads)  # the same weights (one seed), flat rows through causal SDPA
+    flat_lp, flat_loss = flat_forward(flat, recs, coefficients, ids)
     tree_lp, tree_loss = tree_forward(model, packs, ids)
     assert tree_lp.keys() == flat_lp.keys() and flat_lp
     diff = max(abs(float(tree_lp[k]) - float(flat_lp[k])) for k in flat_lp)
     assert diff <= 1e-5, diff
     assert float(tree_loss) == pytest.approx(float(flat_loss), rel=1e-6, abs=1e-9)
-    g_flat, g_tree = grads(model, flat_loss), grads(model, tree_loss)
+    g_flat, g_tree = grads(flat, flat_loss), grads(model, tree_loss)
     rel = float((g_tree - g_flat).norm() / g_flat.norm())
     assert rel <= 1e-5, rel
     return packs
@@ -164,16 +173,70 @@ def test_tree_packs_match_flat_rows_on_real_sessions_with_a_subagent_and_a_compa
     assert packs.tree_tokens <= packs.row_tokens
 
 
-@pytest.mark.parametrize("jmax", [1, 5, 0])
-def test_every_target_follows_its_row_in_a_large_real_session(claude_paths, jmax):
-    # Rows of 10,830 to 112,881 tokens (sub-agent, compaction, rewinds): too long for a dense
-    # CPU forward, so the layout a causal LM computes through is checked directly. A target's
-    # logits are a function of the tokens and positions on its ancestor path alone.
-    rows = gyre.load(claude_paths["8463c716-a2ea-4c14-9efa-87158ebd9f20"]).admit(jmax=jmax)
+class TreeBlocks:
+    """Tree attention for a pack too long for a ``[T, T]`` mask, as a transformers attention
+    implementation (``attn_implementation="gyre_tree_blocks"``): the queries go in blocks; a
+    block's keys are the ancestors of its first token (the keys ``k < q0`` with
+    ``subtree_end[k] > q0``) and the block itself, masked by the pack's rule
+    ``k <= q < subtree_end[k]``, and each block is recomputed in the backward pass rather than
+    kept. The same attention as ``attention_mask()``, at the memory of one block."""
+
+    name = "gyre_tree_blocks"
+    end: torch.Tensor
+    size = 1024
+
+    def __call__(self, module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        groups = query.shape[1] // key.shape[1]
+        key, value = key.repeat_interleave(groups, 1), value.repeat_interleave(groups, 1)
+        end, n, out = self.end, query.shape[2], []
+        for q0 in range(0, n, self.size):
+            q1 = min(q0 + self.size, n)
+            keys = torch.cat([torch.nonzero(end[:q0] > q0)[:, 0], torch.arange(q0, q1)])
+            out.append(checkpoint(self.block, query[:, :, q0:q1], key, value, keys, q0, q1, scaling, use_reentrant=False))
+        return torch.cat(out, 2).transpose(1, 2).contiguous(), None
+
+    def block(self, query, key, value, keys, q0, q1, scaling):
+        q = torch.arange(q0, q1)[:, None]
+        if self.end[q0] >= q1:
+            # The block lies in its first token's subtree, so that token's ancestors are every
+            # query's: only the block's own keys need the rule's comparisons.
+            ancestors = len(keys) - (q1 - q0)
+            inner = keys[None, ancestors:]
+            allowed = torch.cat(
+                [torch.ones(q1 - q0, ancestors, dtype=torch.bool), (inner <= q) & (q < self.end[inner])], 1
+            )
+        else:
+            allowed = (keys[None, :] <= q) & (q < self.end[keys][None, :])
+        return F.scaled_dot_product_attention(query, key[:, :, keys], value[:, :, keys], attn_mask=allowed, scale=scaling)
+
+
+TREE_BLOCKS = TreeBlocks()
+AttentionInterface.register(TreeBlocks.name, TREE_BLOCKS)
+
+
+@pytest.mark.parametrize("jmax", [1, 0])
+def test_tree_packs_match_flat_rows_on_a_large_real_session(claude_paths, jmax):
+    # Claude Code's sub-agent and compaction in one session (rows of 10,830 to 112,881 tokens,
+    # 202,574 tree tokens) with the two small sessions sharing its system prompt: computed through
+    # the pack's tree by blocks (TreeBlocks), on a one-head model to keep the CPU time in bounds.
+    rows = gyre.load([claude_paths[n] for n in ("8463c716-a2ea-4c14-9efa-87158ebd9f20", "short", "tool_heavy")]).admit(jmax=jmax)
     recs = list(rows.iter(numpy=True))
-    packs = tree(rows)
+    packs = assert_exact(rows, max_tokens=None, attn=TreeBlocks.name, vocab_cap=1024, heads=1)
     assert_layout(recs, packs)
     assert packs.token_ratio >= gyre_prefix_repeat(recs) * 0.95
+    assert packs.tree_tokens < packs.row_tokens
+
+
+def test_j_max_5_admits_the_uncapped_rows_of_the_large_real_session(claude_paths):
+    # Its executions have at most 3 candidate paths (main, main-summary, sub), so J_max 5 draws
+    # every one, as uncapped does: the model-level check at uncapped is the check at 5.
+    batch = gyre.load([claude_paths[n] for n in ("8463c716-a2ea-4c14-9efa-87158ebd9f20", "short", "tool_heavy")])
+    five, uncapped = batch.admit(jmax=5), batch.admit(jmax=0)
+    a, b = list(five.iter(numpy=True)), list(uncapped.iter(numpy=True))
+    assert len(a) == len(b) == 5
+    for x, y in zip(a, b):
+        assert np.array_equal(x["tokens"], y["tokens"]) and np.array_equal(x["loss_mask"], y["loss_mask"])
+    assert all(np.array_equal(x, y) for x, y in zip(five.coefficients(), uncapped.coefficients()))
 
 
 def gyre_prefix_repeat(recs):
@@ -190,6 +253,12 @@ def assert_layout(recs, packs):
         for i, q in enumerate(p.parent):
             depth[i] = 0 if q < 0 else depth[q] + 1
         assert (depth == p.position_ids).all()
+        # subtree_end (what the attention reads) is one past the last descendant, from the parents.
+        end = np.arange(1, len(p) + 1)
+        for i in range(len(p) - 1, 0, -1):
+            if p.parent[i] >= 0:
+                end[p.parent[i]] = max(end[p.parent[i]], end[i])
+        assert np.array_equal(end, p.subtree_end)
         for k, o, pos, t in zip(p.target_row, p.target_offset, p.target_pos, p.target_ids):
             r = recs[k]
             assert p.input_ids[pos] == r["tokens"][o - 1] and p.position_ids[pos] == o - 1 and t == r["tokens"][o]
@@ -239,6 +308,12 @@ def test_masks_agree_across_sdpa_eager_and_flex_attention(tmp_path):
     sdpa = tiny_qwen3(512, "sdpa")(input_ids=x, position_ids=pos, attention_mask=p.torch_mask()).logits
     eager = tiny_qwen3(512, "eager")(input_ids=x, position_ids=pos, attention_mask=p.torch_mask(dtype=torch.float32)).logits
     assert float((sdpa - eager).abs().max()) <= 1e-5
+    TREE_BLOCKS.end, TREE_BLOCKS.size = torch.as_tensor(p.subtree_end), 16
+    try:
+        blocks = tiny_qwen3(512, TreeBlocks.name)(input_ids=x, position_ids=pos).logits
+    finally:
+        TREE_BLOCKS.size = 1024
+    assert float((sdpa - blocks).abs().max()) <= 1e-5
     # FlexAttention runs its reference (uncompiled) path on CPU: the same attention, from a
     # BlockMask whose blocks follow the tree.
     from torch.nn.attention.flex_attention import flex_attention
