@@ -5,6 +5,7 @@ in the object store; gyre.ray.follow admits a growing recording next to where it
 
 import random
 import re
+import subprocess
 import sys
 
 import pyarrow.parquet as pq
@@ -222,6 +223,46 @@ def test_the_driver_reads_no_recording(tmp_path, monkeypatch, shards):
             assert f.stat().st_size <= sum(read) <= 2 * f.stat().st_size + 2 * 65536
     assert sum(r["executions"] for r in reports) == executions
     assert all(r["peak_rss"] > 0 for r in reports)
+
+
+def process_start(pid=None):
+    """When a process of this machine started, in clock ticks since boot; without `pid`, a
+    process started now (a mark to compare others with)."""
+    if pid is not None:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    marker = subprocess.Popen(["sleep", "10"])
+    try:
+        return process_start(marker.pid)
+    finally:
+        marker.kill()
+        marker.wait()
+
+
+def test_started_actors_serve_the_first_call(tmp_path, synth):
+    """gyre.ray.start at job start: the first admission runs on the processes it started."""
+    files = chunks(synth, 2, tmp_path)
+    expected = cli_rows(files, tmp_path / "cli.jsonl")
+    gyre.ray.release()
+    gyre.ray.start(shards=2, wait=True)
+    mark = process_start()
+    reports = []
+    assert gyre.ray.admit(files, shards=2, order="input", reports=reports).to_pylist() == expected
+    assert len({r["pid"] for r in reports}) == 2
+    assert all(process_start(r["pid"]) < mark for r in reports)
+    # Started again: the idle actors are kept, none is added.
+    gyre.ray.start(shards=2)
+    reports_again = []
+    gyre.ray.admit(files, shards=2, reports=reports_again)
+    assert {r["pid"] for r in reports_again} == {r["pid"] for r in reports}
+    # Started without waiting for another shape (four shards, half a CPU each): an admission
+    # with two ends them first, else its two one-CPU actors could not be placed.
+    gyre.ray.start(shards=4)
+    assert gyre.ray.admit(files, shards=2, order="input").to_pylist() == expected
+    with pytest.raises(ValueError, match="shards"):
+        gyre.ray.start(shards=0)
+    with pytest.raises(ValueError, match="node_ids"):
+        gyre.ray.start(node_ids=[])
 
 
 def test_bytes_and_object_refs_are_indexed_too(tmp_path):

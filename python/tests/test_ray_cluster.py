@@ -13,7 +13,7 @@ import ray  # the suite fails, not skips, without Ray
 import gyre
 import gyre.ray
 from conftest import cli_rows
-from test_ray import DriverReadsNothing
+from test_ray import DriverReadsNothing, process_start
 
 NODES = ("node-a", "node-b")
 WORKERS = 16
@@ -87,6 +87,9 @@ def test_each_node_reads_only_its_recordings(cluster, tmp_path, monkeypatch, sha
     assert len({r["group"] for r in expected}) > 1
     executions = len(gyre.load(paths).executions)
 
+    # The shard actors started ahead, on the nodes the recordings are on (a trainer's job start).
+    gyre.ray.start(shards=shards, node_ids=sorted(nodes), wait=True)
+    mark = process_start()
     guard = DriverReadsNothing(monkeypatch, paths)
     reports = []
     out = gyre.ray.write_parquet(
@@ -103,6 +106,7 @@ def test_each_node_reads_only_its_recordings(cluster, tmp_path, monkeypatch, sha
     key = lambda r: (r["execution"], r["draw"])  # noqa: E731
     assert sorted(got, key=key) == sorted(expected, key=key)
     assert len(reports) == 2 * shards
+    assert all(process_start(r["pid"]) < mark for r in reports)
     assert sum(r["executions"] for r in reports) == executions
     for r in reports:
         own = {p for p, n in recordings if n == r["node_id"]}
