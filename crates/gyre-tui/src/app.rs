@@ -1462,7 +1462,11 @@ impl App {
                 None => self.say(format!("no execution {arg:?}")),
             },
             "request" => {
-                let exec = &d.batch.executions[self.sel.exec];
+                // A batch without executions has nothing selected to look in.
+                let Some(exec) = d.batch.executions.get(self.sel.exec) else {
+                    self.say(format!("no request {arg:?}: the batch has no executions"));
+                    return;
+                };
                 match exec.request_index(arg) {
                     Some(r) => self.apply(Effect::SelectRequest(r)),
                     None => {

@@ -1,6 +1,11 @@
 //! The command palette (`:`): the key table's commands by name, commands with an argument,
 //! completion, and a number for a path position.
 
+use std::sync::Arc;
+
+use gyre_engine::admit::Settings;
+use gyre_engine::load::{LoadOptions, load_bytes};
+use gyre_engine::score::AdvantageMode;
 use gyre_tui::app::{Action, App};
 use gyre_tui::keys::{BINDINGS, Command};
 use gyre_tui::overlay::{Overlay, PaletteView};
@@ -72,6 +77,39 @@ fn execution_and_request_open_what_they_name() {
     assert_eq!(path_request(&app), Some(0));
     palette(&mut app, "execution nope", &[Command::Enter]);
     assert_eq!(said(&app), "no execution \"nope\"");
+}
+
+/// `:request` typed while a followed recording is read back to no execution (a file rewritten
+/// from the start) says so on Enter: it indexed the selected execution, which no longer
+/// existed, and panicked (found by the random sessions on a one-line recording).
+#[test]
+fn request_on_a_batch_without_executions_is_a_message() {
+    let mut app = demo_app(80, 24, false);
+    let empty = load_bytes("example.jsonl", b"", &LoadOptions::default()).expect("loads");
+    assert!(empty.executions.is_empty());
+    let results = gyre_engine::process(&empty, &Settings::default(), AdvantageMode::DrGrpo);
+    palette(&mut app, "request r1", &[]);
+    app.step_here(Action::Grown(Arc::new(empty), Box::new(results)));
+    cmds(&mut app, &[Command::Enter]);
+    assert_eq!(said(&app), "no request \"r1\": the batch has no executions");
+    // Every palette entry, with an argument of each shape, the same way.
+    let args = ["", "1", "r1", "x", "main>sub", "grpo", "first-divergence"];
+    for e in entries() {
+        for arg in args {
+            let mut app = demo_app(80, 24, false);
+            let empty = load_bytes("example.jsonl", b"", &LoadOptions::default()).expect("loads");
+            let results = gyre_engine::process(&empty, &Settings::default(), AdvantageMode::DrGrpo);
+            palette(&mut app, format!("{} {arg}", e.name).trim_end(), &[]);
+            app.step_here(Action::Grown(Arc::new(empty), Box::new(results)));
+            cmds(&mut app, &[Command::Enter]);
+            render(&app);
+            assert!(
+                app.data.as_ref().unwrap().batch.executions.is_empty(),
+                ":{} {arg}",
+                e.name
+            );
+        }
+    }
 }
 
 #[test]
