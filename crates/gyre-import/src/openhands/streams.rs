@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::error::{bad, diag};
 use crate::input::{
-    Counter, Lines, file_name, json_element_lines, line_of, line_values, parse_document,
-    read_document, sub_path, typed,
+    Counter, file_name, json_element_lines, line_of, line_values, parse_document, read_document,
+    sub_path, typed, typed_values,
 };
 use crate::session::Session;
 use crate::sniff::{Probe, Shape, is_v1_event, v1_event_index, v1_events_dir};
@@ -299,37 +299,13 @@ pub(super) fn read_output_jsonl(
     emit: &mut dyn FnMut(&mut Job, Session) -> Result<()>,
 ) -> Result<()> {
     let total = std::fs::metadata(path).map_or(0, |m| m.len());
-    let counter = Counter::default();
-    let mut lines = Lines::open(path, &counter)?;
     let mut seen: HashMap<String, u64> = HashMap::new();
-    while let Some(next) = lines.next_line() {
-        (job.progress)(Progress::Reading {
-            done: counter.get(),
-            total,
-        });
-        let (n, text) = match next {
-            Ok(l) => l,
-            Err(d) => {
-                job.log.problem(d);
-                continue;
-            }
-        };
-        if text.trim().is_empty() {
-            continue;
-        }
-        let (values, err) = line_values(text);
-        if let Some(e) = err {
-            job.log.problem(diag(path, n, e, None));
-            continue;
-        }
-        for v in values {
-            let inst: Instance = match typed(&v) {
-                Ok(i) => i,
-                Err((msg, field)) => {
-                    job.log.problem(diag(path, n, msg, Some(&field)));
-                    continue;
-                }
-            };
+    typed_values(
+        path,
+        &Counter::default(),
+        total,
+        job,
+        &mut |job, n, inst: Instance| {
             let id = instance_id(&inst, n);
             if let Some(first) = seen.insert(id.clone(), n) {
                 job.log.problem(diag(
@@ -338,7 +314,7 @@ pub(super) fn read_output_jsonl(
                     format!("instance {id:?} is already on line {first}"),
                     Some("instance_id"),
                 ));
-                continue;
+                return Ok(());
             }
             let raw = flatten_pairs(inst.history.clone().unwrap_or_default())
                 .into_iter()
@@ -355,13 +331,12 @@ pub(super) fn read_output_jsonl(
                 .collect();
             let events = typed_events(raw, job);
             if job.log.has_problems() {
-                continue;
+                return Ok(());
             }
             let session = instance_session(path, n, id, inst, events, job)?;
-            emit(job, session)?;
-        }
-    }
-    Ok(())
+            emit(job, session)
+        },
+    )
 }
 
 /// One instance saved as its own JSON document.
