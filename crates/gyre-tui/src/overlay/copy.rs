@@ -8,20 +8,12 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::{Ask, Cx, Edit, OverlayView, Reply, text_box};
-use crate::keys::Command;
 
 /// The copy menu: what each letter copies.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CopyMenu(pub Vec<CopyItem>);
 
 impl OverlayView for CopyMenu {
-    fn command(&mut self, _cx: &Cx, c: Command) -> Reply {
-        if c == Command::Escape {
-            return Reply::close();
-        }
-        Reply::stay()
-    }
-
     fn edit(&mut self, _cx: &Cx, e: Edit) -> Reply {
         let Edit::Char(c) = e else {
             return Reply::stay();

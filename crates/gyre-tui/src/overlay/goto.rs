@@ -5,20 +5,12 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::{Ask, Cx, Edit, OverlayView, Reply, text_box};
-use crate::keys::Command;
 
 /// The go-to menu: each kind with how many requests of it the execution has.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GoToMenu(pub Vec<(Landmark, usize)>);
 
 impl OverlayView for GoToMenu {
-    fn command(&mut self, _cx: &Cx, c: Command) -> Reply {
-        if c == Command::Escape {
-            return Reply::close();
-        }
-        Reply::stay()
-    }
-
     fn edit(&mut self, _cx: &Cx, e: Edit) -> Reply {
         let Edit::Char(c) = e else {
             return Reply::stay();

@@ -185,8 +185,14 @@ pub struct Reads {
 /// One overlay: its state, its keys and its drawing.
 pub trait OverlayView {
     /// A bound command while the overlay is open (Esc and the key that opened it close it,
-    /// as the overlay decides).
-    fn command(&mut self, cx: &Cx, c: Command) -> Reply;
+    /// as the overlay decides). By default Esc closes it and every other command is ignored:
+    /// the letter menus, which act on typed characters alone.
+    fn command(&mut self, _cx: &Cx, c: Command) -> Reply {
+        if c == Command::Escape {
+            return Reply::close();
+        }
+        Reply::stay()
+    }
 
     /// A typed character or field edit (only overlays that [`take text`](Self::takes_text)).
     fn edit(&mut self, _cx: &Cx, _e: Edit) -> Reply {

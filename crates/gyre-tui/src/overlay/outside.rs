@@ -5,7 +5,6 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::{Ask, Cx, Edit, OverlayView, Reply, text_box};
-use crate::keys::Command;
 use crate::outside::Outside;
 
 /// The open-outside menu: what each letter opens.
@@ -13,13 +12,6 @@ use crate::outside::Outside;
 pub struct OutsideMenu(pub Vec<OutsideItem>);
 
 impl OverlayView for OutsideMenu {
-    fn command(&mut self, _cx: &Cx, c: Command) -> Reply {
-        if c == Command::Escape {
-            return Reply::close();
-        }
-        Reply::stay()
-    }
-
     fn edit(&mut self, _cx: &Cx, e: Edit) -> Reply {
         let Edit::Char(c) = e else {
             return Reply::stay();
